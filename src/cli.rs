@@ -1,0 +1,186 @@
+//! Command-line verbs: every tool is also `nib VERB`, printing exactly what the
+//! tool returns, so people and CI bots can use nib without an MCP client.
+//!
+//! Exit status: 0 on success, 1 when the tool reports an error, 2 for a usage
+//! error. The MCP server is `nib` with no arguments (see `main`).
+
+use std::io::{Read, Write};
+use std::sync::Mutex;
+
+use serde_json::{Map, Value, json};
+
+use crate::config::Config;
+use crate::state::Seen;
+use crate::tools::{self, Ctx};
+use crate::workspace::Workspace;
+
+/// What the command line asked for.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Command {
+    /// Serve MCP on stdio.
+    Serve,
+    /// Print the version.
+    Version,
+    /// Print usage.
+    Help,
+    /// Run a tool with these arguments.
+    Tool(&'static str, Map<String, Value>),
+}
+
+/// Usage text.
+pub const USAGE: &str = "\
+nib: hashline file tools for coding agents, as an MCP server or on the command line
+
+usage:
+  nib                                 serve MCP on stdio (for a client such as Claude Code)
+  nib read [--plain] [--info] [--max-line-length N] PATH[:SELECTOR]...
+  nib write [--tag TAG] PATH          content on stdin
+  nib --version
+
+The project directory is $NIB_DIRECTORY, else the working directory.
+";
+
+/// A command line that cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}\n\n{USAGE}")]
+pub struct UsageError(String);
+
+/// Parses the arguments after the program name.
+pub fn parse(args: &[String]) -> Result<Command, UsageError> {
+    let Some(first) = args.first() else {
+        return Ok(Command::Serve);
+    };
+    let rest = &args[1..];
+    match first.as_str() {
+        "--version" | "-V" | "version" => Ok(Command::Version),
+        "--help" | "-h" | "help" => Ok(Command::Help),
+        "read" => parse_read(rest),
+        "write" => parse_write(rest),
+        other => Err(UsageError(format!("unknown command \"{other}\""))),
+    }
+}
+
+fn parse_read(rest: &[String]) -> Result<Command, UsageError> {
+    let mut map = Map::new();
+    let mut paths = Vec::new();
+    let mut it = rest.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--plain" => {
+                map.insert("plain".into(), json!(true));
+            }
+            "--info" => {
+                map.insert("info".into(), json!(true));
+            }
+            "--max-line-length" => {
+                let n = it
+                    .next()
+                    .and_then(|v| v.parse::<u64>().ok())
+                    .ok_or_else(|| UsageError("--max-line-length needs a number".into()))?;
+                map.insert("maxLineLength".into(), json!(n));
+            }
+            "--" => paths.extend(it.by_ref().cloned()),
+            flag if flag.starts_with("--") => {
+                return Err(UsageError(format!("read has no option {flag}")));
+            }
+            path => paths.push(path.to_string()),
+        }
+    }
+    if paths.is_empty() {
+        return Err(UsageError("read needs at least one PATH".into()));
+    }
+    map.insert("paths".into(), json!(paths));
+    Ok(Command::Tool("read", map))
+}
+
+fn parse_write(rest: &[String]) -> Result<Command, UsageError> {
+    let mut map = Map::new();
+    let mut path = None;
+    let mut it = rest.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--tag" => {
+                let t = it
+                    .next()
+                    .ok_or_else(|| UsageError("--tag needs a value".into()))?;
+                map.insert("tag".into(), json!(t));
+            }
+            flag if flag.starts_with("--") => {
+                return Err(UsageError(format!("write has no option {flag}")));
+            }
+            p if path.is_none() => path = Some(p.to_string()),
+            extra => {
+                return Err(UsageError(format!(
+                    "write takes one PATH; got also \"{extra}\""
+                )));
+            }
+        }
+    }
+    let path = path.ok_or_else(|| UsageError("write needs a PATH".into()))?;
+    map.insert("path".into(), json!(path));
+    Ok(Command::Tool("write", map))
+}
+
+/// Runs a tool verb and returns the process exit status.
+pub fn run_tool(config: Config, name: &str, mut args: Map<String, Value>) -> i32 {
+    if name == "write" {
+        let mut content = Vec::new();
+        if let Err(e) = std::io::stdin().read_to_end(&mut content) {
+            return fail(&format!(
+                "nib write: reading stdin: {e}; nothing was written"
+            ));
+        }
+        match String::from_utf8(content) {
+            Ok(s) => {
+                args.insert("content".into(), Value::String(s));
+            }
+            Err(_) => return fail("nib write: stdin is not UTF-8 text; nothing was written"),
+        }
+    }
+    let workspace = Workspace::new(config.project_dir);
+    let seen = Mutex::new(Seen::default());
+    let ctx = Ctx {
+        workspace: &workspace,
+        seen: &seen,
+    };
+    match tools::call(name, Some(args), &ctx) {
+        Ok(out) => {
+            let mut stdout = std::io::stdout().lock();
+            let _ = stdout.write_all(out.text.as_bytes());
+            let _ = stdout.flush();
+            i32::from(out.is_error)
+        }
+        Err(e) => fail(&format!("nib {name}: {e}")),
+    }
+}
+
+fn fail(message: &str) -> i32 {
+    let mut stderr = std::io::stderr().lock();
+    let _ = writeln!(stderr, "{message}");
+    2
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn parses_verbs() {
+        assert_eq!(parse(&[]).unwrap(), Command::Serve);
+        assert_eq!(parse(&s(&["--version"])).unwrap(), Command::Version);
+        let Command::Tool(name, map) = parse(&s(&["read", "--plain", "a:1-2", "b"])).unwrap()
+        else {
+            panic!("not a tool");
+        };
+        assert_eq!(name, "read");
+        assert_eq!(map["paths"], json!(["a:1-2", "b"]));
+        assert_eq!(map["plain"], json!(true));
+        assert!(parse(&s(&["read"])).is_err());
+        assert!(parse(&s(&["write", "a", "b"])).is_err());
+        assert!(parse(&s(&["frobnicate"])).is_err());
+    }
+}

@@ -1,0 +1,23 @@
+//! nib: an MCP server that gives coding agents hashline file tools.
+//!
+//! The crate is the broker: it speaks MCP ([`server`]), runs the file tools
+//! ([`tools`]) over the one filesystem module ([`fs`]), and remembers what each
+//! agent was shown ([`state`]). ARCHITECTURE.md is the map; the binary in
+//! `main.rs` only picks between serving and a CLI verb ([`cli`]).
+
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+pub mod cli;
+pub mod config;
+pub mod filekind;
+pub mod fs;
+pub mod hashline;
+pub mod human;
+pub mod outline;
+pub mod server;
+pub mod state;
+pub mod stdio;
+pub mod text;
+pub mod tools;
+pub mod validate;
+pub mod workspace;

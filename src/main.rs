@@ -1,0 +1,101 @@
+//! The `nib` binary. `main` reads the command line, sets up logging to stderr and either serves
+//! MCP on stdio ([`server`]) or runs one tool as a CLI verb ([`cli`]). stdout
+//! carries only protocol messages (or a verb's output); the broker never prints.
+
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+use nib::{cli, config, server, stdio};
+
+use std::io::Write;
+
+use anyhow::Context;
+use rmcp::ServiceExt;
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env(config::NIB_LOG)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .init();
+}
+
+async fn serve(config: config::Config) -> anyhow::Result<()> {
+    let server = server::NibServer::new(config);
+    let io = stdio::start();
+    let running = match server.serve((io.reader, io.writer)).await {
+        Ok(r) => r,
+        Err(e) => {
+            // A client that leaves before starting a session is not an error of ours.
+            tracing::info!("no MCP session: {e}");
+            return Ok(());
+        }
+    };
+    running.waiting().await.context("serving MCP on stdio")?;
+    // Let the last answers reach stdout before the process ends.
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), io.output_done).await;
+    Ok(())
+}
+
+fn main() -> std::process::ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let command = match cli::parse(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "{e}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    match command {
+        cli::Command::Version => {
+            let _ = writeln!(std::io::stdout(), "nib {}", env!("CARGO_PKG_VERSION"));
+            return std::process::ExitCode::SUCCESS;
+        }
+        cli::Command::Help => {
+            let _ = write!(std::io::stdout(), "{}", cli::USAGE);
+            return std::process::ExitCode::SUCCESS;
+        }
+        _ => {}
+    }
+    init_logging();
+    let config = match config::Config::from_env() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "nib: {e}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    match command {
+        cli::Command::Tool(name, map) => {
+            let code = cli::run_tool(config, name, map);
+            std::process::ExitCode::from(code as u8)
+        }
+        _ => {
+            let runtime = match tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+            {
+                Ok(r) => r,
+                Err(e) => {
+                    let _ = writeln!(
+                        std::io::stderr(),
+                        "nib: cannot start the async runtime: {e}"
+                    );
+                    return std::process::ExitCode::FAILURE;
+                }
+            };
+            let result = runtime.block_on(serve(config));
+            // Blocking tool threads must not keep the process alive once stdin is closed.
+            runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+            match result {
+                Ok(()) => std::process::ExitCode::SUCCESS,
+                Err(e) => {
+                    tracing::error!("{e:#}");
+                    std::process::ExitCode::FAILURE
+                }
+            }
+        }
+    }
+}

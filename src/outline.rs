@@ -1,0 +1,216 @@
+//! Outlines by indentation: the top-level lines of a file and the first-level
+//! members of its containers (classes, structs, impls, objects), or the headings
+//! of a Markdown file.
+//!
+//! This is the heuristic for every language until the tree-sitter issue gives
+//! real declarations for the languages it parses; it stays for the others. It
+//! returns line numbers only: read turns them into anchored rows, write into a
+//! sparse map.
+
+use crate::filekind::Shape;
+
+/// 1-based line numbers worth showing as an outline of `lines`.
+pub fn outline(lines: &[String], shape: Shape) -> Vec<usize> {
+    match shape {
+        Shape::Markdown => markdown_headings(lines),
+        Shape::Code => by_indentation(lines, true),
+        Shape::Text | Shape::FlatData => by_indentation(lines, false),
+    }
+}
+
+fn markdown_headings(lines: &[String]) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut fence = false;
+    for (i, line) in lines.iter().enumerate() {
+        let t = line.trim_start();
+        if t.starts_with("```") || t.starts_with("~~~") {
+            fence = !fence;
+            continue;
+        }
+        if !fence && line.starts_with('#') {
+            out.push(i + 1);
+        }
+    }
+    out
+}
+
+/// Indentation in columns (a tab counts 4), or None for a blank line.
+fn indent(line: &str) -> Option<usize> {
+    let mut cols = 0;
+    for ch in line.chars() {
+        match ch {
+            ' ' => cols += 1,
+            '\t' => cols += 4,
+            _ => return Some(cols),
+        }
+    }
+    None
+}
+
+fn is_noise(t: &str, code: bool) -> bool {
+    let closers = t.chars().all(|c| matches!(c, '}' | ')' | ']' | ';' | ','));
+    closers
+        || t == "end"
+        || (code
+            && (t.starts_with("//")
+                || t.starts_with("/*")
+                || t.starts_with("* ")
+                || t == "*"
+                || t.starts_with("*/")
+                || (t.starts_with('#')
+                    && !t.starts_with("#[")
+                    && !t.starts_with("#include")
+                    && !t.starts_with("#define"))))
+}
+
+fn is_container(t: &str) -> bool {
+    const WORDS: &[&str] = &[
+        "class",
+        "struct",
+        "enum",
+        "interface",
+        "trait",
+        "impl",
+        "mod",
+        "object",
+        "namespace",
+        "record",
+        "module",
+        "extension",
+        "protocol",
+        "union",
+        "companion",
+        "type",
+        "export",
+        "public",
+        "private",
+        "protected",
+        "internal",
+        "abstract",
+        "final",
+        "sealed",
+        "data",
+        "open",
+        "pub",
+        "static",
+        "declare",
+        "default",
+        "const",
+    ];
+    let mut words = t.split(|c: char| !(c.is_alphanumeric() || c == '_'));
+    let mut is = false;
+    for w in words.by_ref().filter(|w| !w.is_empty()).take(4) {
+        if matches!(
+            w,
+            "class"
+                | "struct"
+                | "enum"
+                | "interface"
+                | "trait"
+                | "impl"
+                | "mod"
+                | "object"
+                | "namespace"
+                | "record"
+                | "module"
+                | "extension"
+                | "protocol"
+                | "union"
+        ) {
+            is = true;
+            break;
+        }
+        if !WORDS.contains(&w) {
+            break;
+        }
+    }
+    is
+}
+
+fn by_indentation(lines: &[String], code: bool) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let line = &lines[i];
+        let Some(ind) = indent(line) else {
+            i += 1;
+            continue;
+        };
+        let t = line.trim();
+        if ind > 0 {
+            i += 1;
+            continue;
+        }
+        if !is_noise(t, code) {
+            out.push(i + 1);
+        }
+        // The block under this top-level line runs to the next top-level line.
+        let mut j = i + 1;
+        let mut first_level: Option<usize> = None;
+        while j < lines.len() {
+            match indent(&lines[j]) {
+                Some(0) => break,
+                Some(n) => first_level = Some(first_level.map_or(n, |f: usize| f.min(n))),
+                None => {}
+            }
+            j += 1;
+        }
+        let wants_members = !code || is_container(t);
+        if let (true, Some(level)) = (wants_members, first_level) {
+            for (k, member) in lines.iter().enumerate().take(j).skip(i + 1) {
+                if indent(member) == Some(level) && !is_noise(member.trim(), code) {
+                    out.push(k + 1);
+                }
+            }
+        }
+        i = j;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(s: &str) -> Vec<String> {
+        s.lines().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn code_shows_top_level_and_container_members() {
+        let src = lines(
+            "use std::io;\n\
+             \n\
+             /// Doc.\n\
+             pub struct S {\n    a: u32,\n}\n\
+             impl S {\n    pub fn new() -> S {\n        S { a: 1 }\n    }\n\n    fn b(&self) {}\n}\n\
+             fn main() {\n    let x = 1;\n}\n",
+        );
+        let got = outline(&src, Shape::Code);
+        let shown: Vec<&str> = got.iter().map(|&n| src[n - 1].as_str()).collect();
+        assert_eq!(
+            shown,
+            vec![
+                "use std::io;",
+                "pub struct S {",
+                "    a: u32,",
+                "impl S {",
+                "    pub fn new() -> S {",
+                "    fn b(&self) {}",
+                "fn main() {"
+            ]
+        );
+    }
+
+    #[test]
+    fn markdown_shows_headings_outside_fences() {
+        let src = lines("# A\ntext\n```\n# not\n```\n## B\n");
+        assert_eq!(outline(&src, Shape::Markdown), vec![1, 6]);
+    }
+
+    #[test]
+    fn yaml_shows_two_levels() {
+        let src = lines("a:\n  b: 1\n  c:\n    d: 2\ne: 3\n");
+        assert_eq!(outline(&src, Shape::Text), vec![1, 2, 3, 5]);
+    }
+}

@@ -1,0 +1,281 @@
+//! The MCP server: both protocol eras over stdio, tool routing, roots.
+//!
+//! This is the only module that knows MCP. It lists the tools of
+//! [`crate::tools`] with their annotations, runs each call on a blocking thread
+//! and wraps the [`crate::tools::ToolOutput`] in a CallToolResult. Argument and
+//! routing errors become protocol errors (invalid params); everything a tool
+//! reports is a result with `isError`.
+//!
+//! Roots: in the handshake era (`initialize`) the server asks `roots/list` after
+//! `notifications/initialized`, only when the client declared the roots
+//! capability, bounded by [`Config::roots_timeout`], and again when the client
+//! says its roots changed. In the modern era (`server/discover`, per-request
+//! metadata) a server cannot call the client; the first `tools/call` from a
+//! client that declares roots answers `input_required` with a `roots/list`
+//! request, and the retry carries the roots.
+//!
+//! rmcp marks roots deprecated (SEP-2577), but the clients nib serves (Claude
+//! Code, OpenCode) still send them and the design relies on them, so this module
+//! allows the deprecation.
+#![allow(deprecated)]
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    InputRequest, InputRequests, InputRequiredResult, ListRootsRequest, ListRootsResult,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
+};
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
+
+use crate::config::Config;
+use crate::state::Seen;
+use crate::tools::{self, CallError, Ctx};
+use crate::workspace::Workspace;
+
+/// The key of the roots request in an `input_required` result.
+const ROOTS_INPUT: &str = "roots";
+/// The request state that marks the retry after a roots request.
+const ROOTS_STATE: &str = "nib-roots-v1";
+
+/// One connection's server: its workspace and what its agent has seen.
+#[derive(Clone)]
+pub struct NibServer {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: Config,
+    workspace: Workspace,
+    seen: Mutex<Seen>,
+}
+
+impl NibServer {
+    /// A server for one connection.
+    pub fn new(config: Config) -> NibServer {
+        NibServer {
+            inner: Arc::new(Inner {
+                workspace: Workspace::new(config.project_dir.clone()),
+                config,
+                seen: Mutex::new(Seen::default()),
+            }),
+        }
+    }
+
+    fn tool_list() -> Vec<Tool> {
+        tools::definitions()
+            .into_iter()
+            .map(|d| {
+                let schema = match d.schema {
+                    serde_json::Value::Object(m) => m,
+                    _ => serde_json::Map::new(),
+                };
+                let annotations = ToolAnnotations::new()
+                    .read_only(d.read_only)
+                    .destructive(!d.read_only)
+                    .idempotent(d.read_only)
+                    .open_world(false);
+                Tool::new(d.name, d.description, Arc::new(schema)).with_annotations(annotations)
+            })
+            .collect()
+    }
+
+    /// Asks the client for its roots (handshake era), bounded by the timeout.
+    fn fetch_roots(&self, peer: Peer<RoleServer>) {
+        let declared = peer
+            .peer_info()
+            .is_some_and(|info| info.capabilities.roots.is_some());
+        if !declared {
+            tracing::debug!("client declared no roots; using the project directory");
+            return;
+        }
+        let this = self.clone();
+        let timeout = self.inner.config.roots_timeout;
+        tokio::spawn(async move {
+            match tokio::time::timeout(timeout, peer.list_roots()).await {
+                Ok(Ok(result)) => this.set_roots(&result),
+                Ok(Err(e)) => tracing::warn!("roots/list failed: {e}; using the project directory"),
+                Err(_) => tracing::warn!(
+                    "roots/list got no answer in {} ms; using the project directory",
+                    timeout.as_millis()
+                ),
+            }
+        });
+    }
+
+    fn set_roots(&self, result: &ListRootsResult) {
+        let roots: Vec<PathBuf> = result
+            .roots
+            .iter()
+            .filter_map(|r| file_uri_to_path(&r.uri))
+            .collect();
+        tracing::info!("client roots: {roots:?}");
+        self.inner.workspace.set_client_roots(roots);
+    }
+
+    /// Modern era: ask for roots through `input_required` on the first call,
+    /// or take them from the retry. `Some` is the answer to send instead of running the tool.
+    fn modern_roots(
+        &self,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Option<CallToolResponse> {
+        let modern = context
+            .meta
+            .protocol_version()
+            .is_some_and(|v| !v.has_initialize());
+        if !modern || self.inner.workspace.has_client_roots() {
+            return None;
+        }
+        let declared = context
+            .client_capabilities()
+            .is_some_and(|c| c.roots.is_some());
+        if !declared {
+            return None;
+        }
+        if request.request_state.as_deref() == Some(ROOTS_STATE) {
+            let answer = request
+                .input_responses
+                .as_ref()
+                .and_then(|r| r.get(ROOTS_INPUT))
+                .and_then(|v| serde_json::from_value::<ListRootsResult>(v.clone()).ok());
+            match answer {
+                Some(result) => self.set_roots(&result),
+                // Asked once; without an answer the project directory stands.
+                None => self.inner.workspace.set_client_roots(Vec::new()),
+            }
+            return None;
+        }
+        let mut requests = InputRequests::new();
+        requests.insert(
+            ROOTS_INPUT.to_string(),
+            InputRequest::ListRoots(ListRootsRequest::default()),
+        );
+        Some(InputRequiredResult::new(Some(requests), Some(ROOTS_STATE.to_string())).into())
+    }
+}
+
+/// `file:///a/b%20c` → `/a/b c`; other schemes are ignored.
+fn file_uri_to_path(uri: &str) -> Option<PathBuf> {
+    let rest = uri.strip_prefix("file://")?;
+    let rest = rest.strip_prefix("localhost").unwrap_or(rest);
+    let bytes = rest.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    use std::os::unix::ffi::OsStringExt;
+    Some(PathBuf::from(std::ffi::OsString::from_vec(out)))
+}
+
+impl ServerHandler for NibServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("nib", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "nib's read prints [PATH#TAG] headers and LINE:TEXT rows; those rows are the \
+                 anchors edits refer to. write creates files, or overwrites one given its tag.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(Self::tool_list()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        if let Some(answer) = self.modern_roots(&request, &context) {
+            return Ok(answer);
+        }
+        let this = self.clone();
+        let name = request.name.to_string();
+        let arguments = request.arguments;
+        let outcome = tokio::task::spawn_blocking(move || {
+            let ctx = Ctx {
+                workspace: &this.inner.workspace,
+                seen: &this.inner.seen,
+            };
+            tools::call(&name, arguments, &ctx)
+        })
+        .await
+        .map_err(|e| {
+            McpError::internal_error(format!("the tool stopped unexpectedly: {e}"), None)
+        })?;
+        match outcome {
+            Ok(out) => {
+                let content = vec![ContentBlock::text(out.text)];
+                Ok(if out.is_error {
+                    CallToolResult::error(content)
+                } else {
+                    CallToolResult::success(content)
+                }
+                .into())
+            }
+            Err(e @ CallError::UnknownTool(_)) => {
+                Err(McpError::invalid_params(e.to_string(), None))
+            }
+            Err(CallError::Args(e)) => Err(McpError::invalid_params(
+                format!("{e}; nothing was read or written"),
+                None,
+            )),
+        }
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.fetch_roots(context.peer);
+    }
+
+    async fn on_roots_list_changed(&self, context: NotificationContext<RoleServer>) {
+        self.fetch_roots(context.peer);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_uris_become_paths() {
+        assert_eq!(
+            file_uri_to_path("file:///a/b%20c"),
+            Some(PathBuf::from("/a/b c"))
+        );
+        assert_eq!(
+            file_uri_to_path("file://localhost/x"),
+            Some(PathBuf::from("/x"))
+        );
+        assert_eq!(file_uri_to_path("https://x/y"), None);
+        assert_eq!(file_uri_to_path("file:///bad%zz"), None);
+    }
+
+    #[test]
+    fn tool_names_are_client_safe_and_annotated() {
+        for t in NibServer::tool_list() {
+            assert!(
+                t.name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            );
+            let a = t.annotations.as_ref().map(|a| a.read_only_hint);
+            assert!(a.is_some());
+        }
+    }
+}

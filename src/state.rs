@@ -1,0 +1,194 @@
+//! What an agent has been shown: the last versions of each file and, per
+//! version, the lines it saw whole.
+//!
+//! The broker records here every anchored row it prints (read, write, and later
+//! grep, edit and nibash rows). The edit engine asks it two questions: which
+//! version of a file does a tag name (comparing full text, so a 16-bit collision
+//! never passes for the version the agent saw), and were the anchored lines seen.
+//! Until agents are told apart (client-integration issue), one connection is one
+//! agent and owns one [`Seen`].
+
+use std::collections::{HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::hashline::Tag;
+use crate::text::Text;
+
+/// How many versions of one file are remembered.
+pub const VERSIONS_PER_FILE: usize = 4;
+/// How many files are remembered before the least recently shown is dropped.
+pub const MAX_FILES: usize = 4096;
+
+/// A set of line numbers, kept as sorted, disjoint, inclusive ranges.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SeenLines {
+    ranges: Vec<(usize, usize)>,
+}
+
+impl SeenLines {
+    /// Adds lines `a..=b`.
+    pub fn insert_range(&mut self, a: usize, b: usize) {
+        if a > b {
+            return;
+        }
+        let (mut lo, mut hi) = (a, b);
+        let mut kept = Vec::with_capacity(self.ranges.len() + 1);
+        for &(s, e) in &self.ranges {
+            if e.saturating_add(1) < lo || hi.saturating_add(1) < s {
+                kept.push((s, e));
+            } else {
+                lo = lo.min(s);
+                hi = hi.max(e);
+            }
+        }
+        kept.push((lo, hi));
+        kept.sort_unstable();
+        self.ranges = kept;
+    }
+
+    /// Adds one line.
+    pub fn insert(&mut self, n: usize) {
+        self.insert_range(n, n);
+    }
+
+    /// Whether line `n` is in the set.
+    pub fn contains(&self, n: usize) -> bool {
+        let i = self.ranges.partition_point(|&(_, e)| e < n);
+        self.ranges.get(i).is_some_and(|&(s, _)| s <= n)
+    }
+
+    /// The ranges, in order.
+    pub fn ranges(&self) -> &[(usize, usize)] {
+        &self.ranges
+    }
+}
+
+/// One version of a file as the agent was shown it.
+#[derive(Clone, Debug)]
+pub struct FileVersion {
+    /// Its tag.
+    pub tag: Tag,
+    /// Its full text, to tell tag collisions apart.
+    pub text: Arc<Text>,
+    /// The lines the agent saw whole.
+    pub seen: SeenLines,
+}
+
+/// Everything one agent has been shown.
+#[derive(Debug, Default)]
+pub struct Seen {
+    files: HashMap<PathBuf, VecDeque<FileVersion>>,
+    clock: u64,
+    touched: HashMap<PathBuf, u64>,
+}
+
+impl Seen {
+    /// Records that the agent saw `lines` of `text` (tag `tag`) at `path` (canonical).
+    pub fn record(
+        &mut self,
+        path: &Path,
+        tag: Tag,
+        text: &Arc<Text>,
+        lines: impl IntoIterator<Item = usize>,
+    ) {
+        self.clock += 1;
+        self.touched.insert(path.to_path_buf(), self.clock);
+        let versions = self.files.entry(path.to_path_buf()).or_default();
+        let pos = versions
+            .iter()
+            .position(|v| v.tag == tag && (Arc::ptr_eq(&v.text, text) || *v.text == **text));
+        let mut version = match pos {
+            Some(i) => versions.remove(i).unwrap_or_else(|| FileVersion {
+                tag,
+                text: Arc::clone(text),
+                seen: SeenLines::default(),
+            }),
+            None => FileVersion {
+                tag,
+                text: Arc::clone(text),
+                seen: SeenLines::default(),
+            },
+        };
+        for n in lines {
+            version.seen.insert(n);
+        }
+        versions.push_front(version);
+        versions.truncate(VERSIONS_PER_FILE);
+        if self.files.len() > MAX_FILES {
+            self.evict_oldest();
+        }
+    }
+
+    /// The remembered versions of a file, newest first.
+    pub fn versions(&self, path: &Path) -> impl Iterator<Item = &FileVersion> {
+        self.files.get(path).into_iter().flatten()
+    }
+
+    /// The remembered version with this tag whose text is exactly `text`, if any.
+    pub fn version_matching(&self, path: &Path, tag: Tag, text: &Text) -> Option<&FileVersion> {
+        self.versions(path)
+            .find(|v| v.tag == tag && *v.text == *text)
+    }
+
+    fn evict_oldest(&mut self) {
+        if let Some(oldest) = self
+            .touched
+            .iter()
+            .min_by_key(|(_, t)| **t)
+            .map(|(p, _)| p.clone())
+        {
+            self.touched.remove(&oldest);
+            self.files.remove(&oldest);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seen_lines_merge_ranges() {
+        let mut s = SeenLines::default();
+        s.insert_range(5, 7);
+        s.insert(9);
+        s.insert(8);
+        s.insert_range(1, 2);
+        assert_eq!(s.ranges(), &[(1, 2), (5, 9)]);
+        assert!(s.contains(6) && s.contains(9) && !s.contains(3) && !s.contains(10));
+    }
+
+    #[test]
+    fn versions_are_bounded_and_newest_first() {
+        let mut seen = Seen::default();
+        let p = PathBuf::from("/f");
+        for i in 0..6 {
+            let raw = format!("v{i}\n");
+            let text = Arc::new(Text::decode(raw.as_bytes()));
+            seen.record(&p, Tag::of(raw.as_bytes()), &text, [1]);
+        }
+        let tags: Vec<Tag> = seen.versions(&p).map(|v| v.tag).collect();
+        assert_eq!(tags.len(), VERSIONS_PER_FILE);
+        assert_eq!(tags[0], Tag::of(b"v5\n"));
+    }
+
+    #[test]
+    fn colliding_tags_are_told_apart_by_text() {
+        let mut seen = Seen::default();
+        let p = PathBuf::from("/f");
+        let a = b"line one 263\nline two 4471\n";
+        let b = b"line one 410\nline two 6970\n";
+        assert_eq!(Tag::of(a), Tag::of(b));
+        let ta = Arc::new(Text::decode(a));
+        seen.record(&p, Tag::of(a), &ta, [1, 2]);
+        assert!(
+            seen.version_matching(&p, Tag::of(b), &Text::decode(b))
+                .is_none()
+        );
+        assert!(
+            seen.version_matching(&p, Tag::of(a), &Text::decode(a))
+                .is_some()
+        );
+    }
+}

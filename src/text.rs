@@ -1,0 +1,210 @@
+//! A text file as lines: its BOM, its line endings, whether it ends in a newline.
+//!
+//! Line numbers everywhere in nib are the numbers of [`Text::lines`] (1-based in
+//! output): CRLF and lone CR end a line just as LF does, matching the tag, and the
+//! final newline is not a line of its own. Encoding back with [`Text::encode`]
+//! restores the BOM, the dominant line ending and the final newline, so a file
+//! that is read and written unchanged keeps its bytes (mixed endings excepted).
+
+/// The line ending a file uses most.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LineEnding {
+    /// `\n`
+    Lf,
+    /// `\r\n`
+    Crlf,
+    /// a lone `\r`
+    Cr,
+}
+
+impl LineEnding {
+    /// The bytes of this line ending.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LineEnding::Lf => "\n",
+            LineEnding::Crlf => "\r\n",
+            LineEnding::Cr => "\r",
+        }
+    }
+
+    /// The name shown in `info` output.
+    pub fn name(self) -> &'static str {
+        match self {
+            LineEnding::Lf => "LF",
+            LineEnding::Crlf => "CRLF",
+            LineEnding::Cr => "CR",
+        }
+    }
+}
+
+/// A decoded text file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Text {
+    /// The file started with a UTF-8 byte order mark.
+    pub bom: bool,
+    /// The most common line ending (LF for a file without any).
+    pub ending: LineEnding,
+    /// More than one kind of line ending occurs.
+    pub mixed_endings: bool,
+    /// The lines, without their endings; invalid UTF-8 is replaced by U+FFFD.
+    pub lines: Vec<String>,
+    /// The last line is followed by a line ending.
+    pub final_newline: bool,
+}
+
+impl Text {
+    /// Splits raw file bytes into lines.
+    pub fn decode(bytes: &[u8]) -> Text {
+        let (bom, body) = match bytes.strip_prefix(b"\xEF\xBB\xBF") {
+            Some(rest) => (true, rest),
+            None => (false, bytes),
+        };
+        let mut lines = Vec::new();
+        let (mut lf, mut crlf, mut cr) = (0usize, 0usize, 0usize);
+        let mut start = 0;
+        let mut i = 0;
+        let mut final_newline = false;
+        while i < body.len() {
+            let b = body[i];
+            if b == b'\n' || b == b'\r' {
+                lines.push(String::from_utf8_lossy(&body[start..i]).into_owned());
+                if b == b'\r' && body.get(i + 1) == Some(&b'\n') {
+                    crlf += 1;
+                    i += 1;
+                } else if b == b'\r' {
+                    cr += 1;
+                } else {
+                    lf += 1;
+                }
+                start = i + 1;
+                final_newline = start == body.len();
+            }
+            i += 1;
+        }
+        if start < body.len() {
+            lines.push(String::from_utf8_lossy(&body[start..]).into_owned());
+            final_newline = false;
+        }
+        let ending = if crlf > lf && crlf >= cr {
+            LineEnding::Crlf
+        } else if cr > lf && cr > crlf {
+            LineEnding::Cr
+        } else {
+            LineEnding::Lf
+        };
+        let kinds = [lf, crlf, cr].iter().filter(|&&n| n > 0).count();
+        Text {
+            bom,
+            ending,
+            mixed_endings: kinds > 1,
+            lines,
+            final_newline,
+        }
+    }
+
+    /// Joins the lines back into bytes with the file's BOM, ending and final newline.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        if self.bom {
+            out.extend_from_slice(b"\xEF\xBB\xBF");
+        }
+        let eol = self.ending.as_str().as_bytes();
+        for (i, line) in self.lines.iter().enumerate() {
+            out.extend_from_slice(line.as_bytes());
+            if i + 1 < self.lines.len() || self.final_newline {
+                out.extend_from_slice(eol);
+            }
+        }
+        out
+    }
+
+    /// The number of addressable lines.
+    pub fn len(&self) -> usize {
+        self.lines.len()
+    }
+
+    /// The file has no lines at all.
+    pub fn is_empty(&self) -> bool {
+        self.lines.is_empty()
+    }
+
+    /// Line `n` (1-based), if it exists.
+    pub fn line(&self, n: usize) -> Option<&str> {
+        n.checked_sub(1)
+            .and_then(|i| self.lines.get(i))
+            .map(String::as_str)
+    }
+}
+
+/// Text sent by an agent, shaped like the file it replaces: the old file's
+/// CRLF (or CR) endings and BOM are kept when the new content has none of its own.
+pub fn shape_like(content: &str, old: Option<&Text>) -> Vec<u8> {
+    let Some(old) = old else {
+        return content.as_bytes().to_vec();
+    };
+    let mut text = Text::decode(content.as_bytes());
+    if !content.contains('\r') {
+        text.ending = old.ending;
+    }
+    if old.bom {
+        text.bom = true;
+    }
+    text.encode()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn final_newline_is_not_a_line() {
+        let t = Text::decode(b"a\nb\n");
+        assert_eq!(t.lines, vec!["a", "b"]);
+        assert!(t.final_newline);
+        let t = Text::decode(b"a\nb");
+        assert_eq!(t.lines, vec!["a", "b"]);
+        assert!(!t.final_newline);
+        let t = Text::decode(b"");
+        assert!(t.is_empty());
+        let t = Text::decode(b"\n");
+        assert_eq!(t.lines, vec![""]);
+    }
+
+    #[test]
+    fn round_trips_each_ending_and_bom() {
+        for raw in [
+            &b"a\nb\n"[..],
+            b"a\r\nb\r\n",
+            b"\xEF\xBB\xBFx\r\ny",
+            b"one\rtwo\r",
+            b"",
+            b"no newline",
+        ] {
+            let t = Text::decode(raw);
+            assert_eq!(t.encode(), raw, "{:?}", String::from_utf8_lossy(raw));
+        }
+    }
+
+    #[test]
+    fn crlf_is_detected() {
+        let t = Text::decode(b"a\r\nb\r\nc\n");
+        assert_eq!(t.ending, LineEnding::Crlf);
+        assert!(t.mixed_endings);
+    }
+
+    #[test]
+    fn invalid_utf8_is_replaced_not_fatal() {
+        let t = Text::decode(b"ok\n\xFF\xFEbad\n");
+        assert_eq!(t.lines[1], "\u{FFFD}\u{FFFD}bad");
+    }
+
+    #[test]
+    fn shape_like_keeps_crlf_and_bom() {
+        let old = Text::decode(b"\xEF\xBB\xBFa\r\nb\r\n");
+        assert_eq!(shape_like("x\ny\n", Some(&old)), b"\xEF\xBB\xBFx\r\ny\r\n");
+        assert_eq!(shape_like("x\ny\n", None), b"x\ny\n");
+        // Content with its own endings is left as sent.
+        let lf_old = Text::decode(b"a\n");
+        assert_eq!(shape_like("x\r\ny\r\n", Some(&lf_old)), b"x\r\ny\r\n");
+    }
+}

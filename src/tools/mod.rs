@@ -1,0 +1,140 @@
+//! The tools nib offers: their definitions (names, schemas, annotations) and
+//! one dispatch function shared by the MCP server and the CLI verbs.
+//!
+//! A tool takes lenient [`args::Args`] and a [`Ctx`] (workspace and what the
+//! agent has seen) and returns a [`ToolOutput`]. It knows nothing of MCP:
+//! `server` wraps the output in a CallToolResult, `cli` prints it.
+
+pub mod args;
+pub mod output;
+pub mod read;
+pub mod write;
+
+use std::sync::Mutex;
+
+use serde_json::{Map, Value, json};
+
+use crate::state::Seen;
+use crate::workspace::Workspace;
+use args::{ArgError, Args};
+
+/// The per-call output cap of read (and later grep), shared between files.
+pub const OUTPUT_CAP: usize = 40 * 1024;
+
+/// What a tool call sees of the server.
+pub struct Ctx<'a> {
+    /// Paths and roots.
+    pub workspace: &'a Workspace,
+    /// What this agent has been shown.
+    pub seen: &'a Mutex<Seen>,
+}
+
+impl Ctx<'_> {
+    /// Runs `f` with the agent's seen state locked.
+    pub fn with_seen<R>(&self, f: impl FnOnce(&mut Seen) -> R) -> R {
+        let mut guard = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut guard)
+    }
+}
+
+/// A tool's answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolOutput {
+    /// The text shown to the model.
+    pub text: String,
+    /// The call failed (the text says why, whether anything was written, and what next).
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    /// A failed call.
+    pub fn error(text: String) -> ToolOutput {
+        ToolOutput {
+            text,
+            is_error: true,
+        }
+    }
+}
+
+/// A call that cannot be routed or whose arguments cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    /// No tool has this name.
+    #[error("unknown tool \"{0}\"; the tools are {list}", list = TOOL_NAMES.join(", "))]
+    UnknownTool(String),
+    /// The arguments are of the wrong type.
+    #[error("{0}")]
+    Args(#[from] ArgError),
+}
+
+/// The names of the tools, in the order they are listed.
+pub const TOOL_NAMES: &[&str] = &["read", "write"];
+
+/// One tool's definition as listed to clients.
+#[derive(Clone, Debug)]
+pub struct ToolDef {
+    /// Name (within `[A-Za-z0-9_-]`).
+    pub name: &'static str,
+    /// What it does, for the model.
+    pub description: &'static str,
+    /// JSON Schema of its arguments.
+    pub schema: Value,
+    /// It changes nothing.
+    pub read_only: bool,
+}
+
+/// All tool definitions.
+pub fn definitions() -> Vec<ToolDef> {
+    vec![
+        ToolDef {
+            name: "read",
+            description: "Read files or folders. Prints [PATH#TAG] then LINE:TEXT rows; the rows are \
+                edit anchors. A path may carry a line selector: path:A, path:A-B, path:A+N, \
+                path:A-, path:-N, path:A-B,C-D. Large files give an outline; plain:true prints bare \
+                lines (logs); info:true prints one line of facts per file.",
+            schema: json!({
+                "type": "object",
+                "properties": {
+                    "paths": {"type": "array", "items": {"type": "string"},
+                              "description": "Files or folders, each optionally with a selector (src/a.ts:10-40)."},
+                    "maxLineLength": {"type": "integer", "minimum": 1,
+                                      "description": "Longer lines print cut, as non-anchors (default 2000, at most 2 MiB)."},
+                    "plain": {"type": "boolean", "description": "Lines without numbers or tag, colors stripped, repeats collapsed; no size cap."},
+                    "info": {"type": "boolean", "description": "One line of facts per file: lines, size, longest line, line endings, age."}
+                },
+                "required": ["paths"]
+            }),
+            read_only: true,
+        },
+        ToolDef {
+            name: "write",
+            description: "Create a file (and its folders), or overwrite one given its current tag \
+                (from read). Keeps a replaced file's CRLF endings, BOM and mode. Answers with the new \
+                [PATH#TAG] and a sparse map of N~TEXT rows; every written line may be edited at once.",
+            schema: json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "The file to write."},
+                    "content": {"type": "string", "description": "The whole new content."},
+                    "tag": {"type": "string", "description": "The file's current tag, required to overwrite (e.g. 3C4D)."}
+                },
+                "required": ["path", "content"]
+            }),
+            read_only: false,
+        },
+    ]
+}
+
+/// Runs a tool by name.
+pub fn call(
+    name: &str,
+    arguments: Option<Map<String, Value>>,
+    ctx: &Ctx,
+) -> Result<ToolOutput, CallError> {
+    let args = Args::new(arguments);
+    match name {
+        "read" => Ok(read::run(args, ctx)?),
+        "write" => Ok(write::run(args, ctx)?),
+        other => Err(CallError::UnknownTool(other.to_string())),
+    }
+}

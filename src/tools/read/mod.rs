@@ -1,0 +1,581 @@
+//! The `read` tool: files as anchored rows, folders as listings.
+//!
+//! For each path: split off its selector ([`selector`]), stat it through
+//! [`crate::fs`], then print lines, an outline, the first rows, a skip notice, a
+//! listing, or a refusal. Blocks are fitted into the 40 KiB cap
+//! ([`super::output::fit`]) and the anchored rows that survive are recorded as
+//! seen. Declarations, versions, revisions, images and SQLite come with later
+//! issues and fail clearly until then.
+
+pub mod selector;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use super::args::{ArgError, Args};
+use super::output::{self, Block, Row, SeenTarget};
+use super::{Ctx, OUTPUT_CAP, ToolOutput};
+use crate::filekind::{self, Shape};
+use crate::fs::{self, FsError, Kind};
+use crate::hashline::{self, Tag};
+use crate::human;
+use crate::outline;
+use crate::text::Text;
+use selector::Selector;
+
+/// Text files larger than this are refused.
+pub const TEXT_LIMIT: u64 = 8 * 1024 * 1024;
+/// Default for `maxLineLength`.
+pub const DEFAULT_MAX_LINE: usize = 2000;
+/// Upper bound for `maxLineLength`.
+pub const MAX_MAX_LINE: usize = 2 * 1024 * 1024;
+/// Rows shown of a large flat-data file.
+pub const FLAT_HEAD: usize = 100;
+/// Entries shown of a folder.
+pub const LISTING_LIMIT: usize = 500;
+
+/// Options that apply to every path of a call.
+#[derive(Clone, Copy, Debug)]
+pub struct ReadOptions {
+    /// Lines longer than this (in characters) are cut and not anchors.
+    pub max_line_length: usize,
+    /// Bare lines, no anchors, no cap.
+    pub plain: bool,
+    /// One line of facts per file.
+    pub info: bool,
+}
+
+/// Runs `read`.
+pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
+    for alias in ["path", "file_path", "filePath", "file", "files"] {
+        args.alias(alias, "paths");
+    }
+    let mut paths = args
+        .string_list("paths")?
+        .ok_or_else(|| ArgError("\"paths\" is required: a list of files or folders".into()))?;
+    if paths.is_empty() {
+        return Err(ArgError(
+            "\"paths\" is empty: name at least one file or folder".into(),
+        ));
+    }
+    let offset = args.usize("offset")?;
+    let limit = args.usize("limit")?;
+    if offset.is_some() || limit.is_some() {
+        let start = offset.unwrap_or(1).max(1);
+        let range = match limit {
+            Some(n) if n > 0 => format!("{start}-{}", start + n - 1),
+            _ => format!("{start}-"),
+        };
+        args.note(format!("took offset/limit as the selector :{range}"));
+        for p in &mut paths {
+            if !p.contains(':') {
+                p.push(':');
+                p.push_str(&range);
+            }
+        }
+    }
+    let mut max_line_length = args.usize("maxLineLength")?.unwrap_or(DEFAULT_MAX_LINE);
+    if max_line_length == 0 {
+        max_line_length = DEFAULT_MAX_LINE;
+    }
+    if max_line_length > MAX_MAX_LINE {
+        args.note(format!("maxLineLength is at most {MAX_MAX_LINE}"));
+        max_line_length = MAX_MAX_LINE;
+    }
+    let opts = ReadOptions {
+        max_line_length,
+        plain: args.bool("plain")?.unwrap_or(false),
+        info: args.bool("info")?.unwrap_or(false),
+    };
+    if args.has("collapse") {
+        args.take_value("collapse");
+        args.note("collapse is not available yet; lines print whole");
+    }
+    if args.has("full") {
+        args.take_value("full");
+    }
+    let notes = args.finish();
+    Ok(read_paths(&paths, opts, ctx, notes))
+}
+
+/// Reads each path into a block, fits the blocks, records what was seen.
+pub fn read_paths(
+    paths: &[String],
+    opts: ReadOptions,
+    ctx: &Ctx,
+    mut notes: Vec<String>,
+) -> ToolOutput {
+    let now = SystemTime::now();
+    let mut blocks: Vec<Block> = paths
+        .iter()
+        .map(|p| read_one(p, opts, ctx, now, &mut notes))
+        .collect();
+    output::fit(&mut blocks, OUTPUT_CAP);
+    ctx.with_seen(|seen| {
+        for b in &blocks {
+            if let Some(t) = &b.seen {
+                seen.record(&t.canonical, t.tag, &t.text, b.kept_anchors());
+            }
+        }
+    });
+    let is_error = blocks.iter().all(|b| b.error);
+    ToolOutput {
+        text: output::render(&blocks, &notes),
+        is_error,
+    }
+}
+
+fn read_one(
+    arg: &str,
+    opts: ReadOptions,
+    ctx: &Ctx,
+    now: SystemTime,
+    notes: &mut Vec<String>,
+) -> Block {
+    let ws = ctx.workspace;
+    let (path_arg, selector, mut sel_notes) = selector::split(arg, |p| {
+        fs::stat(&ws.resolve(if p.is_empty() { "." } else { p })).is_ok()
+    });
+    notes.append(&mut sel_notes);
+    let path = ws.resolve(&path_arg);
+    let shown = ws.display(&path);
+    let not_yet = |what: &str, issue: &str| {
+        Block::failure(format!(
+            "{shown}: {what} is not available in this build yet ({issue}). Nothing was read.\n\
+             hint: read a line range instead, e.g. {shown}:1-80"
+        ))
+    };
+    let ranges = match selector {
+        Selector::Whole => None,
+        Selector::Lines(r) => Some(r),
+        Selector::Invalid(msg) => {
+            return Block::failure(format!(
+                "{shown}: {msg}. Nothing was read.\nhint: {shown}:10-40 reads lines 10 to 40"
+            ));
+        }
+        Selector::Declaration(name) => {
+            return not_yet(
+                &format!("the declaration selector \":{name}\""),
+                "tree-sitter declarations",
+            );
+        }
+        Selector::Version(tag) => {
+            return not_yet(
+                &format!("\"#{tag}\" (changes since a version)"),
+                "versions and diffs",
+            );
+        }
+        Selector::Revision(rev) => {
+            return not_yet(&format!("\"@{rev}\" (a git revision)"), "git revisions");
+        }
+    };
+    let stat = match fs::stat(&path) {
+        Ok(s) => s,
+        Err(e) => return missing(&path, &shown, &e),
+    };
+    match stat.kind {
+        Kind::Dir => {
+            if ranges.is_some() {
+                return Block::failure(format!(
+                    "{shown} is a folder; a line selector needs a file. Nothing was read.\nhint: read {shown} to list it"
+                ));
+            }
+            return listing(&path, &shown, opts, now);
+        }
+        Kind::Special(kind) => {
+            return Block::failure(format!(
+                "{shown} is a {kind}, not a regular file; nib does not read it (that could block). Nothing was read."
+            ));
+        }
+        Kind::File => {}
+    }
+    if stat.size > TEXT_LIMIT {
+        return Block::failure(format!(
+            "{shown} is {}, over the 8 MiB limit for text files. Nothing was read.\n\
+             hint: look into it with nibash (head, tail, grep) once the shell is available, or split it",
+            human::size(stat.size)
+        ));
+    }
+    let file = match fs::read_file(&path, TEXT_LIMIT) {
+        Ok(f) => f,
+        Err(e) => return missing(&path, &shown, &e),
+    };
+    let head = &file.bytes[..file.bytes.len().min(8192)];
+    if let Some(kind) = filekind::binary_kind(&path, head) {
+        return refuse_binary(&shown, kind, file.stat.size);
+    }
+    let tag = Tag::of(&file.bytes);
+    let text = Arc::new(Text::decode(&file.bytes));
+    if opts.info {
+        return info_line(&shown, tag, &text, &file.stat, now);
+    }
+    let mut block = Block {
+        head: hashline::header(&shown, tag),
+        shown_path: shown.clone(),
+        total_lines: text.len(),
+        ..Block::default()
+    };
+    if opts.plain {
+        block.head = String::new();
+        block.uncapped = true;
+        let spans = match ranges
+            .as_deref()
+            .map(|r| selector::resolve(r, text.len()))
+            .transpose()
+        {
+            Ok(s) => s.unwrap_or_else(|| vec![(1, text.len())]),
+            Err(e) => return Block::failure(format!("{shown}: {e}. Nothing was read.")),
+        };
+        block.rows = plain_rows(&text, &spans);
+        block.head = format!("==> {shown} <==");
+        return block;
+    }
+    if let Ok(canonical) = fs::canonical(&path) {
+        block.seen = Some(SeenTarget {
+            canonical,
+            tag,
+            text: Arc::clone(&text),
+        });
+    }
+    if let Some(ranges) = ranges {
+        let spans = match selector::resolve(&ranges, text.len()) {
+            Ok(s) => s,
+            Err(e) => {
+                return Block::failure(format!(
+                    "{shown}: {e}. Nothing was read.\nhint: read {shown}:-20 for the last lines"
+                ));
+            }
+        };
+        for (a, b) in spans {
+            for n in a..=b {
+                block
+                    .rows
+                    .push(row(n, text.line(n).unwrap_or(""), opts.max_line_length));
+            }
+        }
+        return block;
+    }
+    if text.is_empty() {
+        block.notes.push("[empty file]".to_string());
+        return block;
+    }
+    if let Some(reason) = filekind::skip_reason(&path, file.stat.size, head) {
+        block.notes.push(format!(
+            "[skipped: {reason}, {}; read {shown}:1-100 to see it anyway]",
+            human::size(file.stat.size)
+        ));
+        return block;
+    }
+    let shape = filekind::shape(&path);
+    let (max_lines, max_bytes) = shape.limits();
+    if text.len() <= max_lines && file.stat.size <= max_bytes {
+        for n in 1..=text.len() {
+            block
+                .rows
+                .push(row(n, text.line(n).unwrap_or(""), opts.max_line_length));
+        }
+        return block;
+    }
+    if shape == Shape::FlatData {
+        for n in 1..=text.len().min(FLAT_HEAD) {
+            block
+                .rows
+                .push(row(n, text.line(n).unwrap_or(""), opts.max_line_length));
+        }
+        block.notes.push(format!(
+            "[first {FLAT_HEAD} of {} lines; read {shown}:{}- for more, or plain: true]",
+            text.len(),
+            FLAT_HEAD + 1
+        ));
+        return block;
+    }
+    let lines = outline::outline(&text.lines, shape);
+    for &n in &lines {
+        block
+            .rows
+            .push(row(n, text.line(n).unwrap_or(""), opts.max_line_length));
+    }
+    block.notes.push(format!(
+        "[outline: {} of {} lines ({}), top-level and first-level rows; read {shown}:A-B for the lines between]",
+        lines.len(),
+        text.len(),
+        human::size(file.stat.size)
+    ));
+    block
+}
+
+/// An anchored row, or a cut non-anchor row when the line is too long.
+fn row(n: usize, line: &str, max_chars: usize) -> Row {
+    if line.len() <= max_chars {
+        return Row::anchored(n, hashline::anchored_row(n, line));
+    }
+    let total = line.chars().count();
+    if total <= max_chars {
+        return Row::anchored(n, hashline::anchored_row(n, line));
+    }
+    let cut: String = line.chars().take(max_chars).collect();
+    Row::plain(hashline::long_line_row(n, max_chars, total, &cut))
+}
+
+/// Removes ANSI escape sequences (CSI and OSC) from a line.
+fn strip_ansi(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\u{1b}' {
+            out.push(c);
+            continue;
+        }
+        match chars.peek() {
+            Some('[') => {
+                chars.next();
+                for d in chars.by_ref() {
+                    if ('@'..='~').contains(&d) {
+                        break;
+                    }
+                }
+            }
+            Some(']') => {
+                chars.next();
+                while let Some(d) = chars.next() {
+                    if d == '\u{7}' {
+                        break;
+                    }
+                    if d == '\u{1b}' && chars.peek() == Some(&'\\') {
+                        chars.next();
+                        break;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+fn plain_rows(text: &Text, spans: &[(usize, usize)]) -> Vec<Row> {
+    let mut rows = Vec::new();
+    let mut last: Option<String> = None;
+    let mut repeats = 0usize;
+    let flush = |rows: &mut Vec<Row>, repeats: &mut usize| {
+        if *repeats > 0 {
+            rows.push(Row::plain(format!(
+                "[the line above repeats {repeats} more times]"
+            )));
+            *repeats = 0;
+        }
+    };
+    for &(a, b) in spans {
+        for n in a..=b {
+            let line = strip_ansi(text.line(n).unwrap_or(""));
+            if last.as_deref() == Some(line.as_str()) {
+                repeats += 1;
+                continue;
+            }
+            flush(&mut rows, &mut repeats);
+            rows.push(Row::plain(line.clone()));
+            last = Some(line);
+        }
+    }
+    flush(&mut rows, &mut repeats);
+    rows
+}
+
+fn info_line(shown: &str, tag: Tag, text: &Text, stat: &fs::Stat, now: SystemTime) -> Block {
+    let longest = text
+        .lines
+        .iter()
+        .map(|l| l.chars().count())
+        .max()
+        .unwrap_or(0);
+    let mut facts = vec![
+        format!(
+            "{} line{}",
+            text.len(),
+            if text.len() == 1 { "" } else { "s" }
+        ),
+        human::size(stat.size),
+        format!("longest line {longest} chars"),
+        if text.mixed_endings {
+            format!("mixed line endings (mostly {})", text.ending.name())
+        } else {
+            text.ending.name().to_string()
+        },
+    ];
+    if text.bom {
+        facts.push("BOM".into());
+    }
+    if !text.is_empty() && !text.final_newline {
+        facts.push("no final newline".into());
+    }
+    facts.push(format!("modified {}", human::age(stat.modified, now)));
+    Block {
+        head: format!("{} {}", hashline::header(shown, tag), facts.join(", ")),
+        ..Block::default()
+    }
+}
+
+fn refuse_binary(shown: &str, kind: &str, size: u64) -> Block {
+    let hint = match kind {
+        "a PDF" => "nib does not read PDFs; use the client's own file viewer for them",
+        k if k.ends_with("image") => "nib does not show images in this build yet",
+        "a SQLite database" => "nib does not read SQLite files in this build yet",
+        _ => "nib reads text files only",
+    };
+    Block::failure(format!(
+        "{shown} is {kind} ({}); {hint}. Nothing was read.",
+        human::size(size)
+    ))
+}
+
+fn missing(path: &Path, shown: &str, e: &FsError) -> Block {
+    let mut msg = format!("{shown}: {e}. Nothing was read.");
+    if matches!(e, FsError::NotFound) {
+        let parent = path.parent().unwrap_or(path);
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let near = fs::list_dir(parent)
+            .map(|entries| {
+                let names: Vec<String> = entries.into_iter().map(|e| e.name).collect();
+                human::similar(&name, names.iter().map(String::as_str))
+            })
+            .unwrap_or_default();
+        if near.is_empty() {
+            msg.push_str("\nhint: check the path; read the folder it should be in to list it");
+        } else {
+            msg.push_str(&format!("\nhint: did you mean {}?", near.join(", ")));
+        }
+    }
+    Block::failure(msg)
+}
+
+fn listing(path: &Path, shown: &str, opts: ReadOptions, now: SystemTime) -> Block {
+    let mut entries = match fs::list_dir(path) {
+        Ok(e) => e,
+        Err(e) => return Block::failure(format!("{shown}: {e}. Nothing was read.")),
+    };
+    entries.sort_by(|a, b| {
+        let ad = a.stat.as_ref().is_some_and(|s| s.kind == Kind::Dir);
+        let bd = b.stat.as_ref().is_some_and(|s| s.kind == Kind::Dir);
+        bd.cmp(&ad).then_with(|| a.name.cmp(&b.name))
+    });
+    let dirs = entries
+        .iter()
+        .filter(|e| e.stat.as_ref().is_some_and(|s| s.kind == Kind::Dir))
+        .count();
+    let files = entries.len() - dirs;
+    let base = if shown == "." {
+        String::new()
+    } else {
+        format!("{shown}/")
+    };
+    let head = format!(
+        "[{}] {dirs} folder{}, {files} file{}",
+        if base.is_empty() { "./" } else { &base },
+        if dirs == 1 { "" } else { "s" },
+        if files == 1 { "" } else { "s" }
+    );
+    if opts.info {
+        return Block {
+            head,
+            ..Block::default()
+        };
+    }
+    let total = entries.len();
+    let mut rows = Vec::new();
+    for e in entries.iter().take(LISTING_LIMIT) {
+        let name = crate::workspace::escape_control(&e.name);
+        let row = match &e.stat {
+            Some(s) if s.kind == Kind::Dir => {
+                if e.name == ".git" {
+                    format!("{name}/")
+                } else {
+                    let n = fs::list_dir(&e.path).map(|v| v.len()).unwrap_or(0);
+                    format!("{name}/ ({n} entr{})", if n == 1 { "y" } else { "ies" })
+                }
+            }
+            Some(s) if s.kind == Kind::File => format!("{name} ({})", file_facts(&e.path, s, now)),
+            Some(s) => match s.kind {
+                Kind::Special(k) => format!("{name} ({k})"),
+                _ => name,
+            },
+            None => format!("{name} (dangling link)"),
+        };
+        rows.push(Row::plain(row));
+    }
+    let mut notes = Vec::new();
+    if total > LISTING_LIMIT {
+        notes.push(format!("[{LISTING_LIMIT} of {total} entries shown]"));
+    }
+    Block {
+        head,
+        rows,
+        notes,
+        shown_path: shown.to_string(),
+        ..Block::default()
+    }
+}
+
+/// `120 lines, 4.1 KiB, 3m ago` or `PNG image, 12.0 KiB, 40d ago`.
+pub fn file_facts(path: &Path, stat: &fs::Stat, now: SystemTime) -> String {
+    let age = human::age(stat.modified, now);
+    let size = human::size(stat.size);
+    if stat.size > 1024 * 1024 {
+        return format!("{size}, {age}");
+    }
+    match fs::read_file(path, 1024 * 1024) {
+        Ok(f) => {
+            let head = &f.bytes[..f.bytes.len().min(8192)];
+            if let Some(kind) = filekind::binary_kind(path, head) {
+                let kind = kind.trim_start_matches("a ").trim_start_matches("an ");
+                format!("{kind}, {size}, {age}")
+            } else {
+                let lines = Text::decode(&f.bytes).len();
+                format!(
+                    "{lines} line{}, {size}, {age}",
+                    if lines == 1 { "" } else { "s" }
+                )
+            }
+        }
+        Err(_) => format!("{size}, {age}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_lines_are_cut_and_not_anchors() {
+        let r = row(7, &"é".repeat(30), 10);
+        assert_eq!(r.anchor, None);
+        assert_eq!(
+            r.text,
+            format!("[line 7, chars 1-10 of 30]|{}", "é".repeat(10))
+        );
+        let r = row(7, "short", 10);
+        assert_eq!((r.anchor, r.text.as_str()), (Some(7), "7:short"));
+    }
+
+    #[test]
+    fn ansi_is_stripped() {
+        assert_eq!(strip_ansi("\u{1b}[31mred\u{1b}[0m ok"), "red ok");
+        assert_eq!(strip_ansi("\u{1b}]0;title\u{7}x"), "x");
+    }
+
+    #[test]
+    fn plain_collapses_repeats() {
+        let t = Text::decode(b"a\nb\nb\nb\nc\n");
+        let rows: Vec<String> = plain_rows(&t, &[(1, 5)])
+            .into_iter()
+            .map(|r| r.text)
+            .collect();
+        assert_eq!(
+            rows,
+            vec!["a", "b", "[the line above repeats 2 more times]", "c"]
+        );
+    }
+}

@@ -1,0 +1,153 @@
+//! Where paths start and how they are shown: the project directory and the
+//! client's roots.
+//!
+//! Tool arguments name paths relative to the project directory (or absolute, or
+//! `~/…`). Output shows paths relative to the project directory when they lie
+//! under it, else absolute, with control characters escaped so a file name can
+//! never forge a row. Roots are recorded here for the confinement issue; without
+//! NIB_SANDBOX they restrict nothing, as in the original.
+
+use std::path::{Component, Path, PathBuf};
+use std::sync::RwLock;
+
+/// The project directory and the roots the client gave.
+#[derive(Debug)]
+pub struct Workspace {
+    project_dir: PathBuf,
+    roots: RwLock<Option<Vec<PathBuf>>>,
+}
+
+impl Workspace {
+    /// A workspace rooted at `project_dir` (already canonical).
+    pub fn new(project_dir: PathBuf) -> Workspace {
+        Workspace {
+            project_dir,
+            roots: RwLock::new(None),
+        }
+    }
+
+    /// The project directory.
+    pub fn project_dir(&self) -> &Path {
+        &self.project_dir
+    }
+
+    /// The roots in force: the client's when it gave some, else the project directory.
+    pub fn roots(&self) -> Vec<PathBuf> {
+        let guard = self.roots.read().unwrap_or_else(|p| p.into_inner());
+        match guard.as_ref() {
+            Some(r) if !r.is_empty() => r.clone(),
+            _ => vec![self.project_dir.clone()],
+        }
+    }
+
+    /// Whether the client has answered with its roots.
+    pub fn has_client_roots(&self) -> bool {
+        let guard = self.roots.read().unwrap_or_else(|p| p.into_inner());
+        guard.is_some()
+    }
+
+    /// Records the client's roots (file:// URIs already turned into paths).
+    pub fn set_client_roots(&self, roots: Vec<PathBuf>) {
+        let mut guard = self.roots.write().unwrap_or_else(|p| p.into_inner());
+        *guard = Some(roots);
+    }
+
+    /// The absolute path an argument names. `..` is kept for the kernel to
+    /// resolve; nothing here decides what may be touched.
+    pub fn resolve(&self, arg: &str) -> PathBuf {
+        if arg == "~"
+            && let Some(home) = std::env::var_os("HOME")
+        {
+            return PathBuf::from(home);
+        }
+        if let Some(rest) = arg.strip_prefix("~/")
+            && let Some(home) = std::env::var_os("HOME")
+        {
+            return PathBuf::from(home).join(rest);
+        }
+        let p = Path::new(arg);
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            self.project_dir.join(p)
+        }
+    }
+
+    /// How a path is shown to the agent.
+    pub fn display(&self, path: &Path) -> String {
+        let lexical = lexical_normalize(path);
+        let shown = match lexical.strip_prefix(&self.project_dir) {
+            Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
+            Ok(rel) => rel.to_string_lossy().into_owned(),
+            Err(_) => lexical.to_string_lossy().into_owned(),
+        };
+        escape_control(&shown)
+    }
+}
+
+/// Removes `.` and folds `a/..` for display only (never for access decisions).
+fn lexical_normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    out.push("..");
+                }
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// Escapes control characters (newlines included) as `\n`, `\t`, `\xNN`.
+pub fn escape_control(s: &str) -> String {
+    if !s.chars().any(char::is_control) {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for ch in s.chars() {
+        match ch {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&format!("\\x{:02X}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_is_relative_under_the_project() {
+        let w = Workspace::new(PathBuf::from("/p/proj"));
+        assert_eq!(w.display(Path::new("/p/proj/src/a.rs")), "src/a.rs");
+        assert_eq!(w.display(Path::new("/p/proj")), ".");
+        assert_eq!(w.display(Path::new("/p/proj/./src/../b.rs")), "b.rs");
+        assert_eq!(w.display(Path::new("/p/projx/a")), "/p/projx/a");
+        assert_eq!(w.display(Path::new("/etc/hosts")), "/etc/hosts");
+    }
+
+    #[test]
+    fn control_characters_cannot_forge_rows() {
+        let w = Workspace::new(PathBuf::from("/p"));
+        assert_eq!(w.display(Path::new("/p/a\n1:evil")), "a\\n1:evil");
+        assert_eq!(escape_control("x\u{1b}[31m"), "x\\x1B[31m");
+    }
+
+    #[test]
+    fn resolve_joins_relative_paths() {
+        let w = Workspace::new(PathBuf::from("/p"));
+        assert_eq!(w.resolve("a/b"), PathBuf::from("/p/a/b"));
+        assert_eq!(w.resolve("/x"), PathBuf::from("/x"));
+        assert_eq!(w.roots(), vec![PathBuf::from("/p")]);
+        w.set_client_roots(vec![PathBuf::from("/r")]);
+        assert_eq!(w.roots(), vec![PathBuf::from("/r")]);
+    }
+}

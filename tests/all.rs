@@ -1,0 +1,11 @@
+//! Black-box tests: the built `nib` binary, driven over stdio by rmcp's client
+//! (both protocol eras) or by raw JSON-RPC lines, and as a CLI.
+//! One test binary, so the suite links once.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+mod cli;
+mod protocol;
+mod read;
+mod write;

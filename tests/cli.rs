@@ -1,0 +1,107 @@
+//! The CLI verbs print exactly what the tools return.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use crate::common::*;
+use crate::read::VECTORS;
+
+fn nib(dir: &std::path::Path, args: &[&str], stdin: Option<&str>) -> (String, String, i32) {
+    let mut child = Command::new(nib_bin())
+        .args(args)
+        .current_dir(dir)
+        .env_remove("NIB_DIRECTORY")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn nib");
+    if let Some(input) = stdin {
+        child
+            .stdin
+            .as_mut()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+    }
+    drop(child.stdin.take());
+    let out = child.wait_with_output().unwrap();
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        out.status.code().unwrap_or(-1),
+    )
+}
+
+#[test]
+fn read_prints_each_design_vector_tag() {
+    let dir = project();
+    for (name, bytes, _) in VECTORS {
+        std::fs::write(dir.path().join(name), bytes).unwrap();
+    }
+    for (name, _, tag) in VECTORS {
+        let (out, _, code) = nib(dir.path(), &["read", name], None);
+        assert_eq!(code, 0);
+        assert_eq!(out.lines().next(), Some(format!("[{name}#{tag}]").as_str()));
+    }
+}
+
+#[test]
+fn write_reads_stdin_and_exit_codes_follow_errors() {
+    let dir = project();
+    let (out, _, code) = nib(dir.path(), &["write", "x/a.txt"], Some("hello\n"));
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.starts_with(&format!("[x/a.txt#{}]", expected_tag(b"hello\n"))),
+        "{out}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("x/a.txt")).unwrap(),
+        "hello\n"
+    );
+
+    let (out, _, code) = nib(dir.path(), &["write", "x/a.txt"], Some("bye\n"));
+    assert_eq!(code, 1, "overwriting without a tag is a tool error: {out}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("x/a.txt")).unwrap(),
+        "hello\n"
+    );
+
+    let tag = expected_tag(b"hello\n");
+    let (_, _, code) = nib(
+        dir.path(),
+        &["write", "--tag", &tag, "x/a.txt"],
+        Some("bye\n"),
+    );
+    assert_eq!(code, 0);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("x/a.txt")).unwrap(),
+        "bye\n"
+    );
+
+    let (_, err, code) = nib(dir.path(), &["read"], None);
+    assert_eq!(code, 2);
+    assert!(err.contains("usage"), "{err}");
+}
+
+#[test]
+fn version_and_project_directory() {
+    let dir = project();
+    let (out, _, code) = nib(dir.path(), &["--version"], None);
+    assert_eq!(code, 0);
+    assert_eq!(out.trim(), format!("nib {}", env!("CARGO_PKG_VERSION")));
+
+    std::fs::create_dir(dir.path().join("proj")).unwrap();
+    std::fs::write(dir.path().join("proj/f.txt"), "in project\n").unwrap();
+    let out = Command::new(nib_bin())
+        .args(["read", "f.txt"])
+        .current_dir("/")
+        .env("NIB_DIRECTORY", dir.path().join("proj"))
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.starts_with("[f.txt#") && out.contains("1:in project"),
+        "{out}"
+    );
+}

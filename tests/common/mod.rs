@@ -1,0 +1,215 @@
+//! The harness: start `nib` in a temp project, speak MCP to it, read results.
+#![allow(dead_code, deprecated)]
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
+    ListRootsResult, ProtocolVersion, Root,
+};
+use rmcp::service::{RequestContext, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, ErrorData, RoleClient};
+use serde_json::Value;
+
+/// The two protocol eras nib must serve.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Era {
+    /// `initialize` (2025-11-25).
+    Handshake,
+    /// `server/discover` with per-request metadata (2026-07-28).
+    Modern,
+}
+
+pub const ERAS: [Era; 2] = [Era::Handshake, Era::Modern];
+
+/// How the test client treats roots.
+#[derive(Clone, Debug)]
+pub enum Roots {
+    /// The capability is not declared.
+    Undeclared,
+    /// Declared, answered with these URIs.
+    Answer(Vec<String>),
+    /// Declared, never answered.
+    Hang,
+}
+
+#[derive(Clone)]
+pub struct TestClient {
+    pub roots: Roots,
+    pub roots_calls: Arc<AtomicUsize>,
+}
+
+impl TestClient {
+    pub fn new(roots: Roots) -> TestClient {
+        TestClient {
+            roots,
+            roots_calls: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    pub fn roots_calls(&self) -> usize {
+        self.roots_calls.load(Ordering::SeqCst)
+    }
+}
+
+impl ClientHandler for TestClient {
+    fn get_info(&self) -> ClientConfig {
+        let caps = match self.roots {
+            Roots::Undeclared => ClientCapabilities::default(),
+            _ => ClientCapabilities::builder().enable_roots().build(),
+        };
+        ClientConfig::new(caps, Implementation::new("nib-tests", "0.0.0"))
+    }
+
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        self.roots_calls.fetch_add(1, Ordering::SeqCst);
+        match &self.roots {
+            Roots::Answer(uris) => Ok(ListRootsResult::new(
+                uris.iter().map(|u| Root::new(u.clone())).collect(),
+            )),
+            Roots::Hang => {
+                std::future::pending::<()>().await;
+                Err(ErrorData::internal_error("unreachable", None))
+            }
+            Roots::Undeclared => Err(ErrorData::method_not_found::<
+                rmcp::model::ListRootsRequestMethod,
+            >()),
+        }
+    }
+}
+
+pub fn nib_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_nib"))
+}
+
+/// A running server and its client.
+pub struct Nib {
+    pub client: RunningService<RoleClient, TestClient>,
+    pub handler: TestClient,
+    pub dir: PathBuf,
+}
+
+/// Starts `nib` in `dir` as a client of the given era would.
+pub async fn start_with(era: Era, dir: &Path, client: TestClient, env: &[(&str, &str)]) -> Nib {
+    let mut cmd = tokio::process::Command::new(nib_bin());
+    cmd.current_dir(dir)
+        .env_remove("NIB_DIRECTORY")
+        .env("NIB_LOG", "warn")
+        .kill_on_drop(true);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let (transport, _stderr) = TokioChildProcess::builder(cmd)
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn nib");
+    let lifecycle = match era {
+        Era::Handshake => ClientLifecycleMode::Initialize,
+        Era::Modern => ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        },
+    };
+    let handler = client.clone();
+    let running = tokio::time::timeout(
+        std::time::Duration::from_secs(20),
+        client.serve_with_lifecycle(transport, lifecycle),
+    )
+    .await
+    .expect("nib answered the handshake in time")
+    .expect("handshake succeeded");
+    Nib {
+        client: running,
+        handler,
+        dir: dir.to_path_buf(),
+    }
+}
+
+pub async fn start(era: Era, dir: &Path) -> Nib {
+    start_with(era, dir, TestClient::new(Roots::Undeclared), &[]).await
+}
+
+impl Nib {
+    /// Calls a tool; protocol errors are returned as Err.
+    pub async fn try_call(&self, name: &str, args: Value) -> Result<CallToolResult, String> {
+        let Value::Object(map) = args else {
+            panic!("arguments must be an object");
+        };
+        let params = CallToolRequestParams::new(name.to_string()).with_arguments(map);
+        tokio::time::timeout(
+            std::time::Duration::from_secs(30),
+            self.client.call_tool(params),
+        )
+        .await
+        .map_err(|_| "timed out".to_string())?
+        .map_err(|e| e.to_string())
+    }
+
+    /// Calls a tool that must answer with a result (error results included).
+    pub async fn call(&self, name: &str, args: Value) -> (String, bool) {
+        let r = self
+            .try_call(name, args)
+            .await
+            .unwrap_or_else(|e| panic!("{name} failed at the protocol level: {e}"));
+        (text_of(&r), r.is_error.unwrap_or(false))
+    }
+
+    /// A successful call's text.
+    pub async fn ok(&self, name: &str, args: Value) -> String {
+        let (text, is_error) = self.call(name, args).await;
+        assert!(!is_error, "{name} reported an error:\n{text}");
+        text
+    }
+
+    /// A failed call's text.
+    pub async fn err(&self, name: &str, args: Value) -> String {
+        let (text, is_error) = self.call(name, args).await;
+        assert!(is_error, "{name} should have failed but returned:\n{text}");
+        text
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.dir.join(rel)
+    }
+
+    pub async fn stop(self) {
+        let _ = self.client.cancel().await;
+    }
+}
+
+pub fn text_of(r: &CallToolResult) -> String {
+    r.content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("")
+}
+
+/// A fresh project directory.
+pub fn project() -> tempfile::TempDir {
+    tempfile::tempdir().expect("temp dir")
+}
+
+/// The tag nib should print for these bytes, computed independently of nib's code
+/// by the DESIGN.md rule.
+pub fn expected_tag(bytes: &[u8]) -> String {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    let text = String::from_utf8_lossy(bytes)
+        .replace("\r\n", "\n")
+        .replace('\r', "\n");
+    let trimmed: Vec<&str> = text
+        .split('\n')
+        .map(|l| l.trim_end_matches([' ', '\t']))
+        .collect();
+    let joined = trimmed.join("\n");
+    format!(
+        "{:04X}",
+        xxhash_rust::xxh32::xxh32(joined.as_bytes(), 0) & 0xFFFF
+    )
+}

@@ -1,0 +1,224 @@
+//! The protocol: both eras, annotations, errors that keep the server serving,
+//! stdout hygiene, exit on stdin close, roots.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::common::*;
+
+#[tokio::test]
+async fn both_eras_list_annotated_tools() {
+    let dir = project();
+    for era in ERAS {
+        let nib = start(era, dir.path()).await;
+        let tools = nib.client.list_all_tools().await.expect("tools/list");
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+        assert_eq!(names, vec!["read", "write"], "{era:?}");
+        for t in &tools {
+            let a = t.annotations.as_ref().expect("annotations");
+            let read_only = t.name == "read";
+            assert_eq!(a.read_only_hint, Some(read_only), "{era:?} {}", t.name);
+            assert_eq!(a.destructive_hint, Some(!read_only), "{era:?} {}", t.name);
+        }
+        nib.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn bad_calls_are_protocol_errors_and_the_server_keeps_serving() {
+    let dir = project();
+    std::fs::write(dir.path().join("a.txt"), "keep\n").unwrap();
+    for era in ERAS {
+        let nib = start(era, dir.path()).await;
+        let e = nib.try_call("frobnicate", json!({})).await.unwrap_err();
+        assert!(e.contains("unknown tool"), "{era:?}: {e}");
+        let e = nib
+            .try_call("read", json!({"paths": 42}))
+            .await
+            .unwrap_err();
+        assert!(e.contains("paths"), "{era:?}: {e}");
+        let e = nib
+            .try_call("write", json!({"path": "a.txt", "content": ["x"]}))
+            .await
+            .unwrap_err();
+        assert!(e.contains("content"), "{era:?}: {e}");
+        // Still serving, and nothing changed on disk.
+        let text = nib.ok("read", json!({"paths": ["a.txt"]})).await;
+        assert!(text.contains("1:keep"), "{era:?}: {text}");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("a.txt")).unwrap(),
+            "keep\n"
+        );
+        nib.stop().await;
+    }
+}
+
+/// A raw client: lines in, lines out.
+struct Raw {
+    child: std::process::Child,
+    out: BufReader<std::process::ChildStdout>,
+}
+
+impl Raw {
+    fn start(dir: &std::path::Path) -> Raw {
+        let mut child = Command::new(nib_bin())
+            .current_dir(dir)
+            .env_remove("NIB_DIRECTORY")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn nib");
+        let out = BufReader::new(child.stdout.take().expect("stdout"));
+        Raw { child, out }
+    }
+
+    fn send(&mut self, line: &str) {
+        let stdin = self.child.stdin.as_mut().expect("stdin");
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn recv(&mut self) -> Value {
+        let mut line = String::new();
+        self.out.read_line(&mut line).expect("read stdout");
+        serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line:?}"))
+    }
+}
+
+impl Drop for Raw {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+
+#[test]
+fn malformed_lines_get_json_rpc_errors_and_stdout_stays_protocol_only() {
+    let dir = project();
+    let mut raw = Raw::start(dir.path());
+    raw.send(INIT);
+    let init = raw.recv();
+    assert_eq!(init["id"], 1);
+    assert_eq!(init["result"]["serverInfo"]["name"], "nib");
+    raw.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+
+    raw.send("this is not json");
+    let e = raw.recv();
+    assert_eq!(e["error"]["code"], -32700);
+    assert_eq!(e["id"], Value::Null);
+
+    raw.send(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":5}"#);
+    let e = raw.recv();
+    assert_eq!(e["error"]["code"], -32600);
+    assert_eq!(e["id"], 7);
+
+    raw.send("[1, 2]");
+    assert_eq!(raw.recv()["error"]["code"], -32600);
+
+    // A cancel for a request that already finished is ignored quietly.
+    raw.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#);
+
+    raw.send(r#"{"jsonrpc":"2.0","id":8,"method":"tools/list"}"#);
+    let list = raw.recv();
+    assert_eq!(list["id"], 8, "the server still answers: {list}");
+    assert_eq!(list["result"]["tools"].as_array().map(Vec::len), Some(2));
+}
+
+#[test]
+fn exits_promptly_when_stdin_closes() {
+    let dir = project();
+    let mut raw = Raw::start(dir.path());
+    raw.send(INIT);
+    raw.recv();
+    drop(raw.child.stdin.take());
+    let started = Instant::now();
+    loop {
+        if let Some(status) = raw.child.try_wait().unwrap() {
+            assert!(status.success(), "exit status {status}");
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "nib still running 5 s after stdin closed"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Nothing but protocol messages was written.
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut raw.out, &mut rest).unwrap();
+    assert!(
+        rest.trim().is_empty(),
+        "unexpected stdout after exit: {rest:?}"
+    );
+}
+
+#[test]
+fn exits_when_stdin_closes_before_any_message() {
+    let dir = project();
+    let mut raw = Raw::start(dir.path());
+    drop(raw.child.stdin.take());
+    let started = Instant::now();
+    while raw.child.try_wait().unwrap().is_none() {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "nib still running"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[tokio::test]
+async fn a_client_without_roots_is_never_asked_for_them() {
+    let dir = project();
+    for era in ERAS {
+        let client = TestClient::new(Roots::Undeclared);
+        let nib = start_with(era, dir.path(), client, &[]).await;
+        nib.ok("read", json!({"paths": ["."]})).await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(nib.handler.roots_calls(), 0, "{era:?}");
+        nib.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn a_client_with_roots_is_asked_once_in_either_era() {
+    let dir = project();
+    for era in ERAS {
+        let client = TestClient::new(Roots::Answer(vec!["file:///tmp".into()]));
+        let nib = start_with(era, dir.path(), client, &[]).await;
+        let text = nib.ok("read", json!({"paths": ["."]})).await;
+        assert!(text.starts_with("[./]"), "{era:?}: {text}");
+        nib.ok("read", json!({"paths": ["."]})).await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(nib.handler.roots_calls(), 1, "{era:?}");
+        nib.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn a_client_that_never_answers_roots_does_not_block_tools() {
+    let dir = project();
+    std::fs::write(dir.path().join("a.txt"), "x\n").unwrap();
+    let client = TestClient::new(Roots::Hang);
+    let nib = start_with(
+        Era::Handshake,
+        dir.path(),
+        client,
+        &[("NIB_ROOTS_TIMEOUT_MS", "300")],
+    )
+    .await;
+    let text = nib.ok("read", json!({"paths": ["a.txt"]})).await;
+    assert!(text.contains("1:x"));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let text = nib.ok("read", json!({"paths": ["a.txt"]})).await;
+    assert!(text.contains("1:x"));
+    nib.stop().await;
+}
