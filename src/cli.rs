@@ -10,7 +10,7 @@ use std::sync::Mutex;
 use serde_json::{Map, Value, json};
 
 use crate::config::Config;
-use crate::state::Seen;
+use crate::state::Agent;
 use crate::tools::{self, Ctx};
 use crate::workspace::Workspace;
 
@@ -35,6 +35,7 @@ usage:
   nib                                 serve MCP on stdio (for a client such as Claude Code)
   nib read [--plain] [--info] [--max-line-length N] PATH[:SELECTOR]...
   nib write [--tag TAG] PATH          content on stdin
+  nib edit                            a patch on stdin (see the edit tool)
   nib --version
 
 The project directory is $NIB_DIRECTORY, else the working directory.
@@ -56,6 +57,12 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
         "--help" | "-h" | "help" => Ok(Command::Help),
         "read" => parse_read(rest),
         "write" => parse_write(rest),
+        "edit" => match rest.first() {
+            None => Ok(Command::Tool("edit", Map::new())),
+            Some(extra) => Err(UsageError(format!(
+                "edit reads its patch from stdin; got \"{extra}\""
+            ))),
+        },
         other => Err(UsageError(format!("unknown command \"{other}\""))),
     }
 }
@@ -123,25 +130,36 @@ fn parse_write(rest: &[String]) -> Result<Command, UsageError> {
 
 /// Runs a tool verb and returns the process exit status.
 pub fn run_tool(config: Config, name: &str, mut args: Map<String, Value>) -> i32 {
-    if name == "write" {
+    let stdin_arg = match name {
+        "write" => Some("content"),
+        "edit" => Some("input"),
+        _ => None,
+    };
+    if let Some(arg) = stdin_arg {
         let mut content = Vec::new();
         if let Err(e) = std::io::stdin().read_to_end(&mut content) {
             return fail(&format!(
-                "nib write: reading stdin: {e}; nothing was written"
+                "nib {name}: reading stdin: {e}; nothing was written"
             ));
         }
         match String::from_utf8(content) {
             Ok(s) => {
-                args.insert("content".into(), Value::String(s));
+                args.insert(arg.into(), Value::String(s));
             }
-            Err(_) => return fail("nib write: stdin is not UTF-8 text; nothing was written"),
+            Err(_) => {
+                return fail(&format!(
+                    "nib {name}: stdin is not UTF-8 text; nothing was written"
+                ));
+            }
         }
     }
-    let workspace = Workspace::new(config.project_dir);
-    let seen = Mutex::new(Seen::default());
+    let workspace = Workspace::new(config.project_dir.clone());
+    let agent = Mutex::new(Agent::default());
     let ctx = Ctx {
         workspace: &workspace,
-        seen: &seen,
+        agent: &agent,
+        config: &config,
+        enforce_seen: false,
     };
     match tools::call(name, Some(args), &ctx) {
         Ok(out) => {

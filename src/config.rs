@@ -13,6 +13,15 @@ pub const NIB_DIRECTORY: &str = "NIB_DIRECTORY";
 /// milliseconds (default 3000). Tests shorten it.
 pub const NIB_ROOTS_TIMEOUT_MS: &str = "NIB_ROOTS_TIMEOUT_MS";
 
+/// Where nib keeps state that outlives a process (the edit journal).
+/// Unset: `$XDG_STATE_HOME/nib`, else `~/.local/state/nib`.
+pub const NIB_STATE_DIR: &str = "NIB_STATE_DIR";
+
+/// Test-only fault injection: `edit-between-files:MARKER` makes a multi-file
+/// edit create MARKER and stop for a minute after its first file, so a test
+/// can kill the process there and check the journal's recovery.
+pub const NIB_FAILPOINT: &str = "NIB_FAILPOINT";
+
 /// Log filter for stderr diagnostics (tracing's env-filter syntax; default `warn`).
 pub const NIB_LOG: &str = "NIB_LOG";
 
@@ -23,6 +32,25 @@ pub struct Config {
     pub project_dir: PathBuf,
     /// The bound on a `roots/list` round trip.
     pub roots_timeout: std::time::Duration,
+    /// Where the edit journal lives.
+    pub state_dir: PathBuf,
+    /// Test-only fault injection ([`NIB_FAILPOINT`]).
+    pub failpoint: Option<String>,
+}
+
+/// `$NIB_STATE_DIR`, else `$XDG_STATE_HOME/nib`, else `~/.local/state/nib`,
+/// else a folder in the temp directory.
+pub fn state_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os(NIB_STATE_DIR).filter(|d| !d.is_empty()) {
+        return PathBuf::from(d);
+    }
+    if let Some(d) = std::env::var_os("XDG_STATE_HOME").filter(|d| !d.is_empty()) {
+        return PathBuf::from(d).join("nib");
+    }
+    if let Some(h) = std::env::var_os("HOME").filter(|d| !d.is_empty()) {
+        return PathBuf::from(h).join(".local/state/nib");
+    }
+    std::env::temp_dir().join("nib-state")
 }
 
 impl Config {
@@ -48,6 +76,8 @@ impl Config {
         Ok(Config {
             project_dir,
             roots_timeout: std::time::Duration::from_millis(roots_timeout),
+            state_dir: state_dir(),
+            failpoint: std::env::var(NIB_FAILPOINT).ok().filter(|v| !v.is_empty()),
         })
     }
 }

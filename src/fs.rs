@@ -217,13 +217,20 @@ pub enum Written {
     Replaced,
 }
 
-/// Writes `bytes` to `path` atomically: a temp file in the same folder,
-/// fsync, rename over the target, fsync of the folder. Missing parent folders
-/// are created. A replaced file's mode and owner are kept; a new file gets
-/// 0644 less the umask.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<Written, FsError> {
-    let parent = path.parent().ok_or(FsError::IsDirectory)?;
-    let name = path.file_name().ok_or(FsError::IsDirectory)?;
+/// New content written and fsynced beside its target, not yet in place.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Prepared {
+    /// The temp file.
+    pub tmp: PathBuf,
+    /// Where it goes (a symlink's destination, not the link).
+    pub target: PathBuf,
+    /// The target existed when the temp file was made.
+    pub replaces: bool,
+}
+
+/// Checks that `path` may be replaced: a regular file with one link, or nothing.
+/// Returns its facts when it exists.
+pub fn check_replaceable(path: &Path) -> Result<Option<Stat>, FsError> {
     let old = match fs::metadata(path) {
         Ok(m) => Some(stat_of(&m)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
@@ -239,63 +246,156 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<Written, FsError> {
             return Err(FsError::Hardlinked(old.nlink));
         }
     }
+    Ok(old)
+}
+
+/// The temp path a prepared write of `target` will use: hidden, beside the
+/// target, unique to `id`.
+pub fn temp_path(target: &Path, id: &str) -> Result<PathBuf, FsError> {
+    let target = final_target(target)?;
+    let dir = target.parent().ok_or(FsError::IsDirectory)?;
+    let name = target.file_name().ok_or(FsError::IsDirectory)?;
+    Ok(dir.join(format!(".{}.nib-{id}.tmp", name.to_string_lossy())))
+}
+
+/// A symlink is written where it points, as an editor would.
+fn final_target(path: &Path) -> Result<PathBuf, FsError> {
+    match fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => match fs::canonicalize(path) {
+            Ok(p) => Ok(p),
+            // A dangling link: write to the link's own place would replace the
+            // link; refuse instead of guessing.
+            Err(_) => Err(FsError::Special("dangling symbolic link")),
+        },
+        _ => Ok(path.to_path_buf()),
+    }
+}
+
+/// Writes `bytes` to a temp file beside `target` (named by [`temp_path`] with
+/// `id`), with the mode and owner of `like` (else 0644 less the umask), and
+/// fsyncs it. Missing parent folders are created.
+pub fn prepare(
+    target: &Path,
+    bytes: &[u8],
+    like: Option<&Stat>,
+    id: &str,
+) -> Result<Prepared, FsError> {
+    let parent = target.parent().ok_or(FsError::IsDirectory)?;
     fs::create_dir_all(parent)?;
-    // A symlink target is replaced where it points, as an editor would.
-    let target = match fs::symlink_metadata(path) {
-        Ok(m) if m.file_type().is_symlink() => fs::canonicalize(path)?,
-        _ => path.to_path_buf(),
-    };
-    let dir = target.parent().unwrap_or(parent);
-    let (tmp_path, mut tmp) = create_temp(dir, &name.to_string_lossy())?;
+    let old = check_replaceable(target)?;
+    let final_path = final_target(target)?;
+    let tmp = temp_path(target, id)?;
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&tmp)?;
     let result = (|| -> Result<(), FsError> {
-        tmp.write_all(bytes)?;
-        if let Some(old) = &old {
-            tmp.set_permissions(fs::Permissions::from_mode(old.mode & 0o7777))?;
+        file.write_all(bytes)?;
+        if let Some(st) = like.or(old.as_ref()) {
+            file.set_permissions(fs::Permissions::from_mode(st.mode & 0o7777))?;
             // Keeping the owner needs privilege; without it the writer owns the file.
-            let _ = std::os::unix::fs::fchown(&tmp, Some(old.uid), Some(old.gid));
+            let _ = std::os::unix::fs::fchown(&file, Some(st.uid), Some(st.gid));
         }
-        tmp.sync_all()?;
-        fs::rename(&tmp_path, &target)?;
-        if let Ok(d) = File::open(dir) {
-            let _ = d.sync_all();
-        }
+        file.sync_all()?;
         Ok(())
     })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp_path);
+    if let Err(e) = result {
+        let _ = fs::remove_file(&tmp);
+        return Err(e);
     }
-    result?;
-    Ok(if old.is_some() {
+    Ok(Prepared {
+        tmp,
+        target: final_path,
+        replaces: old.is_some(),
+    })
+}
+
+/// Renames a prepared temp file over its target and fsyncs the folder.
+pub fn commit(p: &Prepared) -> Result<(), FsError> {
+    fs::rename(&p.tmp, &p.target)?;
+    if let Some(dir) = p.target.parent()
+        && let Ok(d) = File::open(dir)
+    {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// Removes a prepared temp file that will not be committed.
+pub fn discard(p: &Prepared) {
+    let _ = fs::remove_file(&p.tmp);
+}
+
+/// Writes `bytes` to `path` atomically: a temp file in the same folder,
+/// fsync, rename over the target, fsync of the folder. Missing parent folders
+/// are created. A replaced file's mode and owner are kept; a new file gets
+/// 0644 less the umask.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<Written, FsError> {
+    let p = prepare(path, bytes, None, &unique_id())?;
+    if let Err(e) = commit(&p) {
+        discard(&p);
+        return Err(e);
+    }
+    Ok(if p.replaces {
         Written::Replaced
     } else {
         Written::Created
     })
 }
 
-/// Creates a new, exclusive temp file beside the target.
-fn create_temp(dir: &Path, name: &str) -> Result<(PathBuf, File), FsError> {
-    let pid = std::process::id();
+/// An id unique to this process and call, for temp and journal names.
+pub fn unique_id() -> String {
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let nanos = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .map(|d| d.subsec_nanos())
         .unwrap_or(0);
-    for attempt in 0..16u32 {
-        let tmp = dir.join(format!(".{name}.nib-{pid}-{nanos:x}-{attempt}.tmp"));
-        match OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o644)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&tmp)
-        {
-            Ok(f) => return Ok((tmp, f)),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e.into()),
-        }
+    format!("{}-{nanos:x}-{n}", std::process::id())
+}
+
+/// Whether anything (a dangling link included) is at `path`.
+pub fn exists(path: &Path) -> bool {
+    fs::symlink_metadata(path).is_ok()
+}
+
+/// Removes a file (not a folder).
+pub fn remove_file(path: &Path) -> Result<(), FsError> {
+    Ok(fs::remove_file(path)?)
+}
+
+/// Moves a file or folder to the user's trash (freedesktop layout).
+pub fn trash(path: &Path) -> Result<(), FsError> {
+    trash::delete(path)
+        .map_err(|e| FsError::Io(std::io::Error::other(format!("moving to the trash: {e}"))))
+}
+
+/// Opens (creating) a lock file and takes an exclusive lock without waiting.
+/// `None` when another process holds it.
+pub fn try_lock(path: &Path) -> Result<Option<File>, FsError> {
+    let f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)?;
+    match f.try_lock() {
+        Ok(()) => Ok(Some(f)),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+        Err(std::fs::TryLockError::Error(e)) => Err(e.into()),
     }
-    Err(FsError::Io(std::io::Error::other(
-        "could not create a temp file beside the target",
-    )))
+}
+
+/// Creates a folder and its parents.
+pub fn create_dir_all(path: &Path) -> Result<(), FsError> {
+    Ok(fs::create_dir_all(path)?)
+}
+
+/// Reads a small state file whole (no size or kind checks beyond a limit).
+pub fn read_small(path: &Path) -> Result<Vec<u8>, FsError> {
+    Ok(read_file(path, 16 * 1024 * 1024)?.bytes)
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod edit;
 pub mod filekind;
 pub mod fs;
 pub mod hashline;

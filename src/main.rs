@@ -66,6 +66,10 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(2);
         }
     };
+    // A multi-file edit cut short by a crash is completed (or rolled back) first.
+    for line in nib::edit::journal::recover(&config.state_dir) {
+        tracing::warn!("edit journal: {line}");
+    }
     match command {
         cli::Command::Tool(name, map) => {
             let code = cli::run_tool(config, name, map);

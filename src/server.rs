@@ -32,7 +32,7 @@ use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
 
 use crate::config::Config;
-use crate::state::Seen;
+use crate::state::Agent;
 use crate::tools::{self, CallError, Ctx};
 use crate::workspace::Workspace;
 
@@ -50,7 +50,7 @@ pub struct NibServer {
 struct Inner {
     config: Config,
     workspace: Workspace,
-    seen: Mutex<Seen>,
+    agent: Mutex<Agent>,
 }
 
 impl NibServer {
@@ -60,7 +60,7 @@ impl NibServer {
             inner: Arc::new(Inner {
                 workspace: Workspace::new(config.project_dir.clone()),
                 config,
-                seen: Mutex::new(Seen::default()),
+                agent: Mutex::new(Agent::default()),
             }),
         }
     }
@@ -185,7 +185,7 @@ impl ServerHandler for NibServer {
             .with_server_info(Implementation::new("nib", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "nib's read prints [PATH#TAG] headers and LINE:TEXT rows; those rows are the \
-                 anchors edits refer to. write creates files, or overwrites one given its tag.",
+                 anchors edit refers to by line number. write creates files, or overwrites one given its tag.",
             )
     }
 
@@ -211,7 +211,9 @@ impl ServerHandler for NibServer {
         let outcome = tokio::task::spawn_blocking(move || {
             let ctx = Ctx {
                 workspace: &this.inner.workspace,
-                seen: &this.inner.seen,
+                agent: &this.inner.agent,
+                config: &this.inner.config,
+                enforce_seen: true,
             };
             tools::call(&name, arguments, &ctx)
         })

@@ -6,7 +6,8 @@
 //! version of a file does a tag name (comparing full text, so a 16-bit collision
 //! never passes for the version the agent saw), and were the anchored lines seen.
 //! Until agents are told apart (client-integration issue), one connection is one
-//! agent and owns one [`Seen`].
+//! agent and owns one [`Agent`]: its [`Seen`] lines and its [`Tokens`] (edits
+//! it was refused, which `REAPPLY TOKEN` applies unchanged).
 
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
@@ -125,6 +126,11 @@ impl Seen {
         self.files.get(path).into_iter().flatten()
     }
 
+    /// The newest remembered version with this tag.
+    pub fn version_with_tag(&self, path: &Path, tag: Tag) -> Option<&FileVersion> {
+        self.versions(path).find(|v| v.tag == tag)
+    }
+
     /// The remembered version with this tag whose text is exactly `text`, if any.
     pub fn version_matching(&self, path: &Path, tag: Tag, text: &Text) -> Option<&FileVersion> {
         self.versions(path)
@@ -142,6 +148,92 @@ impl Seen {
             self.files.remove(&oldest);
         }
     }
+}
+
+/// An edit that was refused with a token: what `REAPPLY TOKEN` (or the same
+/// patch sent again) applies, and the file versions it was checked against.
+#[derive(Clone, Debug)]
+pub struct PendingEdit {
+    /// The patch text.
+    pub patch: String,
+    /// Apply even where anchored lines were not seen.
+    pub waive_seen: bool,
+    /// SUB hunks approved to apply elsewhere: (patch line, found line).
+    pub sub_moves: Vec<(usize, usize)>,
+    /// Each file's canonical path and text when the token was given; the
+    /// token applies only while the file still has that text.
+    pub versions: Vec<(PathBuf, Arc<Text>)>,
+}
+
+/// How many refused edits are remembered.
+pub const MAX_TOKENS: usize = 64;
+
+/// Refused edits by token, and by the hash of their patch text.
+#[derive(Debug, Default)]
+pub struct Tokens {
+    by_token: HashMap<String, PendingEdit>,
+    by_patch: HashMap<u32, String>,
+    order: VecDeque<String>,
+    counter: u64,
+}
+
+impl Tokens {
+    /// Remembers a refused edit and returns its token.
+    pub fn remember(&mut self, edit: PendingEdit) -> String {
+        self.counter += 1;
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        let seed = format!("{}-{}-{}", self.counter, nanos, std::process::id());
+        let h = xxhash_rust::xxh32::xxh32(seed.as_bytes(), 0x6e6962);
+        let token = format!("{:08x}", h);
+        self.by_patch.insert(patch_hash(&edit.patch), token.clone());
+        self.by_token.insert(token.clone(), edit);
+        self.order.push_back(token.clone());
+        while self.order.len() > MAX_TOKENS {
+            if let Some(old) = self.order.pop_front()
+                && let Some(e) = self.by_token.remove(&old)
+            {
+                self.by_patch.remove(&patch_hash(&e.patch));
+            }
+        }
+        token
+    }
+
+    /// The edit a token names.
+    pub fn get(&self, token: &str) -> Option<&PendingEdit> {
+        self.by_token.get(token)
+    }
+
+    /// The edit refused for exactly this patch text, if any.
+    pub fn for_patch(&self, patch: &str) -> Option<&PendingEdit> {
+        self.by_patch
+            .get(&patch_hash(patch))
+            .and_then(|t| self.by_token.get(t))
+            .filter(|e| e.patch == patch)
+    }
+
+    /// Forgets an edit once it applied.
+    pub fn forget_patch(&mut self, patch: &str) {
+        if let Some(t) = self.by_patch.remove(&patch_hash(patch)) {
+            self.by_token.remove(&t);
+            self.order.retain(|o| *o != t);
+        }
+    }
+}
+
+fn patch_hash(patch: &str) -> u32 {
+    xxhash_rust::xxh32::xxh32(patch.trim().as_bytes(), 0)
+}
+
+/// Everything the server remembers for one agent.
+#[derive(Debug, Default)]
+pub struct Agent {
+    /// File versions shown and the lines seen in each.
+    pub seen: Seen,
+    /// Refused edits that may be reapplied.
+    pub tokens: Tokens,
 }
 
 #[cfg(test)]
@@ -190,5 +282,35 @@ mod tests {
             seen.version_matching(&p, Tag::of(a), &Text::decode(a))
                 .is_some()
         );
+    }
+}
+
+#[cfg(test)]
+mod token_tests {
+    use super::*;
+
+    #[test]
+    fn tokens_find_edits_by_token_and_by_patch() {
+        let mut t = Tokens::default();
+        let tok = t.remember(PendingEdit {
+            patch: "[a#0001]\nREM\n".into(),
+            waive_seen: true,
+            sub_moves: Vec::new(),
+            versions: Vec::new(),
+        });
+        assert!(t.get(&tok).is_some());
+        assert!(t.for_patch("[a#0001]\nREM\n").is_some());
+        t.forget_patch("[a#0001]\nREM\n");
+        assert!(t.get(&tok).is_none());
+        for i in 0..(MAX_TOKENS + 5) {
+            t.remember(PendingEdit {
+                patch: format!("p{i}"),
+                waive_seen: false,
+                sub_moves: Vec::new(),
+                versions: Vec::new(),
+            });
+        }
+        assert!(t.for_patch("p0").is_none());
+        assert!(t.for_patch(&format!("p{}", MAX_TOKENS + 4)).is_some());
     }
 }

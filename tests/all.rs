@@ -6,6 +6,8 @@
 mod common;
 
 mod cli;
+mod edit;
+mod patch_fixtures;
 mod protocol;
 mod read;
 mod write;

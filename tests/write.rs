@@ -7,14 +7,6 @@ use serde_json::json;
 
 use crate::common::*;
 
-fn header_tag(text: &str) -> String {
-    let first = text.lines().next().unwrap_or("");
-    first
-        .rsplit_once('#')
-        .map(|(_, t)| t.trim_end_matches(']').to_string())
-        .unwrap_or_default()
-}
-
 #[tokio::test]
 async fn creates_files_with_parents_and_answers_with_tag_and_map() {
     let dir = project();

@@ -14,7 +14,8 @@ use std::sync::Mutex;
 
 use serde_json::{Map, Value, json};
 
-use crate::state::Seen;
+use crate::config::Config;
+use crate::state::{Agent, Seen};
 use crate::workspace::Workspace;
 use args::{ArgError, Args};
 
@@ -25,15 +26,25 @@ pub const OUTPUT_CAP: usize = 40 * 1024;
 pub struct Ctx<'a> {
     /// Paths and roots.
     pub workspace: &'a Workspace,
-    /// What this agent has been shown.
-    pub seen: &'a Mutex<Seen>,
+    /// What this agent has been shown, and its refused edits.
+    pub agent: &'a Mutex<Agent>,
+    /// Startup settings (state folder, fault injection).
+    pub config: &'a Config,
+    /// Refuse edits that anchor on unseen lines. On for MCP agents; off for
+    /// the CLI, where a person or bot with a tagged patch is the author.
+    pub enforce_seen: bool,
 }
 
 impl Ctx<'_> {
-    /// Runs `f` with the agent's seen state locked.
-    pub fn with_seen<R>(&self, f: impl FnOnce(&mut Seen) -> R) -> R {
-        let mut guard = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+    /// Runs `f` with the agent's state locked.
+    pub fn with_agent<R>(&self, f: impl FnOnce(&mut Agent) -> R) -> R {
+        let mut guard = self.agent.lock().unwrap_or_else(|p| p.into_inner());
         f(&mut guard)
+    }
+
+    /// Runs `f` with the agent's seen lines locked.
+    pub fn with_seen<R>(&self, f: impl FnOnce(&mut Seen) -> R) -> R {
+        self.with_agent(|a| f(&mut a.seen))
     }
 }
 
@@ -68,7 +79,7 @@ pub enum CallError {
 }
 
 /// The names of the tools, in the order they are listed.
-pub const TOOL_NAMES: &[&str] = &["read", "write"];
+pub const TOOL_NAMES: &[&str] = &["read", "edit", "write"];
 
 /// One tool's definition as listed to clients.
 #[derive(Clone, Debug)]
@@ -107,6 +118,25 @@ pub fn definitions() -> Vec<ToolDef> {
             read_only: true,
         },
         ToolDef {
+            name: "edit",
+            description: "Edit files with a patch that names lines by the numbers read printed, never \
+                repeating old text. Each file starts with its header [PATH#TAG] as read printed it; hunks: \
+                PUT N.=M: / PUT N: (replace with the + rows below), PUT <N: / PUT >N: (insert before/after), \
+                PUT >$: (append), PUT N*: / CUT N* / PUT >N*: (the block starting at N), CUT N.=M / CUT N \
+                (delete), SUB N: OLD (replace OLD on line N with the + rows), ~TEXT under a hunk checks \
+                that line N starts with TEXT. File ops: REM (to the trash), MV DEST, CP DEST. New files: \
+                *** Add File: PATH then + rows. Line numbers never shift between hunks. An edit may only \
+                anchor on lines you have seen. REAPPLY TOKEN applies a refused edit unchanged.",
+            schema: json!({
+                "type": "object",
+                "properties": {
+                    "input": {"type": "string", "description": "The patch, or REAPPLY TOKEN."}
+                },
+                "required": ["input"]
+            }),
+            read_only: false,
+        },
+        ToolDef {
             name: "write",
             description: "Create a file (and its folders), or overwrite one given its current tag \
                 (from read). Keeps a replaced file's CRLF endings, BOM and mode. Answers with the new \
@@ -134,6 +164,7 @@ pub fn call(
     let args = Args::new(arguments);
     match name {
         "read" => Ok(read::run(args, ctx)?),
+        "edit" => Ok(crate::edit::run(args, ctx)?),
         "write" => Ok(write::run(args, ctx)?),
         other => Err(CallError::UnknownTool(other.to_string())),
     }

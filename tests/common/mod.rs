@@ -94,15 +94,48 @@ pub struct Nib {
     pub client: RunningService<RoleClient, TestClient>,
     pub handler: TestClient,
     pub dir: PathBuf,
+    /// The server's process id (to kill it mid-call).
+    pub pid: Option<u32>,
+    /// Where the server keeps its state and its trash (never the real home).
+    pub home: tempfile::TempDir,
+}
+
+/// Environment that keeps a nib process's state and trash inside `home`.
+pub fn isolated_env(home: &Path) -> Vec<(String, String)> {
+    vec![
+        (
+            "NIB_STATE_DIR".into(),
+            home.join("state").display().to_string(),
+        ),
+        (
+            "XDG_DATA_HOME".into(),
+            home.join("data").display().to_string(),
+        ),
+    ]
 }
 
 /// Starts `nib` in `dir` as a client of the given era would.
 pub async fn start_with(era: Era, dir: &Path, client: TestClient, env: &[(&str, &str)]) -> Nib {
+    let home = tempfile::tempdir().expect("temp home");
+    start_in_home(era, dir, client, env, home).await
+}
+
+/// Starts `nib` with its state and trash in a given `home` (to restart a server on the same state).
+pub async fn start_in_home(
+    era: Era,
+    dir: &Path,
+    client: TestClient,
+    env: &[(&str, &str)],
+    home: tempfile::TempDir,
+) -> Nib {
     let mut cmd = tokio::process::Command::new(nib_bin());
     cmd.current_dir(dir)
         .env_remove("NIB_DIRECTORY")
         .env("NIB_LOG", "warn")
         .kill_on_drop(true);
+    for (k, v) in isolated_env(home.path()) {
+        cmd.env(k, v);
+    }
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -110,6 +143,7 @@ pub async fn start_with(era: Era, dir: &Path, client: TestClient, env: &[(&str, 
         .stderr(Stdio::inherit())
         .spawn()
         .expect("spawn nib");
+    let pid = transport.id();
     let lifecycle = match era {
         Era::Handshake => ClientLifecycleMode::Initialize,
         Era::Modern => ClientLifecycleMode::Discover {
@@ -128,6 +162,8 @@ pub async fn start_with(era: Era, dir: &Path, client: TestClient, env: &[(&str, 
         client: running,
         handler,
         dir: dir.to_path_buf(),
+        pid,
+        home,
     }
 }
 
@@ -178,6 +214,16 @@ impl Nib {
         self.dir.join(rel)
     }
 
+    /// The trash folder of this server's user.
+    pub fn trash_files(&self) -> PathBuf {
+        self.home.path().join("data/Trash/files")
+    }
+
+    /// The tag in the first `[PATH#TAG]` header of a text.
+    pub fn tag_in(text: &str) -> String {
+        header_tag(text)
+    }
+
     pub async fn stop(self) {
         let _ = self.client.cancel().await;
     }
@@ -212,4 +258,19 @@ pub fn expected_tag(bytes: &[u8]) -> String {
         "{:04X}",
         xxhash_rust::xxh32::xxh32(joined.as_bytes(), 0) & 0xFFFF
     )
+}
+
+/// The tag of the first `[PATH#TAG]` header in a text.
+pub fn header_tag(text: &str) -> String {
+    let Some(start) = text.find('[') else {
+        return String::new();
+    };
+    let rest = &text[start..];
+    let Some(end) = rest.find(']') else {
+        return String::new();
+    };
+    rest[..end]
+        .rsplit_once('#')
+        .map(|(_, t)| t.to_string())
+        .unwrap_or_default()
 }

@@ -1,0 +1,162 @@
+//! Warnings an edit still applies with: a range that looks one line off,
+//! brackets that stop balancing, and a JSON, YAML or TOML file that stops
+//! parsing or (JSON) repeats a key.
+
+use std::path::Path;
+
+use super::apply::Op;
+use crate::filekind;
+use crate::text::Text;
+use crate::validate;
+
+/// The replacement repeats the line just outside its range: the agent probably
+/// meant a range one line wider.
+pub fn one_off(base: &Text, ops: &[Op]) -> Vec<String> {
+    let mut out = Vec::new();
+    for op in ops
+        .iter()
+        .filter(|o| o.sent && o.end > o.start && !o.rows.is_empty())
+    {
+        let before = op.start.checked_sub(1).and_then(|i| base.lines.get(i));
+        let after = base.lines.get(op.end);
+        let same = |a: &str, b: &str| !a.trim().is_empty() && a.trim() == b.trim();
+        if let (Some(b), Some(first)) = (before, op.rows.first())
+            && same(b, first)
+        {
+            out.push(format!(
+                    "[warning: the first new row repeats line {}, which is outside the range {}-{} and stays; the range may be one line off]",
+                    op.start,
+                    op.start + 1,
+                    op.end
+                ));
+        }
+        if let (Some(a), Some(last)) = (after, op.rows.last())
+            && same(a, last)
+        {
+            out.push(format!(
+                    "[warning: the last new row repeats line {}, which is outside the range {}-{} and stays; the range may be one line off]",
+                    op.end + 1,
+                    op.start + 1,
+                    op.end
+                ));
+        }
+    }
+    out
+}
+
+fn balance(text: &Text) -> [i64; 3] {
+    let mut b = [0i64; 3];
+    for line in &text.lines {
+        for c in line.chars() {
+            match c {
+                '(' => b[0] += 1,
+                ')' => b[0] -= 1,
+                '[' => b[1] += 1,
+                ']' => b[1] -= 1,
+                '{' => b[2] += 1,
+                '}' => b[2] -= 1,
+                _ => {}
+            }
+        }
+    }
+    b
+}
+
+/// Brackets that balanced before and do not after.
+pub fn brackets(before: &Text, after: &Text) -> Option<String> {
+    let (b, a) = (balance(before), balance(after));
+    if b == a {
+        return None;
+    }
+    let names = [("(", ")"), ("[", "]"), ("{", "}")];
+    let mut parts = Vec::new();
+    for k in 0..3 {
+        let delta = a[k] - b[k];
+        if delta > 0 {
+            parts.push(format!("{} more {} than {}", delta, names[k].0, names[k].1));
+        } else if delta < 0 {
+            parts.push(format!(
+                "{} more {} than {}",
+                -delta, names[k].1, names[k].0
+            ));
+        }
+    }
+    Some(format!(
+        "[warning: brackets no longer balance as before: the edit adds {}]",
+        parts.join(", ")
+    ))
+}
+
+/// A JSON, YAML or TOML file that parsed before and does not now, or JSON
+/// that now repeats a key.
+pub fn syntax(path: &Path, before: Option<&str>, after: &str) -> Option<String> {
+    let kind = filekind::syntax(path)?;
+    let was_sound = before.is_none_or(|b| validate::check(kind, b).is_none());
+    if !was_sound {
+        return None;
+    }
+    if let Some(e) = validate::check(kind, after) {
+        return Some(format!(
+            "[warning: this {} no longer parses: line {}: {}]",
+            validate::name(kind),
+            e.line,
+            e.message
+        ));
+    }
+    if kind == filekind::Syntax::Json {
+        let had_dup = before.is_some_and(|b| validate::json_duplicate_key(b).is_some());
+        if !had_dup && let Some(e) = validate::json_duplicate_key(after) {
+            return Some(format!("[warning: line {}: {}]", e.line, e.message));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bracket_changes_are_named() {
+        let a = Text::decode(b"f(x) {\n}\n");
+        let b = Text::decode(b"f(x) {\n");
+        assert!(brackets(&a, &b).unwrap().contains("1 more { than }"));
+        assert_eq!(brackets(&a, &a), None);
+    }
+
+    #[test]
+    fn one_off_ranges_are_spotted() {
+        let base = Text::decode(b"a\nb\nc\nd\n");
+        let op = Op {
+            start: 1,
+            end: 2,
+            rows: vec!["a".into(), "B".into()],
+            sent: true,
+            anchors: vec![2],
+            hunk: 0,
+        };
+        assert_eq!(one_off(&base, &[op]).len(), 1);
+        let op = Op {
+            start: 1,
+            end: 2,
+            rows: vec!["B".into()],
+            sent: true,
+            anchors: vec![2],
+            hunk: 0,
+        };
+        assert!(one_off(&base, &[op]).is_empty());
+    }
+
+    #[test]
+    fn syntax_warnings_only_for_files_that_were_sound() {
+        let p = Path::new("a.json");
+        assert!(syntax(p, Some("{}"), "{").is_some());
+        assert!(syntax(p, Some("{"), "{{").is_none());
+        assert!(
+            syntax(p, Some("{\"a\":1}"), "{\"a\":1,\"a\":2}")
+                .unwrap()
+                .contains("repeated")
+        );
+        assert!(syntax(Path::new("a.txt"), None, "{").is_none());
+    }
+}

@@ -1,0 +1,101 @@
+//! Every fixture in tests/fixtures/patch/NNN_name/{before,patch,after}, run
+//! through the edit tool on LF, CRLF, BOM and no-final-newline variants of the
+//! same text (a `variants` file limits them). `TAG` in a patch header is
+//! replaced by the file's real tag; the file is read first, so its lines are
+//! seen, as an agent's would be.
+
+use std::path::Path;
+use std::sync::Mutex;
+
+use serde_json::json;
+
+use nib::config::Config;
+use nib::state::Agent;
+use nib::tools::{self, Ctx};
+use nib::workspace::Workspace;
+
+const VARIANTS: [&str; 4] = ["lf", "crlf", "bom", "nofinal"];
+
+fn variant(text: &str, v: &str) -> Option<Vec<u8>> {
+    match v {
+        "lf" => Some(text.as_bytes().to_vec()),
+        "crlf" => Some(text.replace('\n', "\r\n").into_bytes()),
+        "bom" => Some([&b"\xEF\xBB\xBF"[..], text.as_bytes()].concat()),
+        "nofinal" => text
+            .strip_suffix('\n')
+            .map(|t| t.as_bytes().to_vec())
+            .or(Some(Vec::new())),
+        _ => None,
+    }
+}
+
+fn run_fixture(dir: &Path) -> Vec<String> {
+    let before = std::fs::read_to_string(dir.join("before")).unwrap();
+    let patch = std::fs::read_to_string(dir.join("patch")).unwrap();
+    let after = std::fs::read_to_string(dir.join("after")).unwrap();
+    let variants: Vec<String> = std::fs::read_to_string(dir.join("variants"))
+        .map(|s| s.split_whitespace().map(str::to_string).collect())
+        .unwrap_or_else(|_| VARIANTS.iter().map(|s| s.to_string()).collect());
+    let mut failures = Vec::new();
+    for v in &variants {
+        let project = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let file = project.path().join("file.txt");
+        let b = variant(&before, v).unwrap();
+        let a = variant(&after, v).unwrap();
+        std::fs::write(&file, &b).unwrap();
+        let config = Config {
+            project_dir: std::fs::canonicalize(project.path()).unwrap(),
+            roots_timeout: std::time::Duration::from_secs(1),
+            state_dir: state.path().to_path_buf(),
+            failpoint: None,
+        };
+        let workspace = Workspace::new(config.project_dir.clone());
+        let agent = Mutex::new(Agent::default());
+        let ctx = Ctx {
+            workspace: &workspace,
+            agent: &agent,
+            config: &config,
+            enforce_seen: true,
+        };
+        let read = tools::call(
+            "read",
+            json!({"paths": ["file.txt"]}).as_object().cloned(),
+            &ctx,
+        )
+        .unwrap();
+        let tag = crate::common::header_tag(&read.text);
+        let patch = patch.replace("#TAG]", &format!("#{tag}]"));
+        let out = tools::call("edit", json!({"input": patch}).as_object().cloned(), &ctx).unwrap();
+        let got = std::fs::read(&file).unwrap();
+        if out.is_error || got != a {
+            failures.push(format!(
+                "{} [{v}]: error={} got {:?} want {:?}\n{}",
+                dir.file_name().unwrap().to_string_lossy(),
+                out.is_error,
+                String::from_utf8_lossy(&got),
+                String::from_utf8_lossy(&a),
+                out.text
+            ));
+        }
+    }
+    failures
+}
+
+#[test]
+fn every_patch_fixture_on_every_line_ending() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/patch");
+    let mut dirs: Vec<_> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    dirs.sort();
+    assert!(dirs.len() >= 20, "fixtures missing");
+    let failures: Vec<String> = dirs.iter().flat_map(|d| run_fixture(d)).collect();
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
+}
