@@ -610,7 +610,10 @@ fn strip_pasted_numbers(rows: &mut [String], at: usize, notes: &mut Notes) {
         {
             return;
         }
-        expected = Some(n + 1);
+        let Some(next) = n.checked_add(1) else {
+            return;
+        };
+        expected = Some(next);
     }
     for r in rows.iter_mut() {
         if let Some((_, rest)) = r.split_once(':') {
@@ -764,6 +767,13 @@ mod tests {
         let e = parse("[a#XYZ]\nREM\n").unwrap_err();
         assert!(e.message.contains("not a tag"));
         assert!(parse("").is_err());
+    }
+
+    #[test]
+    fn huge_pasted_numbers_do_not_overflow() {
+        // Found by the fuzzer: a row numbered usize::MAX.
+        let p = format!("[a#0001]\nPUT >$:\n+{}:x\n", usize::MAX);
+        assert!(parse(&p).is_ok());
     }
 
     #[test]

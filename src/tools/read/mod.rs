@@ -64,7 +64,7 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
     if offset.is_some() || limit.is_some() {
         let start = offset.unwrap_or(1).max(1);
         let range = match limit {
-            Some(n) if n > 0 => format!("{start}-{}", start + n - 1),
+            Some(n) if n > 0 => format!("{start}-{}", start.saturating_add(n - 1)),
             _ => format!("{start}-"),
         };
         args.note(format!("took offset/limit as the selector :{range}"));

@@ -156,7 +156,7 @@ fn parse_item(item: &str, notes: &mut Vec<String>) -> Result<LineRange, Selector
         }
         return Ok(LineRange::From {
             start: a,
-            end: Some(a + n - 1),
+            end: Some(a.saturating_add(n - 1)),
         });
     } else if let Some((a, b)) = item.split_once('-') {
         (number(a, item)?, Some(b))
@@ -281,6 +281,19 @@ mod tests {
             }]
         );
         assert_eq!(notes.len(), 1);
+    }
+
+    #[test]
+    fn huge_numbers_saturate() {
+        let big = format!("{}+{}", usize::MAX, usize::MAX);
+        assert_eq!(
+            lines(&big),
+            vec![LineRange::From {
+                start: usize::MAX,
+                end: Some(usize::MAX)
+            }]
+        );
+        assert!(resolve(&lines(&big), 10).is_err());
     }
 
     #[test]
