@@ -2,7 +2,9 @@
 //! through the edit tool on LF, CRLF, BOM and no-final-newline variants of the
 //! same text (a `variants` file limits them). `TAG` in a patch header is
 //! replaced by the file's real tag; the file is read first, so its lines are
-//! seen, as an agent's would be.
+//! seen, as an agent's would be. Optional files: `dest` names the file where
+//! `after` is expected (MV, CP, Add File), `source_gone` says file.txt must be
+//! gone afterwards (MV).
 
 use std::path::Path;
 use std::sync::Mutex;
@@ -67,7 +69,18 @@ fn run_fixture(dir: &Path) -> Vec<String> {
         let tag = crate::common::header_tag(&read.text);
         let patch = patch.replace("#TAG]", &format!("#{tag}]"));
         let out = tools::call("edit", json!({"input": patch}).as_object().cloned(), &ctx).unwrap();
-        let got = std::fs::read(&file).unwrap();
+        let dest = std::fs::read_to_string(dir.join("dest")).map(|d| d.trim().to_string());
+        let result = project.path().join(dest.as_deref().unwrap_or("file.txt"));
+        let got = std::fs::read(&result).unwrap_or_default();
+        let source_gone = dir.join("source_gone").exists();
+        if source_gone == file.exists() {
+            failures.push(format!(
+                "{} [{v}]: file.txt should {}exist afterwards\n{}",
+                dir.file_name().unwrap().to_string_lossy(),
+                if source_gone { "not " } else { "" },
+                out.text
+            ));
+        }
         if out.is_error || got != a {
             failures.push(format!(
                 "{} [{v}]: error={} got {:?} want {:?}\n{}",
