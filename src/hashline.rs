@@ -43,34 +43,27 @@ impl Tag {
 fn normalize_for_tag(bytes: &[u8]) -> Vec<u8> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     let mut out = Vec::with_capacity(bytes.len());
-    // Trailing blanks are held back until we know whether a line end follows.
-    let mut pending_blanks = 0usize;
-    let mut i = 0;
-    while i < bytes.len() {
-        let b = bytes[i];
-        match b {
-            b'\r' | b'\n' => {
-                // CRLF counts once; a lone CR is a line end of its own.
-                if b == b'\r' && bytes.get(i + 1) == Some(&b'\n') {
-                    i += 1;
-                }
-                pending_blanks = 0;
-                out.push(b'\n');
-            }
-            b' ' | b'\t' => pending_blanks += 1,
-            _ => {
-                if pending_blanks > 0 {
-                    // The blanks were inside the line: restore them in order.
-                    let start = i - pending_blanks;
-                    out.extend_from_slice(&bytes[start..i]);
-                    pending_blanks = 0;
-                }
-                out.push(b);
-            }
+    let mut start = 0;
+    loop {
+        let rest = &bytes[start..];
+        let end = memchr::memchr2(b'\n', b'\r', rest).map_or(bytes.len(), |i| start + i);
+        let line = &bytes[start..end];
+        let kept = line
+            .iter()
+            .rposition(|&b| b != b' ' && b != b'\t')
+            .map_or(0, |i| i + 1);
+        out.extend_from_slice(&line[..kept]);
+        if end == bytes.len() {
+            return out;
         }
-        i += 1;
+        out.push(b'\n');
+        // CRLF is one line end; a lone CR is one of its own.
+        start = if bytes[end] == b'\r' && bytes.get(end + 1) == Some(&b'\n') {
+            end + 2
+        } else {
+            end + 1
+        };
     }
-    out
 }
 
 /// `[PATH#TAG]`: the header above a file's anchored rows.
@@ -126,6 +119,13 @@ mod tests {
     fn inner_blanks_are_kept() {
         assert_eq!(normalize_for_tag(b"a \t b  \n c\t"), b"a \t b\n c".to_vec());
         assert_ne!(Tag::of(b"a b\n"), Tag::of(b"ab\n"));
+    }
+
+    #[test]
+    fn cr_runs_are_each_a_line_end() {
+        assert_eq!(normalize_for_tag(b"a \r\r\n"), b"a\n\n".to_vec());
+        assert_eq!(normalize_for_tag(b"\r\n"), b"\n".to_vec());
+        assert_eq!(normalize_for_tag(b"x\t"), b"x".to_vec());
     }
 
     #[test]

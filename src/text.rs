@@ -59,31 +59,36 @@ impl Text {
             Some(rest) => (true, rest),
             None => (false, bytes),
         };
-        let mut lines = Vec::new();
+        // Valid UTF-8 (the common case) is split without a lossy pass per line.
+        let valid = std::str::from_utf8(body).ok();
+        let line_of = |a: usize, b: usize| match valid {
+            Some(s) => s[a..b].to_string(),
+            None => String::from_utf8_lossy(&body[a..b]).into_owned(),
+        };
+        let mut lines = Vec::with_capacity(body.len() / 32 + 1);
         let (mut lf, mut crlf, mut cr) = (0usize, 0usize, 0usize);
         let mut start = 0;
-        let mut i = 0;
         let mut final_newline = false;
-        while i < body.len() {
-            let b = body[i];
-            if b == b'\n' || b == b'\r' {
-                lines.push(String::from_utf8_lossy(&body[start..i]).into_owned());
-                if b == b'\r' && body.get(i + 1) == Some(&b'\n') {
-                    crlf += 1;
-                    i += 1;
-                } else if b == b'\r' {
+        while start < body.len() {
+            let Some(i) = memchr::memchr2(b'\n', b'\r', &body[start..]) else {
+                lines.push(line_of(start, body.len()));
+                final_newline = false;
+                break;
+            };
+            let end = start + i;
+            lines.push(line_of(start, end));
+            start = if body[end] == b'\r' && body.get(end + 1) == Some(&b'\n') {
+                crlf += 1;
+                end + 2
+            } else {
+                if body[end] == b'\r' {
                     cr += 1;
                 } else {
                     lf += 1;
                 }
-                start = i + 1;
-                final_newline = start == body.len();
-            }
-            i += 1;
-        }
-        if start < body.len() {
-            lines.push(String::from_utf8_lossy(&body[start..]).into_owned());
-            final_newline = false;
+                end + 1
+            };
+            final_newline = start == body.len();
         }
         let ending = if crlf > lf && crlf >= cr {
             LineEnding::Crlf

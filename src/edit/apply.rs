@@ -390,9 +390,11 @@ pub fn splice(text: &Text, ops: &[Op]) -> (Text, Vec<Landed>) {
         text.final_newline
     };
     let new = Text {
+        bom: text.bom,
+        ending: text.ending,
+        mixed_endings: text.mixed_endings,
         lines,
         final_newline,
-        ..text.clone()
     };
     (new, landed)
 }

@@ -122,8 +122,8 @@ struct Ready {
     head: String,
     rows: Vec<String>,
     notes: Vec<String>,
-    /// The new version to record as seen: path (canonicalized after the write), text, lines.
-    record: Option<(PathBuf, Arc<Text>, Vec<usize>)>,
+    /// The new version to record as seen: path (canonicalized after the write), tag, text, lines.
+    record: Option<(PathBuf, Tag, Arc<Text>, Vec<usize>)>,
 }
 
 fn apply_sections(
@@ -212,11 +212,10 @@ fn apply_sections(
     }
     ctx.with_agent(|a| {
         for r in &ready {
-            if let Some((path, text, lines)) = &r.record
+            if let Some((path, tag, text, lines)) = &r.record
                 && let Ok(canonical) = fs::canonical(path)
             {
-                let tag = Tag::of(&text.encode());
-                a.seen.record(&canonical, tag, text, lines.iter().copied());
+                a.seen.record(&canonical, *tag, text, lines.iter().copied());
             }
         }
         a.tokens.forget_patch(patch_text);
@@ -399,19 +398,20 @@ fn plan_section(
                 final_newline: true,
             });
             let n = text.len();
+            let tag = Tag::of(&text.encode());
             Ok(Ready {
                 steps: vec![Step::Place {
                     target: path.to_path_buf(),
                     bytes: text.encode(),
                     like: None,
                 }],
-                head: hashline::header(&shown, Tag::of(&text.encode())),
+                head: hashline::header(&shown, tag),
                 rows: vec![format!(
                     "[created: {n} line{}, as you sent them]",
                     if n == 1 { "" } else { "s" }
                 )],
                 notes: Vec::new(),
-                record: Some((path.to_path_buf(), text, (1..=n).collect())),
+                record: Some((path.to_path_buf(), tag, text, (1..=n).collect())),
             })
         }
         SectionKind::Tagless => {
@@ -658,17 +658,19 @@ fn finish(
     let new_text = Arc::new(new_text);
     let mut notes = Vec::new();
     notes.extend(warnings::one_off(base, base_ops.unwrap_or(ops)));
-    if let Some(w) = warnings::brackets(current, &new_text) {
+    if let Some(w) = warnings::brackets(current, ops) {
         notes.push(w);
     }
-    let before = String::from_utf8_lossy(&current.encode()).into_owned();
     let after_bytes = new_text.encode();
-    if let Some(w) = warnings::syntax(
-        path,
-        (!current.is_empty()).then_some(before.as_str()),
-        &String::from_utf8_lossy(&after_bytes),
-    ) {
-        notes.push(w);
+    if crate::filekind::syntax(path).is_some() {
+        let before = String::from_utf8_lossy(&current.encode()).into_owned();
+        if let Some(w) = warnings::syntax(
+            path,
+            (!current.is_empty()).then_some(before.as_str()),
+            &String::from_utf8_lossy(&after_bytes),
+        ) {
+            notes.push(w);
+        }
     }
 
     // Seen in the new version: what was seen, carried through the splice, the
@@ -746,7 +748,7 @@ fn finish(
         head,
         rows,
         notes,
-        record: Some((record_path, new_text, seen)),
+        record: Some((record_path, new_tag, new_text, seen)),
     })
 }
 

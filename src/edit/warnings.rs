@@ -44,17 +44,18 @@ pub fn one_off(base: &Text, ops: &[Op]) -> Vec<String> {
     out
 }
 
-fn balance(text: &Text) -> [i64; 3] {
+fn balance<'a>(lines: impl IntoIterator<Item = &'a String>) -> [i64; 3] {
     let mut b = [0i64; 3];
-    for line in &text.lines {
-        for c in line.chars() {
+    for line in lines {
+        // Brackets are ASCII: bytes suffice, and never occur inside a UTF-8 sequence.
+        for c in line.bytes() {
             match c {
-                '(' => b[0] += 1,
-                ')' => b[0] -= 1,
-                '[' => b[1] += 1,
-                ']' => b[1] -= 1,
-                '{' => b[2] += 1,
-                '}' => b[2] -= 1,
+                b'(' => b[0] += 1,
+                b')' => b[0] -= 1,
+                b'[' => b[1] += 1,
+                b']' => b[1] -= 1,
+                b'{' => b[2] += 1,
+                b'}' => b[2] -= 1,
                 _ => {}
             }
         }
@@ -62,23 +63,27 @@ fn balance(text: &Text) -> [i64; 3] {
     b
 }
 
-/// Brackets that balanced before and do not after.
-pub fn brackets(before: &Text, after: &Text) -> Option<String> {
-    let (b, a) = (balance(before), balance(after));
-    if b == a {
+/// Brackets the edit unbalances: the balance of the new rows against the
+/// lines they replace (only the changed lines are scanned).
+pub fn brackets(current: &Text, ops: &[Op]) -> Option<String> {
+    let mut delta = [0i64; 3];
+    for op in ops {
+        let added = balance(&op.rows);
+        let removed = balance(current.lines.get(op.start..op.end).unwrap_or(&[]));
+        for k in 0..3 {
+            delta[k] += added[k] - removed[k];
+        }
+    }
+    if delta == [0, 0, 0] {
         return None;
     }
     let names = [("(", ")"), ("[", "]"), ("{", "}")];
     let mut parts = Vec::new();
-    for k in 0..3 {
-        let delta = a[k] - b[k];
-        if delta > 0 {
-            parts.push(format!("{} more {} than {}", delta, names[k].0, names[k].1));
-        } else if delta < 0 {
-            parts.push(format!(
-                "{} more {} than {}",
-                -delta, names[k].1, names[k].0
-            ));
+    for (k, (open, close)) in names.iter().enumerate() {
+        if delta[k] > 0 {
+            parts.push(format!("{} more {open} than {close}", delta[k]));
+        } else if delta[k] < 0 {
+            parts.push(format!("{} more {close} than {open}", -delta[k]));
         }
     }
     Some(format!(
@@ -119,9 +124,28 @@ mod tests {
     #[test]
     fn bracket_changes_are_named() {
         let a = Text::decode(b"f(x) {\n}\n");
-        let b = Text::decode(b"f(x) {\n");
-        assert!(brackets(&a, &b).unwrap().contains("1 more { than }"));
-        assert_eq!(brackets(&a, &a), None);
+        let cut_close = Op {
+            start: 1,
+            end: 2,
+            rows: vec![],
+            sent: true,
+            anchors: vec![2],
+            hunk: 0,
+        };
+        assert!(
+            brackets(&a, &[cut_close])
+                .unwrap()
+                .contains("1 more { than }")
+        );
+        let same = Op {
+            start: 1,
+            end: 2,
+            rows: vec!["}".into()],
+            sent: true,
+            anchors: vec![2],
+            hunk: 0,
+        };
+        assert_eq!(brackets(&a, &[same]), None);
     }
 
     #[test]

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Builds nib and the harness in release mode and runs the benchmark.
+# Usage: bench/run.sh [--quick] [--tree PATH] [--iterations N]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release --locked --quiet -p nib -p nib-bench
+exec target/release/nib-bench --nib target/release/nib "$@"

@@ -1,0 +1,779 @@
+//! nib-bench: measures nib end to end, as a client sees it, against the
+//! programs an agent would otherwise run, side by side in one run.
+//!
+//! The harness starts the release `nib` on stdio and speaks JSON-RPC lines to
+//! it (no MCP library in the way, so the numbers are the server's), generates
+//! its inputs deterministically (fixed seed) or takes a tree from `--tree`, and
+//! for each scenario interleaves nib's calls with the baseline's processes. It
+//! prints a table of medians, p10–p90 spread, the ratio of nib to the
+//! baseline, the response size in characters, and the server's peak memory.
+//! It asserts nothing about timings: CI runs `--quick` only to keep it working.
+
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+type Result<T> = std::result::Result<T, String>;
+
+struct Options {
+    nib: PathBuf,
+    quick: bool,
+    tree: Option<PathBuf>,
+    iterations: usize,
+}
+
+fn parse_options() -> Result<Options> {
+    let mut nib = PathBuf::from("target/release/nib");
+    let mut quick = false;
+    let mut tree = None;
+    let mut iterations = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--nib" => nib = args.next().map(PathBuf::from).ok_or("--nib needs a path")?,
+            "--quick" => quick = true,
+            "--tree" => {
+                tree = Some(
+                    args.next()
+                        .map(PathBuf::from)
+                        .ok_or("--tree needs a path")?,
+                )
+            }
+            "--iterations" => {
+                iterations = Some(
+                    args.next()
+                        .and_then(|n| n.parse().ok())
+                        .ok_or("--iterations needs a number")?,
+                )
+            }
+            "--help" | "-h" => {
+                println!(
+                    "usage: nib-bench [--nib PATH] [--quick] [--tree PATH] [--iterations N]\n\
+                     --tree runs the tree scenarios on an existing folder (a real repository) instead of a generated one"
+                );
+                std::process::exit(0);
+            }
+            other => return Err(format!("unknown option {other}")),
+        }
+    }
+    let iterations = iterations.unwrap_or(if quick { 15 } else { 60 });
+    Ok(Options {
+        nib,
+        quick,
+        tree,
+        iterations,
+    })
+}
+
+// ---------------------------------------------------------------- inputs
+
+/// xorshift64*: a fixed-seed generator, so every run sees the same inputs.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[self.below(items.len())]
+    }
+}
+
+const WORDS: &[&str] = &[
+    "session", "token", "user", "cache", "request", "buffer", "config", "engine", "record",
+    "index", "parser", "handler", "stream", "value", "result", "error", "client", "server",
+    "query", "store", "widget", "layout", "schema", "route", "event", "queue", "worker", "batch",
+    "limit", "policy",
+];
+
+fn ident(rng: &mut Rng) -> String {
+    let a = rng.pick(WORDS);
+    let b = rng.pick(WORDS);
+    let mut b = b.to_string();
+    if let Some(first) = b.get_mut(0..1) {
+        first.make_ascii_uppercase();
+    }
+    format!("{a}{b}")
+}
+
+/// A plausible source file of about `lines` lines (TypeScript-like or Rust-like).
+fn source_file(rng: &mut Rng, lines: usize, rust: bool) -> String {
+    let mut out = String::new();
+    let mut n = 0;
+    out.push_str(if rust {
+        "use std::collections::HashMap;\n\n"
+    } else {
+        "import { session } from \"./session\";\n\n"
+    });
+    n += 2;
+    while n < lines {
+        let name = ident(rng);
+        if rust {
+            out.push_str(&format!("/// Returns the {} for a {}.\npub fn {}(input: &str, limit: usize) -> Option<String> {{\n", rng.pick(WORDS), rng.pick(WORDS), name.to_lowercase()));
+        } else {
+            out.push_str(&format!("/** Returns the {} for a {}. */\nexport function {}(input: string, limit: number): string | null {{\n", rng.pick(WORDS), rng.pick(WORDS), name));
+        }
+        n += 2;
+        let body = 3 + rng.below(9);
+        for _ in 0..body {
+            let v = ident(rng);
+            let line = match rng.below(4) {
+                0 => format!(
+                    "    let {} = {}(input, {});\n",
+                    v.to_lowercase(),
+                    ident(rng).to_lowercase(),
+                    rng.below(1000)
+                ),
+                1 => format!(
+                    "    if {} > limit {{ return None; }} // TODO check {}\n",
+                    v.to_lowercase(),
+                    rng.pick(WORDS)
+                ),
+                2 => format!(
+                    "    log(\"{} failed for {}\", {});\n",
+                    rng.pick(WORDS),
+                    rng.pick(WORDS),
+                    v.to_lowercase()
+                ),
+                _ => format!("    {}.push({});\n", rng.pick(WORDS), rng.below(100_000)),
+            };
+            out.push_str(&line);
+            n += 1;
+        }
+        out.push_str("    None\n}\n\n");
+        n += 3;
+    }
+    out
+}
+
+fn write(path: &Path, text: &str) -> Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Generates `files` source files in nested folders under `root`.
+fn generate_tree(root: &Path, files: usize) -> Result<()> {
+    let mut rng = Rng(0x6e69_6221);
+    for i in 0..files {
+        let dir = root.join(format!("pkg{:02}/mod{:03}", i % 40, (i / 40) % 500));
+        let rust = i % 2 == 0;
+        let name = format!(
+            "{}_{i}.{}",
+            ident(&mut rng).to_lowercase(),
+            if rust { "rs" } else { "ts" }
+        );
+        let lines = 40 + rng.below(260);
+        write(&dir.join(name), &source_file(&mut rng, lines, rust))?;
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------- the server
+
+struct Server {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    next_id: u64,
+}
+
+impl Server {
+    fn spawn(nib: &Path, dir: &Path, state: &Path) -> Result<Server> {
+        let mut child = Command::new(nib)
+            .current_dir(dir)
+            .env("NIB_DIRECTORY", dir)
+            .env("NIB_STATE_DIR", state)
+            .env("XDG_DATA_HOME", state.join("data"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("starting {}: {e}", nib.display()))?;
+        let stdin = child.stdin.take().ok_or("no stdin")?;
+        let stdout = BufReader::new(child.stdout.take().ok_or("no stdout")?);
+        Ok(Server {
+            child,
+            stdin,
+            stdout,
+            next_id: 1,
+        })
+    }
+
+    fn send(&mut self, msg: &Value) -> Result<()> {
+        let mut line = msg.to_string();
+        line.push('\n');
+        self.stdin
+            .write_all(line.as_bytes())
+            .and_then(|_| self.stdin.flush())
+            .map_err(|e| format!("writing to nib: {e}"))
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Result<Value> {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
+        let mut line = String::new();
+        loop {
+            line.clear();
+            let n = self
+                .stdout
+                .read_line(&mut line)
+                .map_err(|e| format!("reading from nib: {e}"))?;
+            if n == 0 {
+                return Err("nib closed its output".into());
+            }
+            let v: Value =
+                serde_json::from_str(&line).map_err(|e| format!("nib wrote non-JSON: {e}"))?;
+            if v.get("id") == Some(&json!(id)) {
+                if let Some(err) = v.get("error") {
+                    return Err(format!("{method}: {err}"));
+                }
+                return Ok(v["result"].clone());
+            }
+        }
+    }
+
+    fn initialize(&mut self) -> Result<()> {
+        self.request(
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "nib-bench", "version": "0"}}),
+        )?;
+        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+    }
+
+    fn call(&mut self, tool: &str, args: Value) -> Result<String> {
+        let r = self.request("tools/call", json!({"name": tool, "arguments": args}))?;
+        let text = r["content"][0]["text"].as_str().unwrap_or("").to_string();
+        if r["isError"] == json!(true) {
+            return Err(format!("{tool} failed: {text}"));
+        }
+        Ok(text)
+    }
+
+    /// Peak resident memory (VmHWM) in KiB.
+    fn peak_kib(&self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
+        status
+            .lines()
+            .find(|l| l.starts_with("VmHWM:"))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|n| n.parse().ok())
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+// ---------------------------------------------------------------- measuring
+
+fn time<T>(f: impl FnOnce() -> Result<T>) -> Result<(Duration, T)> {
+    let t = Instant::now();
+    let v = f()?;
+    Ok((t.elapsed(), v))
+}
+
+/// Runs a program to completion, output discarded; its wall time.
+fn run_program(dir: &Path, argv: &[&str]) -> Result<Duration> {
+    let t = Instant::now();
+    let out = Command::new(argv[0])
+        .args(&argv[1..])
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("{}: {e}", argv[0]))?;
+    let d = t.elapsed();
+    // grep exits 1 when nothing matches; that is still a measurement.
+    if !out.status.success() && out.status.code() != Some(1) {
+        return Err(format!(
+            "{} failed: {}",
+            argv.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(d)
+}
+
+fn have(program: &str) -> bool {
+    Command::new(program)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok()
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let i = ((sorted.len() - 1) as f64 * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+struct Stat {
+    median: Duration,
+    p10: Duration,
+    p90: Duration,
+}
+
+fn stat(mut v: Vec<Duration>) -> Stat {
+    v.sort();
+    Stat {
+        median: percentile(&v, 0.5),
+        p10: percentile(&v, 0.1),
+        p90: percentile(&v, 0.9),
+    }
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2}", d.as_secs_f64() * 1000.0)
+}
+
+struct Row {
+    scenario: String,
+    nib: Option<Stat>,
+    chars: Option<usize>,
+    baselines: Vec<(String, Stat)>,
+}
+
+impl Row {
+    fn print(&self) {
+        let nib = match &self.nib {
+            Some(s) => format!("{} ({}–{})", ms(s.median), ms(s.p10), ms(s.p90)),
+            None => "not built yet".into(),
+        };
+        let chars = self
+            .chars
+            .map(|c| c.to_string())
+            .unwrap_or_else(|| "–".into());
+        if self.baselines.is_empty() {
+            println!("| {} | {} | {} | – | – |", self.scenario, nib, chars);
+        }
+        for (name, b) in &self.baselines {
+            let ratio = match &self.nib {
+                Some(s) if b.median > Duration::ZERO => {
+                    format!("{:.2}x", s.median.as_secs_f64() / b.median.as_secs_f64())
+                }
+                _ => "–".into(),
+            };
+            println!(
+                "| {} | {} | {} | {} {} ({}–{}) | {} |",
+                self.scenario,
+                nib,
+                chars,
+                name,
+                ms(b.median),
+                ms(b.p10),
+                ms(b.p90),
+                ratio
+            );
+        }
+    }
+}
+
+/// Interleaves `n` runs of nib's measurement with each baseline's.
+fn interleave(
+    n: usize,
+    mut nib: Option<&mut dyn FnMut() -> Result<(Duration, usize)>>,
+    baselines: &mut [(String, Box<dyn FnMut() -> Result<Duration> + '_>)],
+) -> Result<(Option<Stat>, Option<usize>, Vec<(String, Stat)>)> {
+    let mut nib_times = Vec::with_capacity(n);
+    let mut chars = None;
+    let mut base_times: Vec<Vec<Duration>> = vec![Vec::with_capacity(n); baselines.len()];
+    for _ in 0..n {
+        if let Some(f) = nib.as_mut() {
+            let (d, c) = f()?;
+            nib_times.push(d);
+            chars = Some(c);
+        }
+        for (k, (_, f)) in baselines.iter_mut().enumerate() {
+            base_times[k].push(f()?);
+        }
+    }
+    let nib_stat = nib.map(|_| stat(nib_times));
+    let base = baselines
+        .iter()
+        .zip(base_times)
+        .map(|((name, _), t)| (name.clone(), stat(t)))
+        .collect();
+    Ok((nib_stat, chars, base))
+}
+
+fn tag_of(answer: &str) -> Result<String> {
+    let start = answer.find('#').ok_or("no tag in answer")?;
+    Ok(answer[start + 1..start + 5].to_string())
+}
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("nib-bench: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<()> {
+    let opts = parse_options()?;
+    let nib = std::fs::canonicalize(&opts.nib).map_err(|e| {
+        format!(
+            "{}: {e}; build it with cargo build --release",
+            opts.nib.display()
+        )
+    })?;
+    let scratch = std::env::temp_dir().join(format!("nib-bench-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&scratch);
+    let work = scratch.join("work");
+    let state = scratch.join("state");
+    std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(&state).map_err(|e| e.to_string())?;
+    let n = opts.iterations;
+
+    let mut rng = Rng(42);
+    write(&work.join("f300.ts"), &source_file(&mut rng, 300, false))?;
+    write(&work.join("f5000.rs"), &source_file(&mut rng, 5000, true))?;
+    let tree = match &opts.tree {
+        Some(t) => std::fs::canonicalize(t).map_err(|e| format!("{}: {e}", t.display()))?,
+        None => {
+            let files = if opts.quick { 2_000 } else { 30_000 };
+            let t = scratch.join("tree");
+            let (d, _) = time(|| generate_tree(&t, files))?;
+            eprintln!("generated {files} files in {:.1}s", d.as_secs_f64());
+            t
+        }
+    };
+
+    println!(
+        "nib-bench: {} iterations per scenario{}; times in ms, median (p10–p90)\n",
+        n,
+        if opts.quick { " (--quick)" } else { "" }
+    );
+    println!("| scenario | nib | response chars | baseline median (p10–p90) | nib / baseline |");
+    println!("|---|---|---|---|---|");
+    let mut peak_kib = 0u64;
+
+    // Cold start to the first tools/list answer.
+    {
+        let mut nib_cold = || -> Result<(Duration, usize)> {
+            let t = Instant::now();
+            let mut s = Server::spawn(&nib, &work, &state)?;
+            s.initialize()?;
+            let list = s.request("tools/list", json!({}))?;
+            Ok((t.elapsed(), list.to_string().len()))
+        };
+        let mut bases: Vec<(String, Box<dyn FnMut() -> Result<Duration>>)> = vec![(
+            "spawn true".into(),
+            Box::new(|| run_program(&work, &["true"])),
+        )];
+        let (s, c, b) = interleave(n.min(30), Some(&mut nib_cold), &mut bases)?;
+        Row {
+            scenario: "cold start → tools/list".into(),
+            nib: s,
+            chars: c,
+            baselines: b,
+        }
+        .print();
+    }
+
+    let mut server = Server::spawn(&nib, &work, &state)?;
+    server.initialize()?;
+
+    // read a 300-line file.
+    {
+        let srv = &mut server;
+        let mut f = || -> Result<(Duration, usize)> {
+            // A range, so the whole file prints (without one, code over 200 lines is outlined).
+            let (d, text) = time(|| srv.call("read", json!({"paths": ["f300.ts:1-300"]})))?;
+            Ok((d, text.chars().count()))
+        };
+        let mut bases: Vec<(String, Box<dyn FnMut() -> Result<Duration>>)> = vec![(
+            "cat".into(),
+            Box::new(|| run_program(&work, &["cat", "f300.ts"])),
+        )];
+        let (s, c, b) = interleave(n, Some(&mut f), &mut bases)?;
+        Row {
+            scenario: "read 300-line file".into(),
+            nib: s,
+            chars: c,
+            baselines: b,
+        }
+        .print();
+    }
+
+    // read lines 100-150 of a 5,000-line file.
+    {
+        let srv = &mut server;
+        let mut f = || -> Result<(Duration, usize)> {
+            let (d, text) = time(|| srv.call("read", json!({"paths": ["f5000.rs:100-150"]})))?;
+            Ok((d, text.chars().count()))
+        };
+        let mut bases: Vec<(String, Box<dyn FnMut() -> Result<Duration>>)> = vec![(
+            "sed -n".into(),
+            Box::new(|| run_program(&work, &["sed", "-n", "100,150p", "f5000.rs"])),
+        )];
+        let (s, c, b) = interleave(n, Some(&mut f), &mut bases)?;
+        Row {
+            scenario: "read lines 100–150 of 5,000".into(),
+            nib: s,
+            chars: c,
+            baselines: b,
+        }
+        .print();
+    }
+
+    // A single-line edit (read, then edit), and the edit alone.
+    {
+        let srv = &mut server;
+        let mut flip = false;
+        let mut f = || -> Result<(Duration, usize)> {
+            flip = !flip;
+            let t = Instant::now();
+            let read = srv.call("read", json!({"paths": ["f300.ts:10-12"]}))?;
+            let tag = tag_of(&read)?;
+            let row = if flip {
+                "    // edited by the benchmark"
+            } else {
+                "    // edited again"
+            };
+            let out = srv.call(
+                "edit",
+                json!({"input": format!("[f300.ts#{tag}]\nPUT 11:\n+{row}\n")}),
+            )?;
+            Ok((t.elapsed(), out.chars().count()))
+        };
+        let mut bases: Vec<(String, Box<dyn FnMut() -> Result<Duration>>)> = vec![(
+            "sed -i".into(),
+            Box::new(|| run_program(&work, &["sed", "-i", "11s/edited/edited/", "f300.ts"])),
+        )];
+        let (s, c, b) = interleave(n, Some(&mut f), &mut bases)?;
+        Row {
+            scenario: "read + single-line edit".into(),
+            nib: s,
+            chars: c,
+            baselines: b,
+        }
+        .print();
+    }
+    {
+        let srv = &mut server;
+        let read = srv.call("read", json!({"paths": ["f300.ts:1-300"]}))?;
+        let mut tag = tag_of(&read)?;
+        let mut k = 0u64;
+        let mut f = || -> Result<(Duration, usize)> {
+            k += 1;
+            let (d, out) = time(|| {
+                srv.call(
+                    "edit",
+                    json!({"input": format!("[f300.ts#{tag}]\nPUT 20:\n+    // edit {k}\n")}),
+                )
+            })?;
+            tag = tag_of(&out)?;
+            Ok((d, out.chars().count()))
+        };
+        let (s, c, b) = interleave(n, Some(&mut f), &mut [])?;
+        Row {
+            scenario: "edit alone (tag from the last answer)".into(),
+            nib: s,
+            chars: c,
+            baselines: b,
+        }
+        .print();
+    }
+
+    // Five sequential edits to one file.
+    {
+        let srv = &mut server;
+        let mut round = 0u64;
+        let mut f = || -> Result<(Duration, usize)> {
+            round += 1;
+            let t = Instant::now();
+            let read = srv.call("read", json!({"paths": ["f5000.rs:1-60"]}))?;
+            let mut tag = tag_of(&read)?;
+            let mut chars = 0;
+            for line in [5usize, 15, 25, 35, 45] {
+                let out = srv.call(
+                    "edit",
+                    json!({"input": format!("[f5000.rs#{tag}]\nPUT {line}:\n+    // round {round} line {line}\n")}),
+                )?;
+                tag = tag_of(&out)?;
+                chars += out.chars().count();
+            }
+            Ok((t.elapsed(), chars))
+        };
+        let mut bases: Vec<(String, Box<dyn FnMut() -> Result<Duration>>)> = vec![(
+            "5 × sed -i".into(),
+            Box::new(|| {
+                let mut total = Duration::ZERO;
+                for line in [5, 15, 25, 35, 45] {
+                    total += run_program(
+                        &work,
+                        &["sed", "-i", &format!("{line}s/round/round/"), "f5000.rs"],
+                    )?;
+                }
+                Ok(total)
+            }),
+        )];
+        let (s, c, b) = interleave(n.min(30), Some(&mut f), &mut bases)?;
+        Row {
+            scenario: "read + 5 sequential edits".into(),
+            nib: s,
+            chars: c,
+            baselines: b,
+        }
+        .print();
+    }
+
+    // The large tree: nib's grep and find come with their issue; the baselines run now.
+    {
+        let tree_files: Vec<PathBuf> = walk(&tree, 200);
+        let srv = &mut server;
+        let mut i = 0;
+        let files = &tree_files;
+        let mut f = || -> Result<(Duration, usize)> {
+            let p = files
+                .get(i % files.len().max(1))
+                .ok_or("the tree has no files")?;
+            i += 1;
+            let (d, text) = time(|| srv.call("read", json!({"paths": [p.display().to_string()]})))?;
+            Ok((d, text.chars().count()))
+        };
+        let mut j = 0;
+        let mut bases: Vec<(String, Box<dyn FnMut() -> Result<Duration>>)> = vec![(
+            "cat".into(),
+            Box::new(|| {
+                let p = files
+                    .get(j % files.len().max(1))
+                    .ok_or("the tree has no files")?;
+                j += 1;
+                run_program(&work, &["cat", &p.display().to_string()])
+            }),
+        )];
+        let (s, c, b) = interleave(n, Some(&mut f), &mut bases)?;
+        Row {
+            scenario: "read tree files, one per call".into(),
+            nib: s,
+            chars: c,
+            baselines: b,
+        }
+        .print();
+
+        let t = tree.display().to_string();
+        let reps = if opts.quick { 3 } else { 5 };
+        let mut greps: Vec<(String, Box<dyn FnMut() -> Result<Duration>>)> = vec![(
+            "grep -rn".into(),
+            Box::new(|| run_program(&work, &["grep", "-rn", "TODO check session", &t])),
+        )];
+        if have("rg") {
+            greps.push((
+                "rg".into(),
+                Box::new(|| run_program(&work, &["rg", "-n", "TODO check session", &t])),
+            ));
+        }
+        let (_, _, b) = interleave(reps, None, &mut greps)?;
+        Row {
+            scenario: "grep literal across the tree".into(),
+            nib: None,
+            chars: None,
+            baselines: b,
+        }
+        .print();
+        let mut greps: Vec<(String, Box<dyn FnMut() -> Result<Duration>>)> = vec![(
+            "grep -rnE -C1".into(),
+            Box::new(|| run_program(&work, &["grep", "-rnE", "-C1", "fn [a-z]+token\\(", &t])),
+        )];
+        if have("rg") {
+            greps.push((
+                "rg -C1".into(),
+                Box::new(|| run_program(&work, &["rg", "-n", "-C1", "fn [a-z]+token\\(", &t])),
+            ));
+        }
+        let (_, _, b) = interleave(reps, None, &mut greps)?;
+        Row {
+            scenario: "grep regex with context across the tree".into(),
+            nib: None,
+            chars: None,
+            baselines: b,
+        }
+        .print();
+        let mut finds: Vec<(String, Box<dyn FnMut() -> Result<Duration>>)> = vec![(
+            "find".into(),
+            Box::new(|| run_program(&work, &["find", &t, "-type", "f"])),
+        )];
+        let (_, _, b) = interleave(reps, None, &mut finds)?;
+        Row {
+            scenario: "find over the tree".into(),
+            nib: None,
+            chars: None,
+            baselines: b,
+        }
+        .print();
+    }
+    Row {
+        scenario: "nibash `true` / `cat`, sandbox start per layer".into(),
+        nib: None,
+        chars: None,
+        baselines: Vec::new(),
+    }
+    .print();
+
+    peak_kib = peak_kib.max(server.peak_kib().unwrap_or(0));
+    println!(
+        "\npeak memory of the server (VmHWM): {:.1} MiB; tree: {} ({} files)",
+        peak_kib as f64 / 1024.0,
+        if opts.tree.is_some() {
+            tree.display().to_string()
+        } else {
+            "generated".into()
+        },
+        count_files(&tree)
+    );
+    drop(server);
+    let _ = std::fs::remove_dir_all(&scratch);
+    Ok(())
+}
+
+/// Up to `limit` files under `root`, in a stable order.
+fn walk(root: &Path, limit: usize) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut entries: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        entries.sort();
+        for p in entries.into_iter().rev() {
+            if p.file_name().is_some_and(|n| n == ".git") {
+                continue;
+            }
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.is_file() {
+                out.push(p);
+                if out.len() >= limit {
+                    return out;
+                }
+            }
+        }
+    }
+    out
+}
+
+fn count_files(root: &Path) -> usize {
+    walk(root, usize::MAX).len()
+}
