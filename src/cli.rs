@@ -36,6 +36,10 @@ usage:
   nib read [--plain] [--info] [--max-line-length N] PATH[:SELECTOR]...
   nib write [--tag TAG] PATH          content on stdin
   nib edit                            a patch on stdin (see the edit tool)
+  nib grep [-i] [-F] [-A N] [-B N] [-C N] [--glob G]... [--mode files|count]
+           [--no-ignore] [--skip N] [--replace R] PATTERN [PATH[:SELECTOR]...]
+  nib find [--glob G]... [--min-size S] [--newer AGE] [--sort path|size|modified]
+           [--no-ignore] [--skip N] [PATH...]
   nib --version
 
 The project directory is $NIB_DIRECTORY, else the working directory.
@@ -57,6 +61,8 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
         "--help" | "-h" | "help" => Ok(Command::Help),
         "read" => parse_read(rest),
         "write" => parse_write(rest),
+        "grep" => parse_grep(rest),
+        "find" => parse_find(rest),
         "edit" => match rest.first() {
             None => Ok(Command::Tool("edit", Map::new())),
             Some(extra) => Err(UsageError(format!(
@@ -98,6 +104,118 @@ fn parse_read(rest: &[String]) -> Result<Command, UsageError> {
     }
     map.insert("paths".into(), json!(paths));
     Ok(Command::Tool("read", map))
+}
+
+/// Takes the value after a flag.
+fn value<'a>(it: &mut std::slice::Iter<'a, String>, flag: &str) -> Result<&'a String, UsageError> {
+    it.next()
+        .ok_or_else(|| UsageError(format!("{flag} needs a value")))
+}
+
+fn number(it: &mut std::slice::Iter<'_, String>, flag: &str) -> Result<u64, UsageError> {
+    value(it, flag)?
+        .parse()
+        .map_err(|_| UsageError(format!("{flag} needs a number")))
+}
+
+fn parse_grep(rest: &[String]) -> Result<Command, UsageError> {
+    let mut map = Map::new();
+    let mut positional = Vec::new();
+    let mut globs = Vec::new();
+    let mut it = rest.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "-i" | "--ignore-case" => {
+                map.insert("ignoreCase".into(), json!(true));
+            }
+            "-F" | "--literal" | "--fixed-strings" => {
+                map.insert("literal".into(), json!(true));
+            }
+            "-A" | "--after" => {
+                map.insert("after".into(), json!(number(&mut it, a)?));
+            }
+            "-B" | "--before" => {
+                map.insert("before".into(), json!(number(&mut it, a)?));
+            }
+            "-C" | "--context" => {
+                let n = number(&mut it, a)?;
+                map.insert("before".into(), json!(n));
+                map.insert("after".into(), json!(n));
+            }
+            "--glob" | "-g" => globs.push(value(&mut it, a)?.clone()),
+            "--mode" => {
+                map.insert("mode".into(), json!(value(&mut it, a)?));
+            }
+            "--no-ignore" => {
+                map.insert("noIgnore".into(), json!(true));
+            }
+            "--skip" => {
+                map.insert("skip".into(), json!(number(&mut it, a)?));
+            }
+            "--replace" | "-r" => {
+                map.insert("replace".into(), json!(value(&mut it, a)?));
+            }
+            "--max-line-length" => {
+                map.insert("maxLineLength".into(), json!(number(&mut it, a)?));
+            }
+            "--" => positional.extend(it.by_ref().cloned()),
+            flag if flag.starts_with('-') && flag.len() > 1 && positional.is_empty() => {
+                return Err(UsageError(format!("grep has no option {flag}")));
+            }
+            other => positional.push(other.to_string()),
+        }
+    }
+    let mut positional = positional.into_iter();
+    let pattern = positional
+        .next()
+        .ok_or_else(|| UsageError("grep needs a PATTERN".into()))?;
+    map.insert("pattern".into(), json!(pattern));
+    let paths: Vec<String> = positional.collect();
+    if !paths.is_empty() {
+        map.insert("paths".into(), json!(paths));
+    }
+    if !globs.is_empty() {
+        map.insert("glob".into(), json!(globs));
+    }
+    Ok(Command::Tool("grep", map))
+}
+
+fn parse_find(rest: &[String]) -> Result<Command, UsageError> {
+    let mut map = Map::new();
+    let mut paths = Vec::new();
+    let mut globs = Vec::new();
+    let mut it = rest.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--glob" | "-g" => globs.push(value(&mut it, a)?.clone()),
+            "--min-size" => {
+                map.insert("minSize".into(), json!(value(&mut it, a)?));
+            }
+            "--newer" => {
+                map.insert("newer".into(), json!(value(&mut it, a)?));
+            }
+            "--sort" => {
+                map.insert("sort".into(), json!(value(&mut it, a)?));
+            }
+            "--no-ignore" => {
+                map.insert("noIgnore".into(), json!(true));
+            }
+            "--skip" => {
+                map.insert("skip".into(), json!(number(&mut it, a)?));
+            }
+            flag if flag.starts_with("--") => {
+                return Err(UsageError(format!("find has no option {flag}")));
+            }
+            p => paths.push(p.to_string()),
+        }
+    }
+    if !paths.is_empty() {
+        map.insert("paths".into(), json!(paths));
+    }
+    if !globs.is_empty() {
+        map.insert("glob".into(), json!(globs));
+    }
+    Ok(Command::Tool("find", map))
 }
 
 fn parse_write(rest: &[String]) -> Result<Command, UsageError> {

@@ -177,6 +177,20 @@ pub fn read_file(path: &Path, limit: u64) -> Result<FileBytes, FsError> {
     Ok(FileBytes { bytes, stat: st })
 }
 
+/// Opens a regular file for reading without blocking (a FIFO swapped in is
+/// refused by the fstat that follows the open).
+pub fn open_regular(path: &Path) -> Result<File, FsError> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    match kind_of(file.metadata()?.file_type()) {
+        Kind::File => Ok(file),
+        Kind::Dir => Err(FsError::IsDirectory),
+        Kind::Special(s) => Err(FsError::Special(s)),
+    }
+}
+
 /// One entry of a folder listing.
 #[derive(Clone, Debug)]
 pub struct Entry {

@@ -15,6 +15,7 @@ pub mod fs;
 pub mod hashline;
 pub mod human;
 pub mod outline;
+pub mod search;
 pub mod server;
 pub mod state;
 pub mod stdio;

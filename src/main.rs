@@ -13,7 +13,7 @@ use rmcp::ServiceExt;
 
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env(config::NIB_LOG)
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,rmcp::service=error"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -7,6 +7,7 @@ mod common;
 
 mod cli;
 mod edit;
+mod grep;
 mod patch_fixtures;
 mod protocol;
 mod read;

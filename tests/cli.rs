@@ -105,3 +105,27 @@ fn version_and_project_directory() {
         "{out}"
     );
 }
+
+#[test]
+fn grep_and_find_verbs() {
+    let dir = project();
+    std::fs::write(dir.path().join("a.txt"), "one\nneedle\nthree\n").unwrap();
+    let (out, _, code) = nib(dir.path(), &["grep", "-C", "0", "needle"], None);
+    assert_eq!(code, 0);
+    assert_eq!(
+        out,
+        format!(
+            "1 match in 1 file\n\n[a.txt#{}]\n*2:needle\n",
+            expected_tag(b"one\nneedle\nthree\n")
+        )
+    );
+    let (out, _, code) = nib(dir.path(), &["find", "--glob", "*.txt"], None);
+    assert_eq!(code, 0);
+    assert!(
+        out.starts_with("1 file, by path\n\na.txt (3 lines, 17 B, "),
+        "{out}"
+    );
+    let (_, err, code) = nib(dir.path(), &["grep"], None);
+    assert_eq!(code, 2);
+    assert!(err.contains("PATTERN"), "{err}");
+}

@@ -16,10 +16,14 @@ async fn both_eras_list_annotated_tools() {
         let nib = start(era, dir.path()).await;
         let tools = nib.client.list_all_tools().await.expect("tools/list");
         let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-        assert_eq!(names, vec!["read", "edit", "write"], "{era:?}");
+        assert_eq!(
+            names,
+            vec!["read", "grep", "find", "edit", "write"],
+            "{era:?}"
+        );
         for t in &tools {
             let a = t.annotations.as_ref().expect("annotations");
-            let read_only = t.name == "read";
+            let read_only = matches!(t.name.as_ref(), "read" | "grep" | "find");
             assert_eq!(a.read_only_hint, Some(read_only), "{era:?} {}", t.name);
             assert_eq!(a.destructive_hint, Some(!read_only), "{era:?} {}", t.name);
         }
@@ -129,7 +133,7 @@ fn malformed_lines_get_json_rpc_errors_and_stdout_stays_protocol_only() {
     raw.send(r#"{"jsonrpc":"2.0","id":8,"method":"tools/list"}"#);
     let list = raw.recv();
     assert_eq!(list["id"], 8, "the server still answers: {list}");
-    assert_eq!(list["result"]["tools"].as_array().map(Vec::len), Some(3));
+    assert_eq!(list["result"]["tools"].as_array().map(Vec::len), Some(5));
 }
 
 #[test]

@@ -6,6 +6,8 @@
 //! `server` wraps the output in a CallToolResult, `cli` prints it.
 
 pub mod args;
+pub mod find;
+pub mod grep;
 pub mod output;
 pub mod read;
 pub mod write;
@@ -79,7 +81,7 @@ pub enum CallError {
 }
 
 /// The names of the tools, in the order they are listed.
-pub const TOOL_NAMES: &[&str] = &["read", "edit", "write"];
+pub const TOOL_NAMES: &[&str] = &["read", "grep", "find", "edit", "write"];
 
 /// One tool's definition as listed to clients.
 #[derive(Clone, Debug)]
@@ -114,6 +116,54 @@ pub fn definitions() -> Vec<ToolDef> {
                     "info": {"type": "boolean", "description": "One line of facts per file: lines, size, longest line, line endings, age."}
                 },
                 "required": ["paths"]
+            }),
+            read_only: true,
+        },
+        ToolDef {
+            name: "grep",
+            description: "Search file contents (ripgrep's engine; look-around and backreferences run on PCRE2). \
+                Prints a count line, then per file [PATH#TAG] with *N:TEXT match rows and  N:TEXT context rows; \
+                the rows are edit anchors, so edit can use them without a read. Hidden files are searched, \
+                .git/ and git-ignored files are not (noIgnore searches them). A path may carry a line \
+                selector (app.log:1100-1250). Pages hold 20 files (skip for more). replace previews a \
+                replacement ($1, ${name}) and returns a token for edit's REAPPLY.",
+            schema: json!({
+                "type": "object",
+                "properties": {
+                    "pattern": {"type": "string", "description": "A regular expression (or text, with literal)."},
+                    "paths": {"type": "array", "items": {"type": "string"}, "description": "Files or folders (default: the project)."},
+                    "glob": {"type": "array", "items": {"type": "string"}, "description": "File name globs (*.rs); !glob excludes."},
+                    "ignoreCase": {"type": "boolean"},
+                    "literal": {"type": "boolean", "description": "Match the pattern as plain text."},
+                    "before": {"type": "integer", "minimum": 0, "description": "Context rows before each match (default 1)."},
+                    "after": {"type": "integer", "minimum": 0, "description": "Context rows after each match (default 1)."},
+                    "mode": {"type": "string", "enum": ["files", "count"], "description": "List matching paths, or count per file."},
+                    "noIgnore": {"type": "boolean", "description": "Search files that ignore rules would skip."},
+                    "maxLineLength": {"type": "integer", "minimum": 1},
+                    "skip": {"type": "integer", "minimum": 0, "description": "Files to skip (paging)."},
+                    "replace": {"type": "string", "description": "Preview replacing each match ($1, ${name})."}
+                },
+                "required": ["pattern"]
+            }),
+            read_only: true,
+        },
+        ToolDef {
+            name: "find",
+            description: "List the files grep would search, with line counts, sizes and ages; folders are \
+                printed once with their files indented. Filters: glob, minSize (20k, 1.5M), newer (30m, 2h, \
+                3d); sort by path, size or modified. Pages hold 200 files; a larger listing shows folders \
+                with file counts unless skip is given.",
+            schema: json!({
+                "type": "object",
+                "properties": {
+                    "paths": {"type": "array", "items": {"type": "string"}},
+                    "glob": {"type": "array", "items": {"type": "string"}},
+                    "minSize": {"type": "string"},
+                    "newer": {"type": "string"},
+                    "sort": {"type": "string", "enum": ["path", "size", "modified"]},
+                    "noIgnore": {"type": "boolean"},
+                    "skip": {"type": "integer", "minimum": 0}
+                }
             }),
             read_only: true,
         },
@@ -165,6 +215,8 @@ pub fn call(
     match name {
         "read" => Ok(read::run(args, ctx)?),
         "edit" => Ok(crate::edit::run(args, ctx)?),
+        "grep" => Ok(grep::run(args, ctx)?),
+        "find" => Ok(find::run(args, ctx)?),
         "write" => Ok(write::run(args, ctx)?),
         other => Err(CallError::UnknownTool(other.to_string())),
     }

@@ -1,0 +1,273 @@
+//! The `find` tool: the files grep would search, with line counts, sizes and ages.
+//!
+//! The walk is [`crate::search::walk`] (the same rules as grep). Filters:
+//! `glob`, `minSize` (`20k`, `1.5M`), `newer` (`30m`, `2h`, `3d`). Sorted by
+//! path (grouped by folder: each folder printed once, its files indented under
+//! it), by size (largest first) or by modification (newest first). Pages hold
+//! 200 files; a larger listing asked for without `skip` shows folders with
+//! their file counts instead.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
+
+use super::args::{ArgError, Args};
+use super::{Ctx, ToolOutput};
+use crate::fs;
+use crate::human;
+use crate::search::{self, GlobFilter, WalkOptions};
+
+/// Files per page.
+pub const PAGE: usize = 200;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Sort {
+    Path,
+    Size,
+    Modified,
+}
+
+/// `20k`, `1.5M`, `300`, `2G` → bytes.
+pub fn parse_size(s: &str) -> Option<u64> {
+    let t = s.trim();
+    let (num, mult) = match t.chars().last()?.to_ascii_lowercase() {
+        'k' => (&t[..t.len() - 1], 1024.0),
+        'm' => (&t[..t.len() - 1], 1024.0 * 1024.0),
+        'g' => (&t[..t.len() - 1], 1024.0 * 1024.0 * 1024.0),
+        'b' => (&t[..t.len() - 1], 1.0),
+        _ => (t, 1.0),
+    };
+    let n: f64 = num.trim().parse().ok()?;
+    (n >= 0.0).then_some((n * mult) as u64)
+}
+
+/// `45s`, `30m`, `2h`, `3d`, `1w` → a duration.
+pub fn parse_age(s: &str) -> Option<Duration> {
+    let t = s.trim();
+    let unit = t.chars().last()?;
+    let n: f64 = t[..t.len() - unit.len_utf8()].trim().parse().ok()?;
+    let secs = match unit {
+        's' => 1.0,
+        'm' => 60.0,
+        'h' => 3600.0,
+        'd' => 86400.0,
+        'w' => 7.0 * 86400.0,
+        _ => return None,
+    };
+    (n >= 0.0).then(|| Duration::from_secs_f64(n * secs))
+}
+
+/// Runs `find`.
+pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
+    args.alias("path", "paths");
+    args.alias("pattern", "glob");
+    let paths = args.string_list("paths")?.unwrap_or_default();
+    let globs = args.string_list("glob")?.unwrap_or_default();
+    let min_size = match args.string("minSize")? {
+        None => None,
+        Some(s) => Some(parse_size(&s).ok_or_else(|| {
+            ArgError(format!(
+                "\"minSize\" is a size such as 20k or 1.5M, not \"{s}\""
+            ))
+        })?),
+    };
+    let newer = match args.string("newer")? {
+        None => None,
+        Some(s) => Some(parse_age(&s).ok_or_else(|| {
+            ArgError(format!(
+                "\"newer\" is an age such as 30m, 2h or 3d, not \"{s}\""
+            ))
+        })?),
+    };
+    let sort = match args.string("sort")?.as_deref() {
+        None | Some("path") => Sort::Path,
+        Some("size") => Sort::Size,
+        Some("modified") | Some("mtime") | Some("time") => Sort::Modified,
+        Some(other) => {
+            return Err(ArgError(format!(
+                "\"sort\" is path, size or modified, not \"{other}\""
+            )));
+        }
+    };
+    let no_ignore = args.bool("noIgnore")?.unwrap_or(false);
+    let skip = args.usize("skip")?;
+    let notes = args.finish();
+
+    let globs = match GlobFilter::new(&globs) {
+        Ok(g) => g,
+        Err(e) => return Ok(ToolOutput::error(format!("find: {e}. Nothing was listed."))),
+    };
+    let ws = ctx.workspace;
+    let mut roots = Vec::new();
+    for p in if paths.is_empty() {
+        vec![".".to_string()]
+    } else {
+        paths
+    } {
+        let r = ws.resolve(&p);
+        if !fs::exists(&r) {
+            return Ok(ToolOutput::error(format!(
+                "find: {}: no such file or folder. Nothing was listed.",
+                ws.display(&r)
+            )));
+        }
+        roots.push(r);
+    }
+    let now = SystemTime::now();
+    let found: Mutex<Vec<(PathBuf, fs::Stat)>> = Mutex::new(Vec::new());
+    let visit = |path: &Path, _rel: &Path| -> bool {
+        if let Ok(st) = fs::stat(path) {
+            let big_enough = min_size.is_none_or(|m| st.size >= m);
+            let recent = newer.is_none_or(|age| {
+                st.modified
+                    .and_then(|m| now.duration_since(m).ok())
+                    .is_some_and(|d| d <= age)
+            });
+            if big_enough
+                && recent
+                && let Ok(mut f) = found.lock()
+            {
+                f.push((path.to_path_buf(), st));
+            }
+        }
+        true
+    };
+    let report = search::walk(&roots, &WalkOptions { no_ignore, globs }, &visit);
+    let mut files = found.into_inner().unwrap_or_default();
+    match sort {
+        Sort::Path => files.sort_by(|a, b| a.0.cmp(&b.0)),
+        Sort::Size => files.sort_by(|a, b| b.1.size.cmp(&a.1.size).then(a.0.cmp(&b.0))),
+        Sort::Modified => files.sort_by(|a, b| b.1.modified.cmp(&a.1.modified).then(a.0.cmp(&b.0))),
+    }
+    let total = files.len();
+    let order = match sort {
+        Sort::Path => "by path",
+        Sort::Size => "largest first",
+        Sort::Modified => "newest first",
+    };
+    let mut out = format!("{}, {order}\n", plural(total, "file", "files"));
+    if report.truncated {
+        out.push_str(&format!(
+            "[the walk stopped after {} files; name narrower paths]\n",
+            search::MAX_FILES
+        ));
+    }
+    if total > PAGE && skip.is_none() {
+        out.push_str(&folders(&files, ctx));
+        out.push_str(&format!(
+            "[{total} files are more than a page of {PAGE}: pass skip: 0 for the files, or narrow with paths, glob, minSize or newer]\n"
+        ));
+    } else {
+        let skip = skip.unwrap_or(0);
+        let page = &files[skip.min(total)..(skip + PAGE).min(total)];
+        out.push('\n');
+        let shown: Vec<(String, String)> = page
+            .iter()
+            .map(|(p, st)| (ws.display(p), crate::tools::read::file_facts(p, st, now)))
+            .collect();
+        if sort == Sort::Path {
+            let mut current: Option<String> = None;
+            for (path, facts) in &shown {
+                let (dir, name) = match path.rsplit_once('/') {
+                    Some((d, n)) => (Some(d.to_string()), n),
+                    None => (None, path.as_str()),
+                };
+                match &dir {
+                    Some(d) => {
+                        if current.as_deref() != Some(d.as_str()) {
+                            out.push_str(&format!("{d}/\n"));
+                            current = Some(d.clone());
+                        }
+                        out.push_str(&format!("  {name} ({facts})\n"));
+                    }
+                    None => {
+                        current = None;
+                        out.push_str(&format!("{name} ({facts})\n"));
+                    }
+                }
+            }
+        } else {
+            for (path, facts) in &shown {
+                out.push_str(&format!("{path} ({facts})\n"));
+            }
+        }
+        if skip > 0 || skip + page.len() < total {
+            out.push_str(&format!(
+                "[files {}-{} of {total}",
+                skip + 1,
+                skip + page.len()
+            ));
+            if skip + page.len() < total {
+                out.push_str(&format!("; skip: {} for the next page", skip + page.len()));
+            }
+            out.push_str("]\n");
+        }
+    }
+    if !notes.is_empty() {
+        out.push_str(&format!("[note: {}]\n", notes.join("; ")));
+    }
+    Ok(ToolOutput {
+        text: out,
+        is_error: false,
+    })
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// Folders with their file counts and sizes, coarsened until they fit a page.
+fn folders(files: &[(PathBuf, fs::Stat)], ctx: &Ctx) -> String {
+    let shown: Vec<(String, u64)> = files
+        .iter()
+        .map(|(p, st)| (ctx.workspace.display(p), st.size))
+        .collect();
+    let mut depth = 6;
+    loop {
+        let mut groups: BTreeMap<String, (usize, u64)> = BTreeMap::new();
+        for (path, size) in &shown {
+            let parts: Vec<&str> = path.split('/').collect();
+            let dir_parts = &parts[..parts.len().saturating_sub(1)];
+            let key = if dir_parts.is_empty() {
+                ".".to_string()
+            } else {
+                dir_parts[..dir_parts.len().min(depth)].join("/")
+            };
+            let g = groups.entry(key).or_insert((0, 0));
+            g.0 += 1;
+            g.1 += size;
+        }
+        if groups.len() <= PAGE || depth == 1 {
+            let mut out = String::from("\n");
+            for (dir, (n, size)) in groups.iter().take(PAGE) {
+                out.push_str(&format!(
+                    "{dir}/ ({}, {})\n",
+                    plural(*n, "file", "files"),
+                    human::size(*size)
+                ));
+            }
+            if groups.len() > PAGE {
+                out.push_str(&format!("[{PAGE} of {} folders shown]\n", groups.len()));
+            }
+            return out;
+        }
+        depth -= 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_ages_parse() {
+        assert_eq!(parse_size("20k"), Some(20 * 1024));
+        assert_eq!(parse_size("1.5M"), Some(1536 * 1024));
+        assert_eq!(parse_size("300"), Some(300));
+        assert_eq!(parse_size("x"), None);
+        assert_eq!(parse_age("30m"), Some(Duration::from_secs(1800)));
+        assert_eq!(parse_age("3d"), Some(Duration::from_secs(3 * 86400)));
+        assert_eq!(parse_age("3y"), None);
+    }
+}
