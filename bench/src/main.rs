@@ -673,52 +673,76 @@ fn run() -> Result<()> {
         .print();
 
         let t = tree.display().to_string();
-        let reps = if opts.quick { 3 } else { 5 };
-        let mut greps: Vec<(String, Box<dyn FnMut() -> Result<Duration>>)> = vec![(
-            "grep -rn".into(),
-            Box::new(|| run_program(&work, &["grep", "-rn", "TODO check session", &t])),
-        )];
-        if have("rg") {
-            greps.push((
-                "rg".into(),
-                Box::new(|| run_program(&work, &["rg", "-n", "TODO check session", &t])),
-            ));
+        let reps = if opts.quick { 5 } else { 15 };
+        let literal =
+            json!({"pattern": "TODO check session", "literal": true, "paths": [t.clone()]});
+        let regex =
+            json!({"pattern": "fn [a-z]+token\\(", "before": 1, "after": 1, "paths": [t.clone()]});
+        for (scenario, args, base) in [
+            (
+                "grep literal across the tree",
+                literal,
+                vec![
+                    ("grep -rn", vec!["grep", "-rn", "TODO check session"]),
+                    ("rg", vec!["rg", "-n", "TODO check session"]),
+                ],
+            ),
+            (
+                "grep regex with context across the tree",
+                regex,
+                vec![
+                    (
+                        "grep -rnE -C1",
+                        vec!["grep", "-rnE", "-C1", "fn [a-z]+token\\("],
+                    ),
+                    ("rg -C1", vec!["rg", "-n", "-C1", "fn [a-z]+token\\("]),
+                ],
+            ),
+        ] {
+            let srv = &mut server;
+            let mut f = || -> Result<(Duration, usize)> {
+                let (d, text) = time(|| srv.call("grep", args.clone()))?;
+                Ok((d, text.chars().count()))
+            };
+            let mut bases: Vec<(String, Box<dyn FnMut() -> Result<Duration>>)> = Vec::new();
+            for (name, argv) in base {
+                if have(argv[0]) {
+                    let work = &work;
+                    let t = &t;
+                    bases.push((
+                        name.to_string(),
+                        Box::new(move || {
+                            let mut full = argv.clone();
+                            full.push(t.as_str());
+                            run_program(work, &full)
+                        }),
+                    ));
+                }
+            }
+            let (s, c, b) = interleave(reps, Some(&mut f), &mut bases)?;
+            Row {
+                scenario: scenario.into(),
+                nib: s,
+                chars: c,
+                baselines: b,
+            }
+            .print();
+            peak_kib = peak_kib.max(server.peak_kib().unwrap_or(0));
         }
-        let (_, _, b) = interleave(reps, None, &mut greps)?;
-        Row {
-            scenario: "grep literal across the tree".into(),
-            nib: None,
-            chars: None,
-            baselines: b,
-        }
-        .print();
-        let mut greps: Vec<(String, Box<dyn FnMut() -> Result<Duration>>)> = vec![(
-            "grep -rnE -C1".into(),
-            Box::new(|| run_program(&work, &["grep", "-rnE", "-C1", "fn [a-z]+token\\(", &t])),
-        )];
-        if have("rg") {
-            greps.push((
-                "rg -C1".into(),
-                Box::new(|| run_program(&work, &["rg", "-n", "-C1", "fn [a-z]+token\\(", &t])),
-            ));
-        }
-        let (_, _, b) = interleave(reps, None, &mut greps)?;
-        Row {
-            scenario: "grep regex with context across the tree".into(),
-            nib: None,
-            chars: None,
-            baselines: b,
-        }
-        .print();
+        let srv = &mut server;
+        let mut f = || -> Result<(Duration, usize)> {
+            let (d, text) = time(|| srv.call("find", json!({"paths": [t.clone()]})))?;
+            Ok((d, text.chars().count()))
+        };
         let mut finds: Vec<(String, Box<dyn FnMut() -> Result<Duration>>)> = vec![(
             "find".into(),
             Box::new(|| run_program(&work, &["find", &t, "-type", "f"])),
         )];
-        let (_, _, b) = interleave(reps, None, &mut finds)?;
+        let (s, c, b) = interleave(reps, Some(&mut f), &mut finds)?;
         Row {
             scenario: "find over the tree".into(),
-            nib: None,
-            chars: None,
+            nib: s,
+            chars: c,
             baselines: b,
         }
         .print();
