@@ -273,13 +273,29 @@ pub fn run_tool(config: Config, name: &str, mut args: Map<String, Value>) -> i32
     }
     let workspace = Workspace::new(config.project_dir.clone());
     let agent = Mutex::new(Agent::default());
+    let scope = match workspace.scope(config.sandbox, config.confirm_outside_roots) {
+        Ok(s) => s,
+        Err(e) => return fail(&format!("nib {name}: {e}; nothing was read or written")),
+    };
     let ctx = Ctx {
         workspace: &workspace,
         agent: &agent,
         config: &config,
+        scope,
         enforce_seen: false,
     };
     match tools::call(name, Some(args), &ctx) {
+        // The command line cannot ask a person: a write that needs approval is refused.
+        Ok(out) if out.approval.is_some() => {
+            let text = out
+                .approval
+                .as_ref()
+                .map(|r| r.refusal("cannot be asked for on the command line"))
+                .unwrap_or_default();
+            let mut stdout = std::io::stdout().lock();
+            let _ = stdout.write_all(text.as_bytes());
+            1
+        }
         Ok(out) => {
             let mut stdout = std::io::stdout().lock();
             let _ = stdout.write_all(out.text.as_bytes());

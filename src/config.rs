@@ -13,6 +13,18 @@ pub const NIB_DIRECTORY: &str = "NIB_DIRECTORY";
 /// milliseconds (default 3000). Tests shorten it.
 pub const NIB_ROOTS_TIMEOUT_MS: &str = "NIB_ROOTS_TIMEOUT_MS";
 
+/// `1`: every tool, reads included, stays inside the roots (resolved by the
+/// kernel); writes to files that make code run need a person's approval.
+pub const NIB_SANDBOX: &str = "NIB_SANDBOX";
+
+/// `1`: a write outside the roots asks the user (elicitation) and is refused
+/// without an approval.
+pub const NIB_CONFIRM_OUTSIDE_ROOTS: &str = "NIB_CONFIRM_OUTSIDE_ROOTS";
+
+/// How long the server waits for the user to answer an approval, in
+/// milliseconds (default 120000).
+pub const NIB_APPROVAL_TIMEOUT_MS: &str = "NIB_APPROVAL_TIMEOUT_MS";
+
 /// Where nib keeps state that outlives a process (the edit journal).
 /// Unset: `$XDG_STATE_HOME/nib`, else `~/.local/state/nib`.
 pub const NIB_STATE_DIR: &str = "NIB_STATE_DIR";
@@ -36,6 +48,16 @@ pub struct Config {
     pub state_dir: PathBuf,
     /// Test-only fault injection ([`NIB_FAILPOINT`]).
     pub failpoint: Option<String>,
+    /// [`NIB_SANDBOX`] is on.
+    pub sandbox: bool,
+    /// [`NIB_CONFIRM_OUTSIDE_ROOTS`] is on.
+    pub confirm_outside_roots: bool,
+    /// The bound on an approval round trip.
+    pub approval_timeout: std::time::Duration,
+}
+
+fn flag(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true"))
 }
 
 /// `$NIB_STATE_DIR`, else `$XDG_STATE_HOME/nib`, else `~/.local/state/nib`,
@@ -78,6 +100,14 @@ impl Config {
             roots_timeout: std::time::Duration::from_millis(roots_timeout),
             state_dir: state_dir(),
             failpoint: std::env::var(NIB_FAILPOINT).ok().filter(|v| !v.is_empty()),
+            sandbox: flag(NIB_SANDBOX),
+            confirm_outside_roots: flag(NIB_CONFIRM_OUTSIDE_ROOTS),
+            approval_timeout: std::time::Duration::from_millis(
+                std::env::var(NIB_APPROVAL_TIMEOUT_MS)
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(120_000),
+            ),
         })
     }
 }

@@ -85,12 +85,14 @@ impl GlobFilter {
 }
 
 /// How to walk.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct WalkOptions {
     /// Turn every ignore file off.
     pub no_ignore: bool,
     /// Name filters.
     pub globs: GlobFilter,
+    /// How files are opened and roots checked.
+    pub scope: fs::Scope,
 }
 
 /// What a walk found besides files.
@@ -151,7 +153,7 @@ fn nested_repos(root: &Path) -> Vec<PathBuf> {
         }
         if entry.depth() > 0
             && entry.file_type().is_some_and(|t| t.is_dir())
-            && fs::exists(&entry.path().join(".git"))
+            && entry.path().join(".git").exists()
         {
             out.push(entry.into_path());
         }
@@ -226,7 +228,7 @@ pub fn walk(
             });
     };
     for root in roots {
-        match fs::stat(root) {
+        match fs::stat(&opts.scope, root) {
             Ok(st) if st.kind == fs::Kind::File => {
                 // A named file is searched even when ignored.
                 let name = root.file_name().map(Path::new).unwrap_or(root);
@@ -391,12 +393,13 @@ impl Sink for Collect<'_> {
 /// Searches one file, keeping at most `keep` line numbers.
 pub fn search_file(
     searcher: &mut Searcher,
+    scope: &fs::Scope,
     pattern: &Pattern,
     path: &Path,
     keep: usize,
 ) -> FileMatches {
     let mut out = FileMatches::default();
-    let file = match fs::open_regular(path) {
+    let file = match fs::open_regular(scope, path) {
         Ok(f) => f,
         Err(e) => {
             out.error = Some(e.to_string());

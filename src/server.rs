@@ -19,11 +19,12 @@
 //! allows the deprecation.
 #![allow(deprecated)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequest,
+    ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, Implementation,
     InputRequest, InputRequests, InputRequiredResult, ListRootsRequest, ListRootsResult,
     ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
     ToolAnnotations,
@@ -33,7 +34,7 @@ use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
 
 use crate::config::Config;
 use crate::state::Agent;
-use crate::tools::{self, CallError, Ctx};
+use crate::tools::{self, ApprovalRequest, CallError, Ctx, ToolOutput};
 use crate::workspace::Workspace;
 
 /// The key of the roots request in an `input_required` result.
@@ -179,6 +180,125 @@ fn file_uri_to_path(uri: &str) -> Option<PathBuf> {
     Some(PathBuf::from(std::ffi::OsString::from_vec(out)))
 }
 
+/// The key of the approval request in an `input_required` result.
+const APPROVE_INPUT: &str = "approve";
+/// The request state of the retry after an approval request; the path follows.
+const APPROVE_STATE: &str = "nib-approve-v1:";
+/// Writes in one call that may each ask for approval.
+const MAX_APPROVALS_PER_CALL: usize = 8;
+
+/// The form a person answers: one yes/no.
+fn approval_params(req: &ApprovalRequest) -> Result<ElicitRequestParams, &'static str> {
+    let schema = ElicitationSchema::builder()
+        .required_bool_property("approve", |b| {
+            b.title("Allow this write").with_default(false)
+        })
+        .build()?;
+    Ok(ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message: req.question(),
+        requested_schema: schema,
+    })
+}
+
+fn result(out: ToolOutput) -> CallToolResult {
+    let content = vec![ContentBlock::text(out.text)];
+    if out.is_error {
+        CallToolResult::error(content)
+    } else {
+        CallToolResult::success(content)
+    }
+}
+
+impl NibServer {
+    /// Runs a tool on a blocking thread with this call's scope.
+    async fn run_tool(
+        &self,
+        name: String,
+        arguments: Option<serde_json::Map<String, serde_json::Value>>,
+    ) -> Result<ToolOutput, McpError> {
+        let this = self.clone();
+        let outcome = tokio::task::spawn_blocking(move || {
+            let config = &this.inner.config;
+            let scope = match this
+                .inner
+                .workspace
+                .scope(config.sandbox, config.confirm_outside_roots)
+            {
+                Ok(s) => s,
+                Err(e) => {
+                    return Ok(ToolOutput::error(format!(
+                        "{e}; nothing was read or written.\nhint: check the client's roots or NIB_DIRECTORY"
+                    )));
+                }
+            };
+            let ctx = Ctx {
+                workspace: &this.inner.workspace,
+                agent: &this.inner.agent,
+                config,
+                scope,
+                enforce_seen: true,
+            };
+            tools::call(&name, arguments, &ctx)
+        })
+        .await
+        .map_err(|e| {
+            McpError::internal_error(format!("the tool stopped unexpectedly: {e}"), None)
+        })?;
+        match outcome {
+            Ok(out) => Ok(out),
+            Err(e @ CallError::UnknownTool(_)) => {
+                Err(McpError::invalid_params(e.to_string(), None))
+            }
+            Err(CallError::Args(e)) => Err(McpError::invalid_params(
+                format!("{e}; nothing was read or written"),
+                None,
+            )),
+        }
+    }
+
+    /// Applies a person's answer: `None` when the write may go ahead,
+    /// else why it may not.
+    fn take_answer(&self, key: &Path, answer: Option<ElicitResult>) -> Option<String> {
+        let approved = match &answer {
+            Some(r) if r.action == ElicitationAction::Accept => r
+                .content
+                .as_ref()
+                .and_then(|c| c.get("approve"))
+                .and_then(serde_json::Value::as_bool)
+                .unwrap_or(false),
+            _ => false,
+        };
+        let mut agent = self.inner.agent.lock().unwrap_or_else(|p| p.into_inner());
+        if approved && agent.approvals.approve(key) {
+            return None;
+        }
+        agent.approvals.consume(key);
+        Some(match answer.map(|r| r.action) {
+            Some(ElicitationAction::Accept) => {
+                "was not given (the form was sent without approving)".into()
+            }
+            Some(ElicitationAction::Decline) => "was declined".into(),
+            Some(ElicitationAction::Cancel) => "was cancelled".into(),
+            Some(_) | None => "was not answered".into(),
+        })
+    }
+
+    fn forget_approval(&self, key: &Path) {
+        let mut agent = self.inner.agent.lock().unwrap_or_else(|p| p.into_inner());
+        agent.approvals.consume(key);
+    }
+
+    fn refused_write(&self, key: &Path, why: &str) -> CallToolResponse {
+        let shown = crate::workspace::escape_control(&key.to_string_lossy());
+        result(ToolOutput::error(format!(
+            "{shown}: the write needs a person's approval, which {why}. Nothing was written.\n\
+             hint: ask again to be prompted, or keep the change inside the roots\n"
+        )))
+        .into()
+    }
+}
+
 impl ServerHandler for NibServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
@@ -205,39 +325,83 @@ impl ServerHandler for NibServer {
         if let Some(answer) = self.modern_roots(&request, &context) {
             return Ok(answer);
         }
-        let this = self.clone();
         let name = request.name.to_string();
-        let arguments = request.arguments;
-        let outcome = tokio::task::spawn_blocking(move || {
-            let ctx = Ctx {
-                workspace: &this.inner.workspace,
-                agent: &this.inner.agent,
-                config: &this.inner.config,
-                enforce_seen: true,
+        let arguments = request.arguments.clone();
+        // Modern era: the retry that carries the person's answer to an approval.
+        if let Some(key) = request
+            .request_state
+            .as_deref()
+            .and_then(|s| s.strip_prefix(APPROVE_STATE))
+        {
+            let key = PathBuf::from(key);
+            let answer = request
+                .input_responses
+                .as_ref()
+                .and_then(|r| r.get(APPROVE_INPUT))
+                .and_then(|v| serde_json::from_value::<ElicitResult>(v.clone()).ok());
+            if let Some(why) = self.take_answer(&key, answer) {
+                return Ok(self.refused_write(&key, &why));
+            }
+        }
+        let mut asked = 0;
+        loop {
+            let out = self.run_tool(name.clone(), arguments.clone()).await?;
+            let Some(req) = out.approval.clone() else {
+                return Ok(result(out).into());
             };
-            tools::call(&name, arguments, &ctx)
-        })
-        .await
-        .map_err(|e| {
-            McpError::internal_error(format!("the tool stopped unexpectedly: {e}"), None)
-        })?;
-        match outcome {
-            Ok(out) => {
-                let content = vec![ContentBlock::text(out.text)];
-                Ok(if out.is_error {
-                    CallToolResult::error(content)
+            asked += 1;
+            let can_ask = context
+                .client_capabilities()
+                .is_some_and(|c| c.elicitation.is_some());
+            if !can_ask || asked > MAX_APPROVALS_PER_CALL {
+                let why = if can_ask {
+                    "was not asked for: too many writes in one call need approval"
                 } else {
-                    CallToolResult::success(content)
+                    "cannot be asked for: the client offers no elicitation"
+                };
+                self.forget_approval(&req.key);
+                return Ok(result(ToolOutput::error(req.refusal(why))).into());
+            }
+            let params = match approval_params(&req) {
+                Ok(p) => p,
+                Err(e) => {
+                    self.forget_approval(&req.key);
+                    let why = format!("could not be asked for ({e})");
+                    return Ok(result(ToolOutput::error(req.refusal(&why))).into());
                 }
-                .into())
+            };
+            let modern = context
+                .meta
+                .protocol_version()
+                .is_some_and(|v| !v.has_initialize());
+            if modern {
+                let mut requests = InputRequests::new();
+                requests.insert(
+                    APPROVE_INPUT.to_string(),
+                    InputRequest::Elicitation(ElicitRequest::new(params)),
+                );
+                let state = format!("{APPROVE_STATE}{}", req.key.to_string_lossy());
+                return Ok(InputRequiredResult::new(Some(requests), Some(state)).into());
             }
-            Err(e @ CallError::UnknownTool(_)) => {
-                Err(McpError::invalid_params(e.to_string(), None))
+            let timeout = self.inner.config.approval_timeout;
+            let answer =
+                tokio::time::timeout(timeout, context.peer.create_elicitation(params)).await;
+            let answer = match answer {
+                Ok(Ok(r)) => Some(r),
+                Ok(Err(e)) => {
+                    self.forget_approval(&req.key);
+                    let why = format!("could not be asked for ({e})");
+                    return Ok(result(ToolOutput::error(req.refusal(&why))).into());
+                }
+                Err(_) => {
+                    self.forget_approval(&req.key);
+                    let why = format!("got no answer within {} s", timeout.as_secs());
+                    return Ok(result(ToolOutput::error(req.refusal(&why))).into());
+                }
+            };
+            if let Some(why) = self.take_answer(&req.key, answer) {
+                return Ok(result(ToolOutput::error(req.refusal(&why))).into());
             }
-            Err(CallError::Args(e)) => Err(McpError::invalid_params(
-                format!("{e}; nothing was read or written"),
-                None,
-            )),
         }
     }
 

@@ -227,6 +227,43 @@ fn patch_hash(patch: &str) -> u32 {
     xxhash_rust::xxh32::xxh32(patch.trim().as_bytes(), 0)
 }
 
+/// Writes waiting for a person's approval, and writes approved, each with the
+/// folder fd opened before asking (so the write lands where the person said yes).
+#[derive(Debug, Default)]
+pub struct Approvals {
+    pending: HashMap<PathBuf, crate::fs::WriteTarget>,
+    approved: HashMap<PathBuf, crate::fs::WriteTarget>,
+}
+
+impl Approvals {
+    /// Remembers a target that waits for approval.
+    pub fn wait(&mut self, key: &Path, target: crate::fs::WriteTarget) {
+        self.pending.insert(key.to_path_buf(), target);
+    }
+
+    /// The person approved: the waiting target may be written.
+    pub fn approve(&mut self, key: &Path) -> bool {
+        match self.pending.remove(key) {
+            Some(t) => {
+                self.approved.insert(key.to_path_buf(), t);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The approved target for a path, if any.
+    pub fn approved(&self, key: &Path) -> Option<&crate::fs::WriteTarget> {
+        self.approved.get(key)
+    }
+
+    /// An approval covers one write: forget it once used (or refused).
+    pub fn consume(&mut self, key: &Path) {
+        self.approved.remove(key);
+        self.pending.remove(key);
+    }
+}
+
 /// Everything the server remembers for one agent.
 #[derive(Debug, Default)]
 pub struct Agent {
@@ -234,6 +271,8 @@ pub struct Agent {
     pub seen: Seen,
     /// Refused edits that may be reapplied.
     pub tokens: Tokens,
+    /// Writes waiting for, or holding, a person's approval.
+    pub approvals: Approvals,
 }
 
 #[cfg(test)]

@@ -52,6 +52,38 @@ impl Workspace {
         *guard = Some(roots);
     }
 
+    /// The scope a call runs under: open, confirm-outside-roots, or sandbox
+    /// (see [`crate::fs::Scope`]), with the roots opened now.
+    pub fn scope(
+        &self,
+        sandbox: bool,
+        confirm_outside_roots: bool,
+    ) -> Result<crate::fs::Scope, String> {
+        if !sandbox && !confirm_outside_roots {
+            return Ok(crate::fs::Scope::Open);
+        }
+        let mut roots = Vec::new();
+        let mut failures = Vec::new();
+        for r in self.roots() {
+            match crate::fs::Root::open(&r) {
+                Ok(root) => roots.push(root),
+                Err(e) => failures.push(format!("{}: {e}", r.display())),
+            }
+        }
+        if roots.is_empty() {
+            return Err(format!(
+                "no root folder could be opened ({}), so nothing can be confined to them",
+                failures.join("; ")
+            ));
+        }
+        let roots: std::sync::Arc<[crate::fs::Root]> = roots.into();
+        Ok(if sandbox {
+            crate::fs::Scope::Sandbox(roots)
+        } else {
+            crate::fs::Scope::Confirm(roots)
+        })
+    }
+
     /// The absolute path an argument names. `..` is kept for the kernel to
     /// resolve; nothing here decides what may be touched.
     pub fn resolve(&self, arg: &str) -> PathBuf {

@@ -51,6 +51,10 @@ fn run_fixture(dir: &Path) -> Vec<String> {
             roots_timeout: std::time::Duration::from_secs(1),
             state_dir: state.path().to_path_buf(),
             failpoint: None,
+            // The fixtures run confined: every path goes through openat2 beneath the root.
+            sandbox: true,
+            confirm_outside_roots: false,
+            approval_timeout: std::time::Duration::from_secs(1),
         };
         let workspace = Workspace::new(config.project_dir.clone());
         let agent = Mutex::new(Agent::default());
@@ -58,6 +62,9 @@ fn run_fixture(dir: &Path) -> Vec<String> {
             workspace: &workspace,
             agent: &agent,
             config: &config,
+            scope: workspace
+                .scope(config.sandbox, config.confirm_outside_roots)
+                .unwrap(),
             enforce_seen: true,
         };
         let read = tools::call(

@@ -16,24 +16,25 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::fs::{self, FsError, Prepared, Stat};
+use crate::fs::{self, FsError, Prepared, Stat, WriteTarget};
 
-/// One thing a commit does.
+/// One thing a commit does, on a destination already resolved (and, where
+/// needed, approved) by [`crate::fs::write_target`].
 #[derive(Clone, Debug)]
 pub enum Step {
-    /// Put new content at a path (replacing or creating).
+    /// Put new content at a target (replacing or creating).
     Place {
-        /// The target path.
-        target: PathBuf,
+        /// Where.
+        target: WriteTarget,
         /// The new bytes.
         bytes: Vec<u8>,
         /// Mode and owner to give it (else those of the file it replaces).
         like: Option<Stat>,
     },
     /// Move a file to the trash.
-    Trash(PathBuf),
+    Trash(WriteTarget),
     /// Remove a file (the source of a move, once its copy is in place).
-    Remove(PathBuf),
+    Remove(WriteTarget),
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
@@ -75,13 +76,40 @@ fn journal_dir(state_dir: &Path) -> PathBuf {
 fn write_record(path: &Path, record: &Record) -> Result<(), FsError> {
     let json =
         serde_json::to_vec_pretty(record).map_err(|e| FsError::Io(std::io::Error::other(e)))?;
-    fs::write_atomic(path, &json).map(|_| ())
+    fs::write_atomic(&fs::Scope::Open, path, &json).map(|_| ())
 }
 
 fn failpoint_pause(failpoint: Option<&str>) {
     if let Some(marker) = failpoint.and_then(|f| f.strip_prefix("edit-between-files:")) {
-        let _ = fs::write_atomic(Path::new(marker), b"paused\n");
+        let _ = fs::write_atomic(&fs::Scope::Open, Path::new(marker), b"paused\n");
         std::thread::sleep(std::time::Duration::from_secs(60));
+    }
+}
+
+fn remove_quietly(path: &Path) {
+    let _ = fs::recover_remove(path);
+}
+
+/// What a prepared step does when it runs.
+enum Ready {
+    Place(Prepared),
+    Trash(WriteTarget),
+    Remove(WriteTarget),
+}
+
+fn run_ready(r: &Ready) -> Result<(), FsError> {
+    match r {
+        Ready::Place(p) => fs::commit(p),
+        Ready::Trash(t) => fs::trash(t),
+        Ready::Remove(t) => fs::remove(t),
+    }
+}
+
+fn discard_all(ready: &[Ready]) {
+    for r in ready {
+        if let Ready::Place(p) = r {
+            fs::discard(p);
+        }
     }
 }
 
@@ -97,139 +125,103 @@ pub fn commit_all(
         message,
         partial: false,
     };
-    if steps.len() == 1 {
-        return match steps.into_iter().next() {
-            Some(Step::Place {
+    let single = steps.len() == 1;
+    let dir = journal_dir(state_dir);
+    let path = dir.join(format!("{id}.json"));
+    let lock_path = dir.join(format!("{id}.lock"));
+    let mut _lock = None;
+    let mut record = Record {
+        phase: Phase::Preparing,
+        ops: Vec::new(),
+    };
+    if !single {
+        fs::create_dir_all(&dir)
+            .map_err(|e| fail(format!("the journal folder {}: {e}", dir.display())))?;
+        _lock = Some(
+            fs::try_lock(&lock_path)
+                .map_err(|e| fail(format!("locking the journal: {e}")))?
+                .ok_or_else(|| fail("the journal is locked by another process".into()))?,
+        );
+        for s in &steps {
+            record.ops.push(match s {
+                Step::Place { target, .. } => JournalOp::Place {
+                    tmp: fs::temp_path(target, &id),
+                    target: target.path.clone(),
+                },
+                Step::Trash(t) => JournalOp::Trash {
+                    target: t.path.clone(),
+                },
+                Step::Remove(t) => JournalOp::Remove {
+                    target: t.path.clone(),
+                },
+            });
+        }
+        write_record(&path, &record).map_err(|e| fail(format!("writing the journal: {e}")))?;
+    }
+    let cleanup = || {
+        if !single {
+            remove_quietly(&path);
+            remove_quietly(&lock_path);
+        }
+    };
+
+    let mut ready = Vec::with_capacity(steps.len());
+    for s in steps {
+        ready.push(match s {
+            Step::Place {
                 target,
                 bytes,
                 like,
-            }) => {
-                let p = fs::prepare(&target, &bytes, like.as_ref(), &id)
-                    .map_err(|e| fail(format!("{}: {e}", target.display())))?;
-                fs::commit(&p).map_err(|e| {
-                    fs::discard(&p);
-                    fail(format!("{}: {e}", target.display()))
-                })
-            }
-            Some(Step::Trash(p)) => {
-                fs::trash(&p).map_err(|e| fail(format!("{}: {e}", p.display())))
-            }
-            Some(Step::Remove(p)) => {
-                fs::remove_file(&p).map_err(|e| fail(format!("{}: {e}", p.display())))
-            }
-            None => Ok(()),
-        };
-    }
-
-    let dir = journal_dir(state_dir);
-    fs::create_dir_all(&dir)
-        .map_err(|e| fail(format!("the journal folder {}: {e}", dir.display())))?;
-    let path = dir.join(format!("{id}.json"));
-    let lock_path = dir.join(format!("{id}.lock"));
-    let _lock = fs::try_lock(&lock_path)
-        .map_err(|e| fail(format!("locking the journal: {e}")))?
-        .ok_or_else(|| fail("the journal is locked by another process".into()))?;
-
-    let mut ops = Vec::with_capacity(steps.len());
-    for s in &steps {
-        ops.push(match s {
-            Step::Place { target, .. } => JournalOp::Place {
-                tmp: fs::temp_path(target, &id)
-                    .map_err(|e| fail(format!("{}: {e}", target.display())))?,
-                target: target.clone(),
+            } => match fs::prepare(&target, &bytes, like.as_ref(), &id) {
+                Ok(p) => Ready::Place(p),
+                Err(e) => {
+                    discard_all(&ready);
+                    cleanup();
+                    return Err(fail(format!("{}: {e}", target.path.display())));
+                }
             },
-            Step::Trash(t) => JournalOp::Trash { target: t.clone() },
-            Step::Remove(t) => JournalOp::Remove { target: t.clone() },
+            Step::Trash(t) => Ready::Trash(t),
+            Step::Remove(t) => Ready::Remove(t),
         });
     }
-    let mut record = Record {
-        phase: Phase::Preparing,
-        ops,
-    };
-    write_record(&path, &record).map_err(|e| fail(format!("writing the journal: {e}")))?;
-
-    let mut prepared: Vec<Prepared> = Vec::new();
-    for s in &steps {
-        if let Step::Place {
-            target,
-            bytes,
-            like,
-        } = s
-        {
-            match fs::prepare(target, bytes, like.as_ref(), &id) {
-                Ok(p) => prepared.push(p),
-                Err(e) => {
-                    prepared.iter().for_each(fs::discard);
-                    let _ = fs::remove_file(&path);
-                    let _ = fs::remove_file(&lock_path);
-                    return Err(fail(format!("{}: {e}", target.display())));
-                }
-            }
+    if !single {
+        record.phase = Phase::Committing;
+        if let Err(e) = write_record(&path, &record) {
+            discard_all(&ready);
+            cleanup();
+            return Err(fail(format!("writing the journal: {e}")));
         }
     }
-    // Symlinked targets are written where they point: record the real places.
-    let mut placed = prepared.iter();
-    for op in &mut record.ops {
-        if let JournalOp::Place { tmp, target } = op
-            && let Some(p) = placed.next()
-        {
-            *tmp = p.tmp.clone();
-            *target = p.target.clone();
-        }
-    }
-    record.phase = Phase::Committing;
-    if let Err(e) = write_record(&path, &record) {
-        prepared.iter().for_each(fs::discard);
-        let _ = fs::remove_file(&path);
-        let _ = fs::remove_file(&lock_path);
-        return Err(fail(format!("writing the journal: {e}")));
-    }
-
-    for (done, op) in record.ops.iter().enumerate() {
+    for (done, r) in ready.iter().enumerate() {
         if done == 1 {
             failpoint_pause(failpoint);
         }
-        if let Err(e) = run_op(op) {
+        if let Err(e) = run_ready(r) {
+            if done == 0 {
+                discard_all(&ready);
+                cleanup();
+                return Err(fail(e.to_string()));
+            }
             return Err(CommitError {
                 message: format!(
                     "{e}; {done} of {} steps were done, the rest stay in the journal {} and are completed at nib's next start",
-                    record.ops.len(),
+                    ready.len(),
                     path.display()
                 ),
-                partial: done > 0,
+                partial: true,
             });
         }
     }
-    let _ = fs::remove_file(&path);
-    let _ = fs::remove_file(&lock_path);
+    cleanup();
     Ok(())
 }
 
-/// Runs one journal op; idempotent, so recovery can run it again.
+/// Runs one journal op by path; idempotent, so recovery can run it again.
 fn run_op(op: &JournalOp) -> Result<(), FsError> {
     match op {
-        JournalOp::Place { tmp, target } => {
-            if fs::exists(tmp) {
-                fs::commit(&Prepared {
-                    tmp: tmp.clone(),
-                    target: target.clone(),
-                    replaces: true,
-                })?;
-            }
-            Ok(())
-        }
-        JournalOp::Trash { target } => {
-            if fs::exists(target) {
-                fs::trash(target)?;
-            }
-            Ok(())
-        }
-        JournalOp::Remove { target } => {
-            if fs::exists(target) {
-                fs::remove_file(target)?;
-            }
-            Ok(())
-        }
+        JournalOp::Place { tmp, target } => fs::recover_place(tmp, target),
+        JournalOp::Trash { target } => fs::recover_trash(target),
+        JournalOp::Remove { target } => fs::recover_remove(target),
     }
 }
 
@@ -237,7 +229,7 @@ fn run_op(op: &JournalOp) -> Result<(), FsError> {
 /// Returns one line per journal handled, for the log.
 pub fn recover(state_dir: &Path) -> Vec<String> {
     let dir = journal_dir(state_dir);
-    let Ok(entries) = fs::list_dir(&dir) else {
+    let Ok(entries) = fs::list_dir(&fs::Scope::Open, &dir) else {
         return Vec::new();
     };
     let mut report = Vec::new();
@@ -263,7 +255,7 @@ pub fn recover(state_dir: &Path) -> Vec<String> {
             Phase::Preparing => {
                 for op in &record.ops {
                     if let JournalOp::Place { tmp, .. } = op {
-                        let _ = fs::remove_file(tmp);
+                        remove_quietly(tmp);
                     }
                 }
                 report.push(format!("rolled back an edit that had not started ({id})"));
@@ -284,8 +276,8 @@ pub fn recover(state_dir: &Path) -> Vec<String> {
                 report.push(format!("completed an interrupted edit ({id})"));
             }
         }
-        let _ = fs::remove_file(&e.path);
-        let _ = fs::remove_file(&lock_path);
+        remove_quietly(&e.path);
+        remove_quietly(&lock_path);
     }
     report
 }
@@ -302,8 +294,9 @@ mod tests {
         let b = work.path().join("b");
         std::fs::write(&a, "old a").unwrap();
         std::fs::write(&b, "old b").unwrap();
-        let pa = fs::prepare(&a, b"new a", None, "t1").unwrap();
-        let pb = fs::prepare(&b, b"new b", None, "t1").unwrap();
+        let open = fs::Scope::Open;
+        let pa = fs::prepare(&fs::write_target(&open, &a).unwrap(), b"new a", None, "t1").unwrap();
+        let pb = fs::prepare(&fs::write_target(&open, &b).unwrap(), b"new b", None, "t1").unwrap();
         // As if the process died after placing a and before placing b.
         fs::commit(&pa).unwrap();
         let dir = journal_dir(state.path());
@@ -312,11 +305,11 @@ mod tests {
             phase: Phase::Committing,
             ops: vec![
                 JournalOp::Place {
-                    tmp: pa.tmp.clone(),
+                    tmp: pa.tmp_path.clone(),
                     target: a.clone(),
                 },
                 JournalOp::Place {
-                    tmp: pb.tmp.clone(),
+                    tmp: pb.tmp_path.clone(),
                     target: b.clone(),
                 },
             ],
@@ -328,18 +321,24 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&b).unwrap(), "new b");
         assert!(!dir.join("t1.json").exists());
 
-        let pc = fs::prepare(&a, b"newer a", None, "t2").unwrap();
+        let pc = fs::prepare(
+            &fs::write_target(&open, &a).unwrap(),
+            b"newer a",
+            None,
+            "t2",
+        )
+        .unwrap();
         let rec = Record {
             phase: Phase::Preparing,
             ops: vec![JournalOp::Place {
-                tmp: pc.tmp.clone(),
+                tmp: pc.tmp_path.clone(),
                 target: a.clone(),
             }],
         };
         write_record(&dir.join("t2.json"), &rec).unwrap();
         recover(state.path());
         assert_eq!(std::fs::read_to_string(&a).unwrap(), "new a");
-        assert!(!pc.tmp.exists());
+        assert!(!pc.tmp_path.exists());
     }
 
     #[test]
@@ -371,12 +370,12 @@ mod tests {
             state.path(),
             vec![
                 Step::Place {
-                    target: a.clone(),
+                    target: fs::write_target(&fs::Scope::Open, &a).unwrap(),
                     bytes: b"A".to_vec(),
                     like: None,
                 },
                 Step::Place {
-                    target: b.clone(),
+                    target: fs::write_target(&fs::Scope::Open, &b).unwrap(),
                     bytes: b"B".to_vec(),
                     like: None,
                 },

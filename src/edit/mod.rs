@@ -113,11 +113,24 @@ enum Refusal {
     Hard(String, Option<Shown>),
     /// The agent may confirm: send again, or REAPPLY.
     Confirm(String, Option<Shown>, Vec<(usize, usize)>),
+    /// A person must approve a write first.
+    Approval(crate::tools::ApprovalRequest),
+}
+
+/// The target of a write, or the refusal that stops the section.
+fn target(ctx: &Ctx, path: &Path, shown: &str) -> Result<fs::WriteTarget, Refusal> {
+    match ctx.write_target(path) {
+        Ok(t) => Ok(t),
+        Err(crate::tools::TargetError::NeedsApproval(req)) => Err(Refusal::Approval(req)),
+        Err(crate::tools::TargetError::Fs(e)) => Err(Refusal::Hard(format!("{shown}: {e}"), None)),
+    }
 }
 
 /// A section ready to write.
 struct Ready {
     steps: Vec<Step>,
+    /// The paths written (their approvals are spent once the edit lands).
+    written: Vec<PathBuf>,
     /// The header and rows of the answer.
     head: String,
     rows: Vec<String>,
@@ -139,6 +152,7 @@ fn apply_sections(
     let mut sub_moves = Vec::new();
     let mut shown = Vec::new();
     let mut targets: HashSet<PathBuf> = HashSet::new();
+    let mut approval = None;
     for section in sections {
         let path = ctx.workspace.resolve(&section.path);
         let key = fs::canonical(&path).unwrap_or_else(|_| path.clone());
@@ -161,6 +175,9 @@ fn apply_sections(
                 shown.extend(s);
                 sub_moves.extend(moves);
             }
+            Err(Refusal::Approval(req)) => {
+                approval.get_or_insert(req);
+            }
         }
     }
     ctx.with_agent(|a| {
@@ -177,6 +194,9 @@ fn apply_sections(
             out.push_str(&confirm.join("\n\n"));
         }
         return ToolOutput::error(with_notes(out, &notes));
+    }
+    if let Some(req) = approval {
+        return ToolOutput::needs_approval(req);
     }
     if !confirm.is_empty() {
         let versions = current_versions(sections, ctx);
@@ -210,6 +230,11 @@ fn apply_sections(
         };
         return ToolOutput::error(format!("edit failed while writing: {e}; {what}."));
     }
+    ctx.consume_approvals(
+        ready
+            .iter()
+            .flat_map(|r| r.written.iter().map(PathBuf::as_path)),
+    );
     ctx.with_agent(|a| {
         for r in &ready {
             if let Some((path, tag, text, lines)) = &r.record
@@ -235,6 +260,7 @@ fn apply_sections(
     ToolOutput {
         text: with_notes(out, &notes),
         is_error: false,
+        approval: None,
     }
 }
 
@@ -253,7 +279,7 @@ fn current_versions(sections: &[Section], ctx: &Ctx) -> Vec<(PathBuf, Arc<Text>)
         .iter()
         .filter_map(|s| {
             let path = ctx.workspace.resolve(&s.path);
-            let bytes = fs::read_file(&path, TEXT_LIMIT).ok()?.bytes;
+            let bytes = fs::read_file(&ctx.scope, &path, TEXT_LIMIT).ok()?.bytes;
             Some((fs::canonical(&path).ok()?, Arc::new(Text::decode(&bytes))))
         })
         .collect()
@@ -331,9 +357,9 @@ struct Current {
     canonical: PathBuf,
 }
 
-fn read_current(path: &Path, shown: &str) -> Result<Option<Current>, Refusal> {
+fn read_current(scope: &fs::Scope, path: &Path, shown: &str) -> Result<Option<Current>, Refusal> {
     let hard = |m: String| Refusal::Hard(m, None);
-    let stat = match fs::stat(path) {
+    let stat = match fs::stat(scope, path) {
         Ok(s) => s,
         Err(FsError::NotFound) => return Ok(None),
         Err(e) => return Err(hard(format!("{shown}: {e}"))),
@@ -343,7 +369,7 @@ fn read_current(path: &Path, shown: &str) -> Result<Option<Current>, Refusal> {
         Kind::Dir => return Err(hard(format!("{shown} is a folder; edit changes files"))),
         Kind::Special(k) => return Err(hard(format!("{shown} is a {k}, not a regular file"))),
     }
-    let file = fs::read_file(path, TEXT_LIMIT).map_err(|e| hard(format!("{shown}: {e}")))?;
+    let file = fs::read_file(scope, path, TEXT_LIMIT).map_err(|e| hard(format!("{shown}: {e}")))?;
     let head = &file.bytes[..file.bytes.len().min(8192)];
     if let Some(kind) = crate::filekind::binary_kind(path, head) {
         return Err(hard(format!("{shown} is {kind}; edit changes text files")));
@@ -372,7 +398,7 @@ fn plan_section(
             section.line
         )));
     }
-    let current = read_current(path, &shown)?;
+    let current = read_current(&ctx.scope, path, &shown)?;
     if let (Some(cur), Some(versions)) = (&current, &waivers.versions)
         && let Some((_, t)) = versions.iter().find(|(p, _)| *p == cur.canonical)
         && **t != *cur.text
@@ -384,7 +410,7 @@ fn plan_section(
     }
     match &section.kind {
         SectionKind::AddFile(rows) => {
-            if current.is_some() || fs::exists(path) {
+            if current.is_some() || fs::exists(&ctx.scope, path) {
                 return Err(hard(format!(
                     "patch line {}: {shown} already exists; change it under its [PATH#TAG] header, or REM it first",
                     section.line
@@ -401,10 +427,11 @@ fn plan_section(
             let tag = Tag::of(&text.encode());
             Ok(Ready {
                 steps: vec![Step::Place {
-                    target: path.to_path_buf(),
+                    target: target(ctx, path, &shown)?,
                     bytes: text.encode(),
                     like: None,
                 }],
+                written: vec![path.to_path_buf()],
                 head: hashline::header(&shown, tag),
                 rows: vec![format!(
                     "[created: {n} line{}, as you sent them]",
@@ -687,13 +714,14 @@ fn finish(
     let rows = change_rows(&new_text, &landed, &mut seen);
     let new_tag = Tag::of(&after_bytes);
     let mut steps = Vec::new();
+    let mut written = vec![path.to_path_buf()];
     let (head, record_path) = match &section.file_op {
         None => {
             if ops.is_empty() {
                 notes.push("[no hunks: nothing changed]".into());
             } else {
                 steps.push(Step::Place {
-                    target: path.to_path_buf(),
+                    target: target(ctx, path, shown)?,
                     bytes: after_bytes,
                     like: stat,
                 });
@@ -701,9 +729,10 @@ fn finish(
             (hashline::header(shown, new_tag), path.to_path_buf())
         }
         Some(FileOp::Rem) => {
-            steps.push(Step::Trash(path.to_path_buf()));
+            steps.push(Step::Trash(target(ctx, path, shown)?));
             return Ok(Ready {
                 steps,
+                written,
                 head: format!("[{shown}] moved to the trash"),
                 rows: Vec::new(),
                 notes,
@@ -713,7 +742,7 @@ fn finish(
         Some(FileOp::Mv(dest)) | Some(FileOp::Cp(dest)) => {
             let dest_path = ctx.workspace.resolve(dest);
             let dest_shown = ctx.workspace.display(&dest_path);
-            if fs::exists(&dest_path) {
+            if fs::exists(&ctx.scope, &dest_path) {
                 return Err(Refusal::Hard(
                     format!(
                         "{dest_shown} already exists; MV and CP do not overwrite. REM it first or pick another name"
@@ -722,12 +751,13 @@ fn finish(
                 ));
             }
             steps.push(Step::Place {
-                target: dest_path.clone(),
+                target: target(ctx, &dest_path, &dest_shown)?,
                 bytes: after_bytes,
                 like: stat,
             });
+            written.push(dest_path.clone());
             let verb = if matches!(section.file_op, Some(FileOp::Mv(_))) {
-                steps.push(Step::Remove(path.to_path_buf()));
+                steps.push(Step::Remove(target(ctx, path, shown)?));
                 "moved"
             } else {
                 "copied"
@@ -745,6 +775,7 @@ fn finish(
     seen.dedup();
     Ok(Ready {
         steps,
+        written,
         head,
         rows,
         notes,

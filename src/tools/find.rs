@@ -106,7 +106,7 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
         paths
     } {
         let r = ws.resolve(&p);
-        if !fs::exists(&r) {
+        if !fs::exists(&ctx.scope, &r) {
             return Ok(ToolOutput::error(format!(
                 "find: {}: no such file or folder. Nothing was listed.",
                 ws.display(&r)
@@ -117,7 +117,7 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
     let now = SystemTime::now();
     let found: Mutex<Vec<(PathBuf, fs::Stat)>> = Mutex::new(Vec::new());
     let visit = |path: &Path, _rel: &Path| -> bool {
-        if let Ok(st) = fs::stat(path) {
+        if let Ok(st) = fs::stat(&ctx.scope, path) {
             let big_enough = min_size.is_none_or(|m| st.size >= m);
             let recent = newer.is_none_or(|age| {
                 st.modified
@@ -133,7 +133,15 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
         }
         true
     };
-    let report = search::walk(&roots, &WalkOptions { no_ignore, globs }, &visit);
+    let report = search::walk(
+        &roots,
+        &WalkOptions {
+            no_ignore,
+            globs,
+            scope: ctx.scope.clone(),
+        },
+        &visit,
+    );
     let mut files = found.into_inner().unwrap_or_default();
     match sort {
         Sort::Path => files.sort_by(|a, b| a.0.cmp(&b.0)),
@@ -164,7 +172,12 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
         out.push('\n');
         let shown: Vec<(String, String)> = page
             .iter()
-            .map(|(p, st)| (ws.display(p), crate::tools::read::file_facts(p, st, now)))
+            .map(|(p, st)| {
+                (
+                    ws.display(p),
+                    crate::tools::read::file_facts(&ctx.scope, p, st, now),
+                )
+            })
             .collect();
         if sort == Sort::Path {
             let mut current: Option<String> = None;
@@ -210,6 +223,7 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
     Ok(ToolOutput {
         text: out,
         is_error: false,
+        approval: None,
     })
 }
 

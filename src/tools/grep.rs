@@ -132,7 +132,7 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
         paths
     };
     for raw in &raw_paths {
-        let (p, sel, _) = selector::split(raw, |p| fs::exists(&ws.resolve(p)));
+        let (p, sel, _) = selector::split(raw, |p| fs::exists(&ctx.scope, &ws.resolve(p)));
         let spans = match sel {
             Selector::Whole => None,
             Selector::Lines(r) => Some(r),
@@ -148,7 +148,7 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
             }
         };
         let path = ws.resolve(&p);
-        if !fs::exists(&path) {
+        if !fs::exists(&ctx.scope, &path) {
             return Ok(ToolOutput::error(format!(
                 "grep: {}: no such file or folder. Nothing was searched.\nhint: grep without paths searches the project",
                 ws.display(&path)
@@ -159,7 +159,11 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
     let opts = Options {
         pattern,
         targets,
-        walk: WalkOptions { no_ignore, globs },
+        walk: WalkOptions {
+            no_ignore,
+            globs,
+            scope: ctx.scope.clone(),
+        },
         before,
         after,
         mode,
@@ -206,8 +210,9 @@ fn find_matches(
             return true;
         }
         searched.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let m =
-            SEARCHER.with(|s| search::search_file(&mut s.borrow_mut(), &opts.pattern, path, keep));
+        let m = SEARCHER.with(|s| {
+            search::search_file(&mut s.borrow_mut(), &walk.scope, &opts.pattern, path, keep)
+        });
         if (m.count > 0 || m.error.is_some())
             && let Ok(mut r) = results.lock()
         {
@@ -335,6 +340,7 @@ fn grep(opts: &Options, ctx: &Ctx, notes: Vec<String>) -> ToolOutput {
         return ToolOutput {
             text: with_notes(out, &notes, opts),
             is_error: false,
+            approval: None,
         };
     }
     out.push_str(&format!(
@@ -371,6 +377,7 @@ fn grep(opts: &Options, ctx: &Ctx, notes: Vec<String>) -> ToolOutput {
     ToolOutput {
         text: with_notes(out, &notes, opts),
         is_error: false,
+        approval: None,
     }
 }
 
@@ -417,6 +424,7 @@ struct PageFile {
 }
 
 fn load(
+    scope: &fs::Scope,
     path: &Path,
     shown: String,
     m: &search::FileMatches,
@@ -435,10 +443,10 @@ fn load(
         total: m.count,
         error: m.error.clone(),
     };
-    let before = fs::stat(path).ok();
-    match fs::read_file(path, TEXT_LIMIT) {
+    let before = fs::stat(scope, path).ok();
+    match fs::read_file(scope, path, TEXT_LIMIT) {
         Ok(f) => {
-            let after = fs::stat(path).ok();
+            let after = fs::stat(scope, path).ok();
             let steady = matches!((&before, &after), (Some(a), Some(b)) if a.size == b.size && a.modified == b.modified && b.size == f.stat.size);
             pf.tag = Some(Tag::of(&f.bytes));
             pf.text = Some(Arc::new(Text::decode(&f.bytes)));
@@ -448,7 +456,7 @@ fn load(
             // Big files: the matching lines only, as non-anchor rows.
             let wanted: BTreeSet<usize> = pf.matches.iter().copied().collect();
             let mut lines = BTreeMap::new();
-            if let Ok(file) = fs::open_regular(path) {
+            if let Ok(file) = fs::open_regular(scope, path) {
                 let mut searcher = search::searcher();
                 let sink = grep_searcher::sinks::Lossy(|n: u64, line: &str| {
                     let n = n as usize;
@@ -486,7 +494,7 @@ fn content(out: &mut String, found: &Found, opts: &Options, ctx: &Ctx) {
         .iter()
         .skip(opts.skip)
         .take(PAGE_FILES)
-        .map(|(p, m)| load(p, ws.display(p), m, cap, opts))
+        .map(|(p, m)| load(&ctx.scope, p, ws.display(p), m, cap, opts))
         .collect();
 
     // Context budget: definitions first, then file order.
@@ -633,6 +641,7 @@ fn ignored_hint(opts: &Options, searched: Option<&HashSet<PathBuf>>, ctx: &Ctx) 
         return String::new();
     };
     let walk = WalkOptions {
+        scope: opts.walk.scope.clone(),
         no_ignore: true,
         globs: opts.walk.globs.clone(),
     };

@@ -71,7 +71,7 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
         ));
     }
 
-    let old = match fs::stat(&path) {
+    let old = match fs::stat(&ctx.scope, &path) {
         Ok(st) => match st.kind {
             Kind::Dir => {
                 return Ok(fail(
@@ -85,7 +85,7 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
                     "write to a regular file",
                 ));
             }
-            Kind::File => match fs::read_file(&path, TEXT_LIMIT) {
+            Kind::File => match fs::read_file(&ctx.scope, &path, TEXT_LIMIT) {
                 Ok(f) => Some(f.bytes),
                 Err(e) => return Ok(fail(e.to_string(), "check the path and its permissions")),
             },
@@ -146,18 +146,36 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
         }
     }
 
-    let written = match fs::write_atomic(&path, &bytes) {
-        Ok(w) => w,
-        Err(e) => {
-            let hint = match e {
-                FsError::Hardlinked(_) => {
-                    "nib does not write hardlinked files; copy it first, or unlink the other names"
-                }
-                _ => "check the path and its permissions",
-            };
-            return Ok(fail(e.to_string(), hint));
-        }
+    let fs_failure = |e: FsError| {
+        let hint = match e {
+            FsError::Hardlinked(_) => {
+                "nib does not write hardlinked files; copy it first, or unlink the other names"
+            }
+            FsError::OutsideRoots => "write inside the project's roots",
+            FsError::Symlink => "write the file the link points to, by its own path",
+            _ => "check the path and its permissions",
+        };
+        fail(e.to_string(), hint)
     };
+    let target = match ctx.write_target(&path) {
+        Ok(t) => t,
+        Err(super::TargetError::NeedsApproval(req)) => return Ok(ToolOutput::needs_approval(req)),
+        Err(super::TargetError::Fs(e)) => return Ok(fs_failure(e)),
+    };
+    let written = if target.old.is_some() {
+        Written::Replaced
+    } else {
+        Written::Created
+    };
+    let step = crate::edit::journal::Step::Place {
+        target,
+        bytes: bytes.clone(),
+        like: None,
+    };
+    if let Err(e) = crate::edit::journal::commit_all(&ctx.config.state_dir, vec![step], None) {
+        return Ok(fail(e.message, "check the path and its permissions"));
+    }
+    ctx.consume_approvals([path.as_path()]);
 
     let tag = Tag::of(&bytes);
     let new_text = Arc::new(Text::decode(&bytes));
@@ -191,6 +209,7 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
     Ok(ToolOutput {
         text: out,
         is_error: false,
+        approval: None,
     })
 }
 

@@ -123,6 +123,7 @@ pub fn read_paths(
     ToolOutput {
         text: output::render(&blocks, &notes),
         is_error,
+        approval: None,
     }
 }
 
@@ -135,7 +136,7 @@ fn read_one(
 ) -> Block {
     let ws = ctx.workspace;
     let (path_arg, selector, mut sel_notes) = selector::split(arg, |p| {
-        fs::stat(&ws.resolve(if p.is_empty() { "." } else { p })).is_ok()
+        fs::stat(&ctx.scope, &ws.resolve(if p.is_empty() { "." } else { p })).is_ok()
     });
     notes.append(&mut sel_notes);
     let path = ws.resolve(&path_arg);
@@ -170,9 +171,9 @@ fn read_one(
             return not_yet(&format!("\"@{rev}\" (a git revision)"), "git revisions");
         }
     };
-    let stat = match fs::stat(&path) {
+    let stat = match fs::stat(&ctx.scope, &path) {
         Ok(s) => s,
-        Err(e) => return missing(&path, &shown, &e),
+        Err(e) => return missing(&ctx.scope, &path, &shown, &e),
     };
     match stat.kind {
         Kind::Dir => {
@@ -181,7 +182,7 @@ fn read_one(
                     "{shown} is a folder; a line selector needs a file. Nothing was read.\nhint: read {shown} to list it"
                 ));
             }
-            return listing(&path, &shown, opts, now);
+            return listing(&ctx.scope, &path, &shown, opts, now);
         }
         Kind::Special(kind) => {
             return Block::failure(format!(
@@ -197,9 +198,9 @@ fn read_one(
             human::size(stat.size)
         ));
     }
-    let file = match fs::read_file(&path, TEXT_LIMIT) {
+    let file = match fs::read_file(&ctx.scope, &path, TEXT_LIMIT) {
         Ok(f) => f,
-        Err(e) => return missing(&path, &shown, &e),
+        Err(e) => return missing(&ctx.scope, &path, &shown, &e),
     };
     let head = &file.bytes[..file.bytes.len().min(8192)];
     if let Some(kind) = filekind::binary_kind(&path, head) {
@@ -429,7 +430,7 @@ fn refuse_binary(shown: &str, kind: &str, size: u64) -> Block {
     ))
 }
 
-fn missing(path: &Path, shown: &str, e: &FsError) -> Block {
+fn missing(scope: &fs::Scope, path: &Path, shown: &str, e: &FsError) -> Block {
     let mut msg = format!("{shown}: {e}. Nothing was read.");
     if matches!(e, FsError::NotFound) {
         let parent = path.parent().unwrap_or(path);
@@ -437,7 +438,7 @@ fn missing(path: &Path, shown: &str, e: &FsError) -> Block {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let near = fs::list_dir(parent)
+        let near = fs::list_dir(scope, parent)
             .map(|entries| {
                 let names: Vec<String> = entries.into_iter().map(|e| e.name).collect();
                 human::similar(&name, names.iter().map(String::as_str))
@@ -452,8 +453,14 @@ fn missing(path: &Path, shown: &str, e: &FsError) -> Block {
     Block::failure(msg)
 }
 
-fn listing(path: &Path, shown: &str, opts: ReadOptions, now: SystemTime) -> Block {
-    let mut entries = match fs::list_dir(path) {
+fn listing(
+    scope: &fs::Scope,
+    path: &Path,
+    shown: &str,
+    opts: ReadOptions,
+    now: SystemTime,
+) -> Block {
+    let mut entries = match fs::list_dir(scope, path) {
         Ok(e) => e,
         Err(e) => return Block::failure(format!("{shown}: {e}. Nothing was read.")),
     };
@@ -493,11 +500,13 @@ fn listing(path: &Path, shown: &str, opts: ReadOptions, now: SystemTime) -> Bloc
                 if e.name == ".git" {
                     format!("{name}/")
                 } else {
-                    let n = fs::list_dir(&e.path).map(|v| v.len()).unwrap_or(0);
+                    let n = fs::list_dir(scope, &e.path).map(|v| v.len()).unwrap_or(0);
                     format!("{name}/ ({n} entr{})", if n == 1 { "y" } else { "ies" })
                 }
             }
-            Some(s) if s.kind == Kind::File => format!("{name} ({})", file_facts(&e.path, s, now)),
+            Some(s) if s.kind == Kind::File => {
+                format!("{name} ({})", file_facts(scope, &e.path, s, now))
+            }
             Some(s) => match s.kind {
                 Kind::Special(k) => format!("{name} ({k})"),
                 _ => name,
@@ -520,13 +529,13 @@ fn listing(path: &Path, shown: &str, opts: ReadOptions, now: SystemTime) -> Bloc
 }
 
 /// `120 lines, 4.1 KiB, 3m ago` or `PNG image, 12.0 KiB, 40d ago`.
-pub fn file_facts(path: &Path, stat: &fs::Stat, now: SystemTime) -> String {
+pub fn file_facts(scope: &fs::Scope, path: &Path, stat: &fs::Stat, now: SystemTime) -> String {
     let age = human::age(stat.modified, now);
     let size = human::size(stat.size);
     if stat.size > 1024 * 1024 {
         return format!("{size}, {age}");
     }
-    match fs::read_file(path, 1024 * 1024) {
+    match fs::read_file(scope, path, 1024 * 1024) {
         Ok(f) => {
             let head = &f.bytes[..f.bytes.len().min(8192)];
             if let Some(kind) = filekind::binary_kind(path, head) {

@@ -1,0 +1,812 @@
+//! The one module through which the broker touches files.
+//!
+//! Every tool stats, reads, lists and writes through these functions, under a
+//! [`Scope`] the server builds for each call:
+//!
+//! First, [`Scope::Open`] (the default, as in the original): no restriction
+//! beyond the operating system's. Second, [`Scope::Confirm`]
+//! (`NIB_CONFIRM_OUTSIDE_ROOTS=1`): reads are open; a write whose folder does
+//! not resolve beneath a root is marked [`Approval::OutsideRoots`] and happens
+//! only after the user approves it, through the folder fd opened before
+//! asking. Third, [`Scope::Sandbox`] (`NIB_SANDBOX=1`): every path, reads
+//! included, must resolve beneath a root, as the kernel decides
+//! ([`beneath`]); symlinks that lead out and magic links are refused, writes do
+//! not follow a symlink at the target, and writes to files that make code run
+//! are marked [`Approval::RunsCode`].
+//!
+//! Everywhere: special files (FIFOs, sockets, devices) are refused without
+//! blocking (opened non-blocking, judged by fstat); writes create a temp file
+//! in the target's folder fd, fsync it and rename it within that fd, keeping
+//! the replaced file's mode and owner; a hardlinked target is refused; deletes
+//! go to the freedesktop trash by renaming from the folder fd ([`trash`]).
+
+pub mod beneath;
+mod trash;
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+
+pub use beneath::Root;
+
+/// What went wrong touching a path. Messages say what happened; callers add the next step.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FsError {
+    /// Nothing exists at the path.
+    #[error("no such file or folder")]
+    NotFound,
+    /// A folder where a file was needed.
+    #[error("is a folder, not a file")]
+    IsDirectory,
+    /// A FIFO, socket or device.
+    #[error("is a {0}, not a regular file")]
+    Special(&'static str),
+    /// Larger than the caller's limit.
+    #[error("is {size} bytes, over the {limit}-byte limit")]
+    TooLarge {
+        /// The file's size.
+        size: u64,
+        /// The limit that applied.
+        limit: u64,
+    },
+    /// The target has other hard links, which a rename would silently detach.
+    #[error("has {0} hard links; writing would detach it from the others")]
+    Hardlinked(u64),
+    /// A parent of the path is a file.
+    #[error("a parent of the path is not a folder")]
+    NotADirectory,
+    /// The operating system refused.
+    #[error("permission denied")]
+    PermissionDenied,
+    /// The path leads out of every root (NIB_SANDBOX=1).
+    #[error(
+        "is outside the roots (NIB_SANDBOX=1 keeps every tool inside them; symlinks and `..` that lead out are refused)"
+    )]
+    OutsideRoots,
+    /// A symlink where a write needs a file (NIB_SANDBOX=1).
+    #[error("is a symbolic link; under NIB_SANDBOX=1 nib writes files, not through links")]
+    Symlink,
+    /// Any other I/O failure.
+    #[error("{0}")]
+    Io(std::io::Error),
+}
+
+impl From<std::io::Error> for FsError {
+    fn from(e: std::io::Error) -> FsError {
+        match e.kind() {
+            std::io::ErrorKind::NotFound => FsError::NotFound,
+            std::io::ErrorKind::PermissionDenied => FsError::PermissionDenied,
+            std::io::ErrorKind::IsADirectory => FsError::IsDirectory,
+            std::io::ErrorKind::NotADirectory => FsError::NotADirectory,
+            _ => FsError::Io(e),
+        }
+    }
+}
+
+impl From<rustix::io::Errno> for FsError {
+    fn from(e: rustix::io::Errno) -> FsError {
+        std::io::Error::from(e).into()
+    }
+}
+
+impl From<beneath::Miss> for FsError {
+    fn from(m: beneath::Miss) -> FsError {
+        match m {
+            beneath::Miss::Outside => FsError::OutsideRoots,
+            beneath::Miss::Failed(e) => e.into(),
+        }
+    }
+}
+
+/// How paths are resolved for one call (see the module doc, in order).
+#[derive(Clone, Debug)]
+pub enum Scope {
+    /// No restriction beyond the operating system's.
+    Open,
+    /// Reads open; writes outside the roots need approval.
+    Confirm(Arc<[Root]>),
+    /// Everything beneath the roots; writes to files that run code need approval.
+    Sandbox(Arc<[Root]>),
+}
+
+/// The kind of thing at a path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A regular file.
+    File,
+    /// A folder.
+    Dir,
+    /// Anything else; the name says what.
+    Special(&'static str),
+}
+
+/// Facts about a path (symlinks followed).
+#[derive(Clone, Debug)]
+pub struct Stat {
+    /// What it is.
+    pub kind: Kind,
+    /// Size in bytes.
+    pub size: u64,
+    /// Last modification.
+    pub modified: Option<SystemTime>,
+    /// Permission bits.
+    pub mode: u32,
+    /// Owner.
+    pub uid: u32,
+    /// Group.
+    pub gid: u32,
+    /// Hard link count.
+    pub nlink: u64,
+}
+
+fn kind_of(ft: FileType) -> Kind {
+    match ft {
+        FileType::RegularFile => Kind::File,
+        FileType::Directory => Kind::Dir,
+        FileType::Fifo => Kind::Special("FIFO"),
+        FileType::Socket => Kind::Special("socket"),
+        FileType::BlockDevice | FileType::CharacterDevice => Kind::Special("device"),
+        FileType::Symlink => Kind::Special("symbolic link"),
+        _ => Kind::Special("special file"),
+    }
+}
+
+fn stat_of(st: &rustix::fs::Stat) -> Stat {
+    let modified = (st.st_mtime >= 0).then(|| {
+        SystemTime::UNIX_EPOCH + Duration::new(st.st_mtime as u64, st.st_mtime_nsec as u32)
+    });
+    Stat {
+        kind: kind_of(FileType::from_raw_mode(st.st_mode)),
+        size: st.st_size.max(0) as u64,
+        modified,
+        mode: st.st_mode & 0o7777,
+        uid: st.st_uid,
+        gid: st.st_gid,
+        nlink: st.st_nlink,
+    }
+}
+
+fn fstat(fd: impl AsFd) -> Result<Stat, FsError> {
+    Ok(stat_of(&rustix::fs::fstat(fd)?))
+}
+
+/// Opens `path` under the scope. Reads are confined only by [`Scope::Sandbox`].
+fn open(scope: &Scope, path: &Path, flags: OFlags) -> Result<OwnedFd, FsError> {
+    match scope {
+        Scope::Sandbox(roots) => Ok(beneath::open(roots, path, flags, Mode::empty())?.0),
+        Scope::Open | Scope::Confirm(_) => {
+            if path.as_os_str().as_encoded_bytes().contains(&0) {
+                return Err(FsError::Io(std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    "the path contains a NUL byte",
+                )));
+            }
+            Ok(rustix::fs::open(
+                path,
+                flags | OFlags::CLOEXEC,
+                Mode::empty(),
+            )?)
+        }
+    }
+}
+
+/// Facts about the thing at `path`, following symlinks (within the roots under the sandbox).
+pub fn stat(scope: &Scope, path: &Path) -> Result<Stat, FsError> {
+    fstat(open(scope, path, OFlags::PATH)?)
+}
+
+/// Whether anything (a dangling link included) is at `path`.
+pub fn exists(scope: &Scope, path: &Path) -> bool {
+    open(scope, path, OFlags::PATH | OFlags::NOFOLLOW).is_ok()
+}
+
+/// A file's bytes and the facts read with them (from the same open file).
+#[derive(Debug)]
+pub struct FileBytes {
+    /// The content.
+    pub bytes: Vec<u8>,
+    /// Facts from the open file.
+    pub stat: Stat,
+}
+
+/// Opens a regular file for reading without blocking: a FIFO or device is
+/// refused by the fstat that follows the open.
+pub fn open_regular(scope: &Scope, path: &Path) -> Result<File, FsError> {
+    let fd = open(
+        scope,
+        path,
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY,
+    )?;
+    match fstat(&fd)?.kind {
+        Kind::File => Ok(File::from(fd)),
+        Kind::Dir => Err(FsError::IsDirectory),
+        Kind::Special(s) => Err(FsError::Special(s)),
+    }
+}
+
+/// Reads a regular file of at most `limit` bytes.
+pub fn read_file(scope: &Scope, path: &Path, limit: u64) -> Result<FileBytes, FsError> {
+    let mut file = open_regular(scope, path)?;
+    let st = fstat(&file)?;
+    if st.size > limit {
+        return Err(FsError::TooLarge {
+            size: st.size,
+            limit,
+        });
+    }
+    let mut bytes = Vec::with_capacity(st.size as usize);
+    // Read one byte past the limit to notice a file that grew after the stat.
+    Read::by_ref(&mut file)
+        .take(limit + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(FsError::TooLarge {
+            size: bytes.len() as u64,
+            limit,
+        });
+    }
+    Ok(FileBytes { bytes, stat: st })
+}
+
+/// One entry of a folder listing.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    /// The entry's name within its folder.
+    pub name: String,
+    /// Its full path.
+    pub path: PathBuf,
+    /// Facts (symlinks followed, within the roots under the sandbox); `None`
+    /// for a dangling link or one that leads out.
+    pub stat: Option<Stat>,
+}
+
+/// Lists a folder's entries, unsorted.
+pub fn list_dir(scope: &Scope, path: &Path) -> Result<Vec<Entry>, FsError> {
+    let dir = open(scope, path, OFlags::RDONLY | OFlags::DIRECTORY)?;
+    let mut out = Vec::new();
+    for entry in rustix::fs::Dir::read_from(&dir)? {
+        let entry = entry?;
+        let name_bytes = entry.file_name().to_bytes();
+        if name_bytes == b"." || name_bytes == b".." {
+            continue;
+        }
+        let name = String::from_utf8_lossy(name_bytes).into_owned();
+        let os_name = std::ffi::OsStr::from_encoded_bytes_checked(name_bytes);
+        let full = path.join(os_name);
+        let stat = match scope {
+            Scope::Sandbox(_) => {
+                // A link is followed only where it stays beneath the roots.
+                let own =
+                    rustix::fs::statat(&dir, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW).ok();
+                match own.map(|s| stat_of(&s)) {
+                    Some(s) if s.kind == Kind::Special("symbolic link") => stat(scope, &full).ok(),
+                    other => other,
+                }
+            }
+            _ => rustix::fs::statat(&dir, entry.file_name(), AtFlags::empty())
+                .ok()
+                .map(|s| stat_of(&s)),
+        };
+        out.push(Entry {
+            name,
+            path: full,
+            stat,
+        });
+    }
+    Ok(out)
+}
+
+/// `OsStr` from raw bytes (Unix: any bytes are a valid name).
+trait FromBytes {
+    fn from_encoded_bytes_checked(b: &[u8]) -> &std::ffi::OsStr;
+}
+
+impl FromBytes for std::ffi::OsStr {
+    fn from_encoded_bytes_checked(b: &[u8]) -> &std::ffi::OsStr {
+        use std::os::unix::ffi::OsStrExt;
+        std::ffi::OsStr::from_bytes(b)
+    }
+}
+
+/// The canonical path, used only as a file's identity in remembered state
+/// (never to decide access).
+pub fn canonical(path: &Path) -> Result<PathBuf, FsError> {
+    Ok(std::fs::canonicalize(path)?)
+}
+
+/// Why a person must approve a write before it happens.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Approval {
+    /// The target is outside the roots (`NIB_CONFIRM_OUTSIDE_ROOTS=1`).
+    OutsideRoots,
+    /// The target makes code run (`.git/hooks/`, `.git/config`, `nib.json`,
+    /// `.mcp.json`, `.claude/settings*.json`) and the sandbox is on.
+    RunsCode,
+}
+
+/// A write's destination: its folder, opened once, and the name in it.
+#[derive(Clone, Debug)]
+pub struct WriteTarget {
+    parent: Arc<OwnedFd>,
+    name: OsString,
+    /// The path as named (a symlink's destination under the open scope).
+    pub path: PathBuf,
+    /// The file there now, if any.
+    pub old: Option<Stat>,
+    /// Why the write needs approval, if it does.
+    pub approval: Option<Approval>,
+}
+
+/// Re-checks a target resolved earlier (an approved one) through its folder fd.
+pub fn refresh(target: &WriteTarget) -> Result<WriteTarget, FsError> {
+    let old = match rustix::fs::statat(&*target.parent, &target.name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) => Some(stat_of(&st)),
+        Err(rustix::io::Errno::NOENT) => None,
+        Err(e) => return Err(e.into()),
+    };
+    if let Some(old) = &old {
+        match old.kind {
+            Kind::File => {}
+            Kind::Dir => return Err(FsError::IsDirectory),
+            Kind::Special("symbolic link") => return Err(FsError::Symlink),
+            Kind::Special(s) => return Err(FsError::Special(s)),
+        }
+        if old.nlink > 1 {
+            return Err(FsError::Hardlinked(old.nlink));
+        }
+    }
+    Ok(WriteTarget {
+        old,
+        ..target.clone()
+    })
+}
+
+/// Where a write target really is: its folder as the kernel holds it, and its
+/// name, with control characters escaped (what a person is asked to approve).
+pub fn describe(target: &WriteTarget) -> String {
+    let place = fd_path(&*target.parent)
+        .map(|p| p.join(&target.name))
+        .unwrap_or_else(|| target.path.clone());
+    crate::workspace::escape_control(&place.to_string_lossy())
+}
+
+/// The folder path the kernel holds for an fd (for pattern checks and messages).
+fn fd_path(fd: impl AsFd) -> Option<PathBuf> {
+    use std::os::fd::AsRawFd;
+    std::fs::read_link(format!("/proc/self/fd/{}", fd.as_fd().as_raw_fd())).ok()
+}
+
+/// Whether a path relative to its root names a file that makes code run.
+fn runs_code(rel: &Path) -> bool {
+    let parts: Vec<String> = rel
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(s) => Some(s.to_string_lossy().into_owned()),
+            _ => None,
+        })
+        .collect();
+    let p: Vec<&str> = parts.iter().map(String::as_str).collect();
+    matches!(
+        p.as_slice(),
+        [".git", "hooks", ..] | [".git", "config"] | ["nib.json"] | [".mcp.json"]
+    ) || matches!(p.as_slice(), [".claude", name] if name.starts_with("settings") && name.ends_with(".json"))
+}
+
+/// Resolves where a write to `path` goes, creating missing folders, and
+/// checks the file there (a folder, a special file or a hardlinked file is
+/// refused; under the sandbox a symlink is refused too).
+pub fn write_target(scope: &Scope, path: &Path) -> Result<WriteTarget, FsError> {
+    let (parent, name, approval, path) = match scope {
+        Scope::Sandbox(roots) => {
+            let (fd, i, name) = beneath::open_parent_creating(roots, path)?;
+            let rel = fd_path(&fd)
+                .and_then(|real| {
+                    real.strip_prefix(&roots[i].path)
+                        .ok()
+                        .map(|r| r.join(&name))
+                })
+                .unwrap_or_else(|| beneath::relative(&roots[i].path, path));
+            let approval = runs_code(&rel).then_some(Approval::RunsCode);
+            (fd, name, approval, path.to_path_buf())
+        }
+        Scope::Confirm(roots) => match beneath::open_parent_creating(roots, path) {
+            Ok((fd, _, name)) => (fd, name, None, path.to_path_buf()),
+            Err(beneath::Miss::Outside) => {
+                let (fd, name, real) = open_parent_by_path(path)?;
+                (fd, name, Some(Approval::OutsideRoots), real)
+            }
+            Err(e) => return Err(e.into()),
+        },
+        Scope::Open => {
+            let (fd, name, real) = open_parent_by_path(path)?;
+            (fd, name, None, real)
+        }
+    };
+    let old = match rustix::fs::statat(&parent, &name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) => Some(stat_of(&st)),
+        Err(rustix::io::Errno::NOENT) => None,
+        Err(e) => return Err(e.into()),
+    };
+    if let Some(old) = &old {
+        match old.kind {
+            Kind::File => {}
+            Kind::Dir => return Err(FsError::IsDirectory),
+            Kind::Special("symbolic link") => return Err(FsError::Symlink),
+            Kind::Special(s) => return Err(FsError::Special(s)),
+        }
+        if old.nlink > 1 {
+            return Err(FsError::Hardlinked(old.nlink));
+        }
+    }
+    Ok(WriteTarget {
+        parent: Arc::new(parent),
+        name,
+        path,
+        old,
+        approval,
+    })
+}
+
+/// Without roots: follow a symlink at the target (as an editor would), create
+/// missing folders, open the folder.
+fn open_parent_by_path(path: &Path) -> Result<(OwnedFd, OsString, PathBuf), FsError> {
+    let real = match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => match std::fs::canonicalize(path) {
+            Ok(p) => p,
+            Err(_) => return Err(FsError::Special("dangling symbolic link")),
+        },
+        _ => path.to_path_buf(),
+    };
+    let name = real.file_name().ok_or(FsError::IsDirectory)?.to_os_string();
+    let parent = real.parent().ok_or(FsError::IsDirectory)?;
+    if parent.as_os_str().as_encoded_bytes().contains(&0) || name.as_encoded_bytes().contains(&0) {
+        return Err(FsError::Io(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "the path contains a NUL byte",
+        )));
+    }
+    std::fs::create_dir_all(parent)?;
+    let fd = rustix::fs::open(
+        parent,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    Ok((fd, name, real))
+}
+
+/// What a write did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Written {
+    /// The file did not exist before.
+    Created,
+    /// An existing file was replaced.
+    Replaced,
+}
+
+/// New content written and fsynced beside its target, not yet in place.
+#[derive(Debug)]
+pub struct Prepared {
+    target: WriteTarget,
+    tmp_name: OsString,
+    /// The temp file's path (for the journal).
+    pub tmp_path: PathBuf,
+}
+
+impl Prepared {
+    /// The target path (for the journal).
+    pub fn target_path(&self) -> &Path {
+        &self.target.path
+    }
+}
+
+/// The temp file name a prepared write with `id` uses: hidden, unique.
+fn temp_name(name: &std::ffi::OsStr, id: &str) -> OsString {
+    let mut t = OsString::from(".");
+    t.push(name);
+    t.push(format!(".nib-{id}.tmp"));
+    t
+}
+
+/// The temp path [`prepare`] will use for `target` with `id` (for the journal).
+pub fn temp_path(target: &WriteTarget, id: &str) -> PathBuf {
+    target
+        .path
+        .parent()
+        .unwrap_or(Path::new("/"))
+        .join(temp_name(&target.name, id))
+}
+
+/// Writes `bytes` to a temp file in the target's folder, with the mode and
+/// owner of `like` (else of the file it replaces, else 0644 less the umask),
+/// and fsyncs it.
+pub fn prepare(
+    target: &WriteTarget,
+    bytes: &[u8],
+    like: Option<&Stat>,
+    id: &str,
+) -> Result<Prepared, FsError> {
+    let tmp_name = temp_name(&target.name, id);
+    let fd = rustix::fs::openat(
+        &*target.parent,
+        &tmp_name,
+        OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o644),
+    )?;
+    let mut file = File::from(fd);
+    let result = (|| -> Result<(), FsError> {
+        file.write_all(bytes)?;
+        if let Some(st) = like.or(target.old.as_ref()) {
+            file.set_permissions(std::fs::Permissions::from_mode(st.mode & 0o7777))?;
+            // Keeping the owner needs privilege; without it the writer owns the file.
+            let _ = std::os::unix::fs::fchown(&file, Some(st.uid), Some(st.gid));
+        }
+        file.sync_all()?;
+        Ok(())
+    })();
+    if let Err(e) = result {
+        let _ = rustix::fs::unlinkat(&*target.parent, &tmp_name, AtFlags::empty());
+        return Err(e);
+    }
+    let tmp_path = temp_path(target, id);
+    Ok(Prepared {
+        target: target.clone(),
+        tmp_name,
+        tmp_path,
+    })
+}
+
+fn sync_dir(parent: &OwnedFd) {
+    if let Ok(d) = rustix::fs::openat(
+        parent,
+        ".",
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) {
+        let _ = rustix::fs::fsync(d);
+    }
+}
+
+/// Renames a prepared temp file over its target within the folder fd, and
+/// fsyncs the folder.
+pub fn commit(p: &Prepared) -> Result<(), FsError> {
+    let parent = &*p.target.parent;
+    rustix::fs::renameat(parent, &p.tmp_name, parent, &p.target.name)?;
+    sync_dir(parent);
+    Ok(())
+}
+
+/// Removes a prepared temp file that will not be committed.
+pub fn discard(p: &Prepared) {
+    let _ = rustix::fs::unlinkat(&*p.target.parent, &p.tmp_name, AtFlags::empty());
+}
+
+/// Writes `bytes` to `path` atomically under the scope (no approval flow:
+/// callers that need one use [`write_target`]).
+pub fn write_atomic(scope: &Scope, path: &Path, bytes: &[u8]) -> Result<Written, FsError> {
+    let target = write_target(scope, path)?;
+    let p = prepare(&target, bytes, None, &unique_id())?;
+    if let Err(e) = commit(&p) {
+        discard(&p);
+        return Err(e);
+    }
+    Ok(if target.old.is_some() {
+        Written::Replaced
+    } else {
+        Written::Created
+    })
+}
+
+/// Removes the file at a target (the source of a move).
+pub fn remove(target: &WriteTarget) -> Result<(), FsError> {
+    Ok(rustix::fs::unlinkat(
+        &*target.parent,
+        &target.name,
+        AtFlags::empty(),
+    )?)
+}
+
+/// Moves the file at a target to the user's trash.
+pub fn trash(target: &WriteTarget) -> Result<(), FsError> {
+    trash::move_to_trash(&target.parent, &target.name, &target.path)
+}
+
+/// An id unique to this process and call, for temp and journal names.
+pub fn unique_id() -> String {
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let nanos = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!("{}-{nanos:x}-{n}", std::process::id())
+}
+
+// State files: nib's own folder (the journal), trusted paths, no scope.
+
+/// Opens (creating) a lock file and takes an exclusive lock without waiting.
+/// `None` when another process holds it.
+pub fn try_lock(path: &Path) -> Result<Option<File>, FsError> {
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)?;
+    match f.try_lock() {
+        Ok(()) => Ok(Some(f)),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+        Err(std::fs::TryLockError::Error(e)) => Err(e.into()),
+    }
+}
+
+/// Creates a folder and its parents (state folders).
+pub fn create_dir_all(path: &Path) -> Result<(), FsError> {
+    Ok(std::fs::create_dir_all(path)?)
+}
+
+/// Reads a small state file whole.
+pub fn read_small(path: &Path) -> Result<Vec<u8>, FsError> {
+    Ok(read_file(&Scope::Open, path, 16 * 1024 * 1024)?.bytes)
+}
+
+/// Recovery of an interrupted commit, by path: rename `tmp` over `target` if
+/// `tmp` is still there.
+pub fn recover_place(tmp: &Path, target: &Path) -> Result<(), FsError> {
+    if std::fs::symlink_metadata(tmp).is_ok() {
+        std::fs::rename(tmp, target)?;
+    }
+    Ok(())
+}
+
+/// Recovery: remove a file if it is still there.
+pub fn recover_remove(path: &Path) -> Result<(), FsError> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Recovery: trash a file if it is still there.
+pub fn recover_trash(path: &Path) -> Result<(), FsError> {
+    if std::fs::symlink_metadata(path).is_err() {
+        return Ok(());
+    }
+    trash(&write_target(&Scope::Open, path)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OPEN: Scope = Scope::Open;
+
+    #[test]
+    fn write_keeps_mode_and_replaces_atomically() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.sh");
+        std::fs::write(&p, "old").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o750)).unwrap();
+        assert_eq!(write_atomic(&OPEN, &p, b"new").unwrap(), Written::Replaced);
+        assert_eq!(std::fs::read(&p).unwrap(), b"new");
+        assert_eq!(
+            std::fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+            0o750
+        );
+        let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(leftovers.len(), 1, "no temp file is left behind");
+    }
+
+    #[test]
+    fn write_creates_parents() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x/y/z.txt");
+        assert_eq!(write_atomic(&OPEN, &p, b"hi").unwrap(), Written::Created);
+        assert_eq!(std::fs::read(&p).unwrap(), b"hi");
+    }
+
+    #[test]
+    fn hardlinked_target_is_refused_and_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a");
+        std::fs::write(&p, "keep").unwrap();
+        std::fs::hard_link(&p, dir.path().join("b")).unwrap();
+        assert!(matches!(
+            write_atomic(&OPEN, &p, b"x"),
+            Err(FsError::Hardlinked(2))
+        ));
+        assert_eq!(std::fs::read(dir.path().join("b")).unwrap(), b"keep");
+    }
+
+    #[test]
+    fn fifo_is_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("fifo");
+        let status = std::process::Command::new("mkfifo")
+            .arg(&p)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        assert!(matches!(
+            read_file(&OPEN, &p, 1 << 20),
+            Err(FsError::Special("FIFO"))
+        ));
+        assert!(matches!(
+            write_atomic(&OPEN, &p, b"x"),
+            Err(FsError::Special("FIFO"))
+        ));
+    }
+
+    #[test]
+    fn read_limit_is_enforced() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("big");
+        std::fs::write(&p, vec![b'a'; 100]).unwrap();
+        assert!(matches!(
+            read_file(&OPEN, &p, 99),
+            Err(FsError::TooLarge { size: 100, .. })
+        ));
+        assert_eq!(read_file(&OPEN, &p, 100).unwrap().bytes.len(), 100);
+    }
+
+    #[test]
+    fn files_that_run_code_are_recognised() {
+        for p in [
+            ".git/hooks/pre-commit",
+            ".git/config",
+            "nib.json",
+            ".mcp.json",
+            ".claude/settings.local.json",
+        ] {
+            assert!(runs_code(Path::new(p)), "{p}");
+        }
+        for p in ["src/nib.json", ".git/HEAD", ".claude/notes.md", "config"] {
+            assert!(!runs_code(Path::new(p)), "{p}");
+        }
+    }
+
+    #[test]
+    fn sandbox_writes_stay_beneath_the_root() {
+        let outside = tempfile::tempdir().unwrap();
+        let rootdir = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), rootdir.path().join("out")).unwrap();
+        std::os::unix::fs::symlink(
+            outside.path().join("new.txt"),
+            rootdir.path().join("dangling"),
+        )
+        .unwrap();
+        let scope = Scope::Sandbox(Arc::from(vec![Root::open(rootdir.path()).unwrap()]));
+        let root = std::fs::canonicalize(rootdir.path()).unwrap();
+        assert!(matches!(
+            write_atomic(&scope, &root.join("out/x.txt"), b"x"),
+            Err(FsError::OutsideRoots)
+        ));
+        assert!(matches!(
+            write_atomic(&scope, &root.join("dangling"), b"x"),
+            Err(FsError::Symlink)
+        ));
+        assert!(matches!(
+            write_atomic(&scope, &root.join("../escape.txt"), b"x"),
+            Err(FsError::OutsideRoots)
+        ));
+        assert_eq!(
+            std::fs::read_dir(outside.path()).unwrap().count(),
+            0,
+            "nothing appeared outside"
+        );
+        assert_eq!(
+            write_atomic(&scope, &root.join("in/side.txt"), b"ok").unwrap(),
+            Written::Created
+        );
+        let t = write_target(&scope, &root.join(".git/hooks/pre-commit")).unwrap();
+        assert_eq!(t.approval, Some(Approval::RunsCode));
+    }
+}

@@ -1,0 +1,199 @@
+//! The user's freedesktop trash (`$XDG_DATA_HOME/Trash`, else
+//! `~/.local/share/Trash`): a file is moved there by `renameat` from the folder
+//! fd it was resolved through, so swapping a parent folder for a symlink after
+//! the checks cannot make nib trash a file elsewhere. Across filesystems the
+//! file is copied into the trash and then unlinked from its folder fd.
+//!
+//! The trash lives outside the roots by design: the broker trashes, a
+//! sandboxed worker never does. Restoring from it is the shell issue's `trash
+//! restore`; this file only puts files in.
+
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{AtFlags, Mode, OFlags};
+use rustix::io::Errno;
+
+use super::FsError;
+
+/// The home trash folder.
+pub fn trash_home() -> Result<PathBuf, FsError> {
+    if let Some(d) = std::env::var_os("XDG_DATA_HOME").filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(d).join("Trash"));
+    }
+    match std::env::var_os("HOME").filter(|d| !d.is_empty()) {
+        Some(h) => Ok(PathBuf::from(h).join(".local/share/Trash")),
+        None => Err(FsError::Io(std::io::Error::other(
+            "neither XDG_DATA_HOME nor HOME is set, so there is no trash",
+        ))),
+    }
+}
+
+fn percent_encode(path: &Path) -> String {
+    let mut out = String::new();
+    for &b in path.as_os_str().as_bytes() {
+        if b.is_ascii_alphanumeric() || b"/-_.~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// `YYYY-MM-DDThh:mm:ss` (UTC) for `DeletionDate`.
+fn deletion_date() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    let (days, rem) = (secs.div_euclid(86400), secs.rem_euclid(86400));
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+fn candidate(name: &OsStr, k: usize) -> OsString {
+    if k == 0 {
+        return name.to_os_string();
+    }
+    let p = Path::new(name);
+    let stem = p.file_stem().unwrap_or(name);
+    let mut c = stem.to_os_string();
+    c.push(format!(".{k}"));
+    if let Some(ext) = p.extension() {
+        c.push(".");
+        c.push(ext);
+    }
+    c
+}
+
+/// Moves `name` in folder `parent` to the trash. `shown` is the path recorded
+/// in the `.trashinfo` file when the folder's own path cannot be read.
+pub fn move_to_trash(parent: &OwnedFd, name: &OsStr, shown: &Path) -> Result<(), FsError> {
+    let home = trash_home()?;
+    let files = home.join("files");
+    let info = home.join("info");
+    for d in [&files, &info] {
+        std::fs::create_dir_all(d)?;
+        let _ = std::fs::set_permissions(d, std::os::unix::fs::PermissionsExt::from_mode(0o700));
+    }
+    let original = super::fd_path(parent)
+        .map(|p| p.join(name))
+        .unwrap_or_else(|| shown.to_path_buf());
+    let files_fd = rustix::fs::open(
+        &files,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    let info_fd = rustix::fs::open(
+        &info,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    for k in 0..1000 {
+        let trash_name = candidate(name, k);
+        let mut info_name = trash_name.clone();
+        info_name.push(".trashinfo");
+        // The info file reserves the name (O_EXCL), as the specification asks.
+        let fd = match rustix::fs::openat(
+            &info_fd,
+            &info_name,
+            OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o600),
+        ) {
+            Ok(fd) => fd,
+            Err(Errno::EXIST) => continue,
+            Err(e) => return Err(e.into()),
+        };
+        if rustix::fs::statat(&files_fd, &trash_name, AtFlags::SYMLINK_NOFOLLOW).is_ok() {
+            let _ = rustix::fs::unlinkat(&info_fd, &info_name, AtFlags::empty());
+            continue;
+        }
+        let mut f = File::from(fd);
+        let body = format!(
+            "[Trash Info]\nPath={}\nDeletionDate={}\n",
+            percent_encode(&original),
+            deletion_date()
+        );
+        let moved = f
+            .write_all(body.as_bytes())
+            .map_err(FsError::from)
+            .and_then(|_| move_file(parent, name, &files_fd, &trash_name));
+        if let Err(e) = moved {
+            let _ = rustix::fs::unlinkat(&info_fd, &info_name, AtFlags::empty());
+            return Err(e);
+        }
+        return Ok(());
+    }
+    Err(FsError::Io(std::io::Error::other(
+        "no free name in the trash",
+    )))
+}
+
+fn move_file(
+    parent: &OwnedFd,
+    name: &OsStr,
+    files: &OwnedFd,
+    trash_name: &OsStr,
+) -> Result<(), FsError> {
+    match rustix::fs::renameat(parent, name, files, trash_name) {
+        Ok(()) => Ok(()),
+        Err(Errno::XDEV) => {
+            // Another filesystem: copy the file in, then unlink it from its folder.
+            let src = rustix::fs::openat(
+                parent,
+                name,
+                OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+                Mode::empty(),
+            )?;
+            if rustix::fs::fstat(&src)?.st_mode & 0o170000 != 0o100000 {
+                return Err(FsError::Special("non-regular file"));
+            }
+            let dst = rustix::fs::openat(
+                files,
+                trash_name,
+                OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY | OFlags::CLOEXEC,
+                Mode::from_raw_mode(0o600),
+            )?;
+            let (mut src, mut dst) = (File::from(src), File::from(dst));
+            std::io::copy(&mut src, &mut dst)?;
+            dst.sync_all()?;
+            rustix::fs::unlinkat(parent, name, AtFlags::empty())?;
+            Ok(())
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_and_names() {
+        let d = deletion_date();
+        assert_eq!(d.len(), 19, "{d}");
+        assert_eq!(&d[4..5], "-");
+        assert_eq!(candidate(OsStr::new("a.txt"), 0), OsString::from("a.txt"));
+        assert_eq!(candidate(OsStr::new("a.txt"), 2), OsString::from("a.2.txt"));
+        assert_eq!(percent_encode(Path::new("/a b/c%")), "/a%20b/c%25");
+    }
+}
