@@ -6,6 +6,7 @@
 mod common;
 
 mod cli;
+mod confine;
 mod edit;
 mod grep;
 mod patch_fixtures;

@@ -71,6 +71,11 @@ pub enum FsError {
         "is outside the roots (NIB_SANDBOX=1 keeps every tool inside them; symlinks and `..` that lead out are refused)"
     )]
     OutsideRoots,
+    /// A file with several names, read under the sandbox: another name may be outside.
+    #[error(
+        "has {0} hard links; under NIB_SANDBOX=1 nib reads only files it can tell are inside the roots, and another name of this one may be outside"
+    )]
+    HardlinkedRead(u64),
     /// A symlink where a write needs a file (NIB_SANDBOX=1).
     #[error("is a symbolic link; under NIB_SANDBOX=1 nib writes files, not through links")]
     Symlink,
@@ -225,7 +230,11 @@ pub fn open_regular(scope: &Scope, path: &Path) -> Result<File, FsError> {
         path,
         OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY,
     )?;
-    match fstat(&fd)?.kind {
+    let st = fstat(&fd)?;
+    match st.kind {
+        Kind::File if st.nlink > 1 && matches!(scope, Scope::Sandbox(_)) => {
+            Err(FsError::HardlinkedRead(st.nlink))
+        }
         Kind::File => Ok(File::from(fd)),
         Kind::Dir => Err(FsError::IsDirectory),
         Kind::Special(s) => Err(FsError::Special(s)),

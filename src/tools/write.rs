@@ -42,7 +42,7 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
     let shown = ws.display(&path);
     let fail = |what: String, hint: &str| {
         ToolOutput::error(format!(
-            "write {shown}: {what}. Nothing was written.\nhint: {hint}"
+            "write {shown}: {what}. Nothing was written.\nhint: {hint}\n"
         ))
     };
     let given_tag = match tag_arg.as_deref() {

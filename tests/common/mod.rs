@@ -37,10 +37,28 @@ pub enum Roots {
     Hang,
 }
 
+/// How the test client answers elicitation (approval) requests.
+#[derive(Clone)]
+pub enum Elicit {
+    /// The capability is not declared.
+    Undeclared,
+    /// Approve (after running the hook, if any: a test's race).
+    Accept(Option<Arc<dyn Fn() + Send + Sync>>),
+    /// Decline.
+    Decline,
+    /// Cancel.
+    Cancel,
+    /// Never answer.
+    Hang,
+}
+
 #[derive(Clone)]
 pub struct TestClient {
     pub roots: Roots,
     pub roots_calls: Arc<AtomicUsize>,
+    pub elicit: Elicit,
+    /// The messages of every elicitation received.
+    pub asked: Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl TestClient {
@@ -48,7 +66,20 @@ impl TestClient {
         TestClient {
             roots,
             roots_calls: Arc::new(AtomicUsize::new(0)),
+            elicit: Elicit::Undeclared,
+            asked: Arc::default(),
         }
+    }
+
+    pub fn eliciting(elicit: Elicit) -> TestClient {
+        TestClient {
+            elicit,
+            ..TestClient::new(Roots::Undeclared)
+        }
+    }
+
+    pub fn asked(&self) -> Vec<String> {
+        self.asked.lock().unwrap().clone()
     }
 
     pub fn roots_calls(&self) -> usize {
@@ -58,11 +89,44 @@ impl TestClient {
 
 impl ClientHandler for TestClient {
     fn get_info(&self) -> ClientConfig {
-        let caps = match self.roots {
+        let mut caps = match self.roots {
             Roots::Undeclared => ClientCapabilities::default(),
             _ => ClientCapabilities::builder().enable_roots().build(),
         };
+        if !matches!(self.elicit, Elicit::Undeclared) {
+            caps.elicitation = ClientCapabilities::builder()
+                .enable_elicitation()
+                .build()
+                .elicitation;
+        }
         ClientConfig::new(caps, Implementation::new("nib-tests", "0.0.0"))
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, ErrorData> {
+        use rmcp::model::{ElicitResult, ElicitationAction};
+        if let rmcp::model::ElicitRequestParams::FormElicitationParams { message, .. } = &request {
+            self.asked.lock().unwrap().push(message.clone());
+        }
+        match &self.elicit {
+            Elicit::Accept(hook) => {
+                if let Some(h) = hook {
+                    h();
+                }
+                Ok(ElicitResult::new(ElicitationAction::Accept)
+                    .with_content(serde_json::json!({"approve": true})))
+            }
+            Elicit::Decline => Ok(ElicitResult::new(ElicitationAction::Decline)),
+            Elicit::Cancel => Ok(ElicitResult::new(ElicitationAction::Cancel)),
+            Elicit::Hang => {
+                std::future::pending::<()>().await;
+                Err(ErrorData::internal_error("unreachable", None))
+            }
+            Elicit::Undeclared => Err(ErrorData::internal_error("no elicitation", None)),
+        }
     }
 
     async fn list_roots(
