@@ -23,6 +23,8 @@ pub enum Command {
     Version,
     /// Print usage.
     Help,
+    /// Report what the sandbox can apply here.
+    Doctor,
     /// Run a tool with these arguments.
     Tool(&'static str, Map<String, Value>),
 }
@@ -40,6 +42,7 @@ usage:
            [--no-ignore] [--skip N] [--replace R] PATTERN [PATH[:SELECTOR]...]
   nib find [--glob G]... [--min-size S] [--newer AGE] [--sort path|size|modified]
            [--no-ignore] [--skip N] [PATH...]
+  nib doctor                          which sandbox layers this machine offers
   nib --version
 
 The project directory is $NIB_DIRECTORY, else the working directory.
@@ -58,6 +61,7 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
     let rest = &args[1..];
     match first.as_str() {
         "--version" | "-V" | "version" => Ok(Command::Version),
+        "doctor" => Ok(Command::Doctor),
         "--help" | "-h" | "help" => Ok(Command::Help),
         "read" => parse_read(rest),
         "write" => parse_write(rest),
@@ -244,6 +248,51 @@ fn parse_write(rest: &[String]) -> Result<Command, UsageError> {
     let path = path.ok_or_else(|| UsageError("write needs a PATH".into()))?;
     map.insert("path".into(), json!(path));
     Ok(Command::Tool("write", map))
+}
+
+/// Prints the sandbox layers this machine offers and what NIB_SANDBOX=1 would
+/// apply; exit status 1 when NIB_SANDBOX=1 could apply no confining layer.
+pub fn doctor(config: &Config) -> i32 {
+    let layers = nib_sandbox::probe();
+    let policy = config.sandbox_policy(std::slice::from_ref(&config.project_dir));
+    let mut out = String::from(
+        "nib doctor: sandbox layers on this machine
+",
+    );
+    out.push_str(&layers.describe());
+    let confining = layers.bwrap || layers.landlock_abi > 0 || layers.seccomp;
+    let in_force = if !config.sandbox {
+        "NIB_SANDBOX is off: programs run with layer 1 only (own session, empty stdin, fds 0-2, scrubbed environment, limits, tree ends with the call)".to_string()
+    } else if !confining {
+        "NIB_SANDBOX=1, and no confining layer is available: programs are refused".to_string()
+    } else {
+        let mut l = Vec::new();
+        if layers.bwrap {
+            l.push("bubblewrap".to_string());
+        }
+        if layers.landlock_abi > 0 {
+            l.push(format!("Landlock ABI {}", layers.landlock_abi));
+        }
+        if layers.seccomp {
+            l.push("seccomp".to_string());
+        }
+        format!(
+            "NIB_SANDBOX=1: programs run under {}; network {}; writable: {}",
+            l.join(" + "),
+            if policy.network { "on" } else { "off" },
+            policy
+                .writable
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    out.push_str(&in_force);
+    out.push('\n');
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(out.as_bytes());
+    i32::from(config.sandbox && !confining)
 }
 
 /// Runs a tool verb and returns the process exit status.

@@ -21,6 +21,22 @@ pub const NIB_SANDBOX: &str = "NIB_SANDBOX";
 /// without an approval.
 pub const NIB_CONFIRM_OUTSIDE_ROOTS: &str = "NIB_CONFIRM_OUTSIDE_ROOTS";
 
+/// `1`: sandboxed programs get the network.
+pub const NIB_SANDBOX_NETWORK: &str = "NIB_SANDBOX_NETWORK";
+
+/// Folders (`:` separated) bound read-only into the sandbox.
+pub const NIB_SANDBOX_BIND: &str = "NIB_SANDBOX_BIND";
+
+/// Paths inside each root that sandboxed programs may not change: they make code run.
+pub const PROTECTED_IN_ROOTS: &[&str] = &[
+    ".git/hooks",
+    ".git/config",
+    "nib.json",
+    ".mcp.json",
+    ".claude",
+    ".vscode",
+];
+
 /// How long the server waits for the user to answer an approval, in
 /// milliseconds (default 120000).
 pub const NIB_APPROVAL_TIMEOUT_MS: &str = "NIB_APPROVAL_TIMEOUT_MS";
@@ -54,6 +70,29 @@ pub struct Config {
     pub confirm_outside_roots: bool,
     /// The bound on an approval round trip.
     pub approval_timeout: std::time::Duration,
+    /// [`NIB_SANDBOX_NETWORK`] is on.
+    pub sandbox_network: bool,
+    /// [`NIB_SANDBOX_BIND`] folders.
+    pub sandbox_bind: Vec<PathBuf>,
+}
+
+impl Config {
+    /// The policy sandboxed programs run under for these roots.
+    pub fn sandbox_policy(&self, roots: &[PathBuf]) -> nib_sandbox::Policy {
+        let protected = roots
+            .iter()
+            .flat_map(|r| PROTECTED_IN_ROOTS.iter().map(move |p| r.join(p)))
+            .collect();
+        nib_sandbox::Policy {
+            confine: self.sandbox,
+            writable: roots.to_vec(),
+            read_only: self.sandbox_bind.clone(),
+            network: self.sandbox_network,
+            protected,
+            limits: nib_sandbox::Limits::default(),
+            use_bwrap: true,
+        }
+    }
 }
 
 fn flag(name: &str) -> bool {
@@ -102,6 +141,14 @@ impl Config {
             failpoint: std::env::var(NIB_FAILPOINT).ok().filter(|v| !v.is_empty()),
             sandbox: flag(NIB_SANDBOX),
             confirm_outside_roots: flag(NIB_CONFIRM_OUTSIDE_ROOTS),
+            sandbox_network: flag(NIB_SANDBOX_NETWORK),
+            sandbox_bind: std::env::var_os(NIB_SANDBOX_BIND)
+                .map(|v| {
+                    std::env::split_paths(&v)
+                        .filter(|p| !p.as_os_str().is_empty())
+                        .collect()
+                })
+                .unwrap_or_default(),
             approval_timeout: std::time::Duration::from_millis(
                 std::env::var(NIB_APPROVAL_TIMEOUT_MS)
                     .ok()

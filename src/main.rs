@@ -39,6 +39,11 @@ async fn serve(config: config::Config) -> anyhow::Result<()> {
 }
 
 fn main() -> std::process::ExitCode {
+    // A confined worker: the sandbox re-executes nib to apply its layers.
+    let raw: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    if raw.first().is_some_and(|a| a == nib_sandbox::WORKER_ARG) {
+        nib_sandbox::worker_main(&raw[1..]);
+    }
     let args: Vec<String> = std::env::args().skip(1).collect();
     let command = match cli::parse(&args) {
         Ok(c) => c,
@@ -71,6 +76,7 @@ fn main() -> std::process::ExitCode {
         tracing::warn!("edit journal: {line}");
     }
     match command {
+        cli::Command::Doctor => std::process::ExitCode::from(cli::doctor(&config) as u8),
         cli::Command::Tool(name, map) => {
             let code = cli::run_tool(config, name, map);
             std::process::ExitCode::from(code as u8)

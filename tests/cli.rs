@@ -129,3 +129,60 @@ fn grep_and_find_verbs() {
     assert_eq!(code, 2);
     assert!(err.contains("PATTERN"), "{err}");
 }
+
+#[test]
+fn doctor_reports_the_layers() {
+    let dir = project();
+    let (out, _, code) = nib(dir.path(), &["doctor"], None);
+    assert_eq!(code, 0, "{out}");
+    for line in [
+        "bubblewrap: ",
+        "Landlock ABI: ",
+        "seccomp: ",
+        "PID namespace: ",
+        "NIB_SANDBOX is off",
+    ] {
+        assert!(out.contains(line), "{line}: {out}");
+    }
+}
+
+#[test]
+fn nib_is_its_own_worker_entry() {
+    // The sandbox re-executes nib with the worker argument; a confined echo runs
+    // and a write outside the root is refused.
+    let dir = project();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let policy = nib_sandbox::Policy {
+        confine: true,
+        writable: vec![root.clone()],
+        use_bwrap: nib_sandbox::bwrap_usable(),
+        ..nib_sandbox::Policy::default()
+    };
+    let sandbox = nib_sandbox::Sandbox::new(&nib_bin(), policy);
+    let w = sandbox
+        .spawn(&["echo".into(), "confined".into()], &root, &[])
+        .unwrap();
+    let o = w.wait(Some(std::time::Duration::from_secs(20)));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "confined\n",
+        "{:?}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let target = outside.path().join("x");
+    let w = sandbox
+        .spawn(
+            &[
+                "sh".into(),
+                "-c".into(),
+                format!("echo x > {}", target.display()).into(),
+            ],
+            &root,
+            &[],
+        )
+        .unwrap();
+    let o = w.wait(Some(std::time::Duration::from_secs(20)));
+    assert_ne!(o.code, Some(0));
+    assert!(!target.exists());
+}

@@ -55,6 +55,8 @@ fn run_fixture(dir: &Path) -> Vec<String> {
             sandbox: true,
             confirm_outside_roots: false,
             approval_timeout: std::time::Duration::from_secs(1),
+            sandbox_network: false,
+            sandbox_bind: Vec::new(),
         };
         let workspace = Workspace::new(config.project_dir.clone());
         let agent = Mutex::new(Agent::default());

@@ -20,6 +20,13 @@ use serde_json::{Value, json};
 
 type Result<T> = std::result::Result<T, String>;
 
+/// A named baseline: one run of it, timed.
+type Baseline<'a> = (String, Box<dyn FnMut() -> Result<Duration> + 'a>);
+/// The baselines of a scenario.
+type Baselines<'a> = Vec<Baseline<'a>>;
+/// nib's times, its response size, and each baseline's times.
+type Measured = (Option<Stat>, Option<usize>, Vec<(String, Stat)>);
+
 struct Options {
     nib: PathBuf,
     quick: bool,
@@ -392,8 +399,8 @@ impl Row {
 fn interleave(
     n: usize,
     mut nib: Option<&mut dyn FnMut() -> Result<(Duration, usize)>>,
-    baselines: &mut [(String, Box<dyn FnMut() -> Result<Duration> + '_>)],
-) -> Result<(Option<Stat>, Option<usize>, Vec<(String, Stat)>)> {
+    baselines: &mut [Baseline<'_>],
+) -> Result<Measured> {
     let mut nib_times = Vec::with_capacity(n);
     let mut chars = None;
     let mut base_times: Vec<Vec<Duration>> = vec![Vec::with_capacity(n); baselines.len()];
@@ -476,7 +483,7 @@ fn run() -> Result<()> {
             let list = s.request("tools/list", json!({}))?;
             Ok((t.elapsed(), list.to_string().len()))
         };
-        let mut bases: Vec<(String, Box<dyn FnMut() -> Result<Duration>>)> = vec![(
+        let mut bases: Baselines<'_> = vec![(
             "spawn true".into(),
             Box::new(|| run_program(&work, &["true"])),
         )];
@@ -501,7 +508,7 @@ fn run() -> Result<()> {
             let (d, text) = time(|| srv.call("read", json!({"paths": ["f300.ts:1-300"]})))?;
             Ok((d, text.chars().count()))
         };
-        let mut bases: Vec<(String, Box<dyn FnMut() -> Result<Duration>>)> = vec![(
+        let mut bases: Baselines<'_> = vec![(
             "cat".into(),
             Box::new(|| run_program(&work, &["cat", "f300.ts"])),
         )];
@@ -522,7 +529,7 @@ fn run() -> Result<()> {
             let (d, text) = time(|| srv.call("read", json!({"paths": ["f5000.rs:100-150"]})))?;
             Ok((d, text.chars().count()))
         };
-        let mut bases: Vec<(String, Box<dyn FnMut() -> Result<Duration>>)> = vec![(
+        let mut bases: Baselines<'_> = vec![(
             "sed -n".into(),
             Box::new(|| run_program(&work, &["sed", "-n", "100,150p", "f5000.rs"])),
         )];
@@ -556,7 +563,7 @@ fn run() -> Result<()> {
             )?;
             Ok((t.elapsed(), out.chars().count()))
         };
-        let mut bases: Vec<(String, Box<dyn FnMut() -> Result<Duration>>)> = vec![(
+        let mut bases: Baselines<'_> = vec![(
             "sed -i".into(),
             Box::new(|| run_program(&work, &["sed", "-i", "11s/edited/edited/", "f300.ts"])),
         )];
@@ -615,7 +622,7 @@ fn run() -> Result<()> {
             }
             Ok((t.elapsed(), chars))
         };
-        let mut bases: Vec<(String, Box<dyn FnMut() -> Result<Duration>>)> = vec![(
+        let mut bases: Baselines<'_> = vec![(
             "5 × sed -i".into(),
             Box::new(|| {
                 let mut total = Duration::ZERO;
@@ -653,7 +660,7 @@ fn run() -> Result<()> {
             Ok((d, text.chars().count()))
         };
         let mut j = 0;
-        let mut bases: Vec<(String, Box<dyn FnMut() -> Result<Duration>>)> = vec![(
+        let mut bases: Baselines<'_> = vec![(
             "cat".into(),
             Box::new(|| {
                 let p = files
@@ -704,7 +711,7 @@ fn run() -> Result<()> {
                 let (d, text) = time(|| srv.call("grep", args.clone()))?;
                 Ok((d, text.chars().count()))
             };
-            let mut bases: Vec<(String, Box<dyn FnMut() -> Result<Duration>>)> = Vec::new();
+            let mut bases: Baselines<'_> = Vec::new();
             for (name, argv) in base {
                 if have(argv[0]) {
                     let work = &work;
@@ -734,7 +741,7 @@ fn run() -> Result<()> {
             let (d, text) = time(|| srv.call("find", json!({"paths": [t.clone()]})))?;
             Ok((d, text.chars().count()))
         };
-        let mut finds: Vec<(String, Box<dyn FnMut() -> Result<Duration>>)> = vec![(
+        let mut finds: Baselines<'_> = vec![(
             "find".into(),
             Box::new(|| run_program(&work, &["find", &t, "-type", "f"])),
         )];
@@ -747,8 +754,60 @@ fn run() -> Result<()> {
         }
         .print();
     }
+    // Starting `true` per sandbox layer, against a plain spawn.
+    {
+        let root = work.clone();
+        let layer = |confine: bool, bwrap: bool| nib_sandbox::Policy {
+            confine,
+            writable: vec![root.clone()],
+            use_bwrap: bwrap,
+            ..nib_sandbox::Policy::default()
+        };
+        let mut layers = vec![
+            (
+                "start `true`: layer 1 (session, fds, env, limits, PID namespace)",
+                layer(false, false),
+            ),
+            ("start `true`: Landlock + seccomp", layer(true, false)),
+        ];
+        if nib_sandbox::bwrap_usable() {
+            layers.push((
+                "start `true`: bubblewrap + Landlock + seccomp",
+                layer(true, true),
+            ));
+        }
+        for (scenario, policy) in layers {
+            let sandbox = nib_sandbox::Sandbox::new(&nib, policy);
+            let mut f = || -> Result<(Duration, usize)> {
+                let t = Instant::now();
+                let w = sandbox
+                    .spawn(&["true".into()], &work, &[])
+                    .map_err(|e| e.to_string())?;
+                let o = w.wait(Some(Duration::from_secs(10)));
+                if o.code != Some(0) {
+                    return Err(format!(
+                        "{scenario}: true failed: {}",
+                        String::from_utf8_lossy(&o.stderr)
+                    ));
+                }
+                Ok((t.elapsed(), 0))
+            };
+            let mut bases: Baselines<'_> = vec![(
+                "spawn true".into(),
+                Box::new(|| run_program(&work, &["true"])),
+            )];
+            let (s, _, b) = interleave(n.min(40), Some(&mut f), &mut bases)?;
+            Row {
+                scenario: scenario.into(),
+                nib: s,
+                chars: None,
+                baselines: b,
+            }
+            .print();
+        }
+    }
     Row {
-        scenario: "nibash `true` / `cat`, sandbox start per layer".into(),
+        scenario: "nibash `true` / `cat`".into(),
         nib: None,
         chars: None,
         baselines: Vec::new(),

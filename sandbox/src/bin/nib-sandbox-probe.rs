@@ -1,0 +1,140 @@
+//! A probe program for the sandbox's effect tests: it tries one thing named
+//! by its first argument and reports on stdout; it also serves as the worker
+//! entry when called with the worker argument.
+
+#![allow(clippy::print_stdout, unsafe_code)]
+
+use std::ffi::OsString;
+use std::io::Write;
+
+fn main() {
+    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    if args.first().is_some_and(|a| a == nib_sandbox::WORKER_ARG) {
+        nib_sandbox::worker_main(&args[1..]);
+    }
+    let a: Vec<String> = args
+        .iter()
+        .map(|s| s.to_string_lossy().into_owned())
+        .collect();
+    let arg = |i: usize| a.get(i).cloned().unwrap_or_default();
+    let report = |ok: bool, what: String| {
+        println!("{} {what}", if ok { "OK" } else { "DENIED" });
+    };
+    match arg(0).as_str() {
+        "write" => match std::fs::write(arg(1), "written by the probe\n") {
+            Ok(()) => report(true, arg(1)),
+            Err(e) => report(false, e.to_string()),
+        },
+        "read" => match std::fs::read_to_string(arg(1)) {
+            Ok(s) => report(true, s.len().to_string()),
+            Err(e) => report(false, e.to_string()),
+        },
+        "tcp" => match std::net::TcpStream::connect(arg(1)) {
+            Ok(_) => report(true, "connected".into()),
+            Err(e) => report(false, e.to_string()),
+        },
+        "unix" => match std::os::unix::net::UnixStream::connect(arg(1)) {
+            Ok(_) => report(true, "connected".into()),
+            Err(e) => report(false, e.to_string()),
+        },
+        "abstract" => {
+            use std::os::linux::net::SocketAddrExt;
+            let r = std::os::unix::net::SocketAddr::from_abstract_name(arg(1).as_bytes())
+                .and_then(|addr| std::os::unix::net::UnixStream::connect_addr(&addr));
+            match r {
+                Ok(_) => report(true, "connected".into()),
+                Err(e) => report(false, e.to_string()),
+            }
+        }
+        "ptrace" => {
+            // SAFETY: PTRACE_TRACEME takes no pointers.
+            let r = unsafe { libc::ptrace(libc::PTRACE_TRACEME, 0, 0, 0) };
+            report(r == 0, std::io::Error::last_os_error().to_string());
+        }
+        "keyctl" => {
+            // SAFETY: keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0) takes no pointers.
+            let r = unsafe { libc::syscall(libc::SYS_keyctl, 0, -3i64, 0) };
+            report(r >= 0, std::io::Error::last_os_error().to_string());
+        }
+        "userns" => {
+            // SAFETY: unshare takes only flags.
+            let r = unsafe { libc::unshare(libc::CLONE_NEWUSER) };
+            report(r == 0, std::io::Error::last_os_error().to_string());
+        }
+        "status" => {
+            let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+            for l in s
+                .lines()
+                .filter(|l| l.starts_with("NoNewPrivs") || l.starts_with("Seccomp:"))
+            {
+                println!("{l}");
+            }
+        }
+        "fds" => {
+            // Probe each number without opening anything new.
+            let open: Vec<String> = (0..4096)
+                // SAFETY: fcntl(F_GETFD) on an integer; no memory is passed.
+                .filter(|&fd| unsafe { libc::fcntl(fd, libc::F_GETFD) } != -1)
+                .map(|fd| fd.to_string())
+                .collect();
+            println!("{}", open.join(" "));
+        }
+        "tty" => match std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/tty")
+        {
+            Ok(_) => report(true, "opened /dev/tty".into()),
+            Err(e) => report(false, e.to_string()),
+        },
+        "tiocsti" => {
+            let c = b'x';
+            // SAFETY: ioctl(0, TIOCSTI, &c) with a pointer to a live byte.
+            let r = unsafe { libc::ioctl(0, libc::TIOCSTI, &c) };
+            report(r == 0, std::io::Error::last_os_error().to_string());
+        }
+        "env" => {
+            for (k, v) in std::env::vars() {
+                println!("{k}={v}");
+            }
+        }
+        "orphan" => {
+            // A grandchild that leaves the session, outlives its parent, and
+            // keeps counting in a file while it lives.
+            // SAFETY: fork in a single-threaded probe.
+            let pid = unsafe { libc::fork() };
+            if pid == 0 {
+                // SAFETY: setsid and a second fork take no pointers.
+                unsafe {
+                    libc::setsid();
+                    if libc::fork() != 0 {
+                        libc::_exit(0);
+                    }
+                }
+                for i in 0..600u32 {
+                    let _ = std::fs::write(arg(1), i.to_string());
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                std::process::exit(0);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            report(true, "left an orphan".into());
+        }
+        "forkbomb" => loop {
+            // SAFETY: fork in a single-threaded probe; children loop too.
+            unsafe {
+                libc::fork();
+            }
+        },
+        "yes" => {
+            let mut out = std::io::stdout().lock();
+            let line = [b'y', b'\n'].repeat(4096);
+            while out.write_all(&line).is_ok() {}
+        }
+        "sleep" => std::thread::sleep(std::time::Duration::from_secs(arg(1).parse().unwrap_or(1))),
+        other => {
+            println!("unknown probe {other}");
+            std::process::exit(2);
+        }
+    }
+}

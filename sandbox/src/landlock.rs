@@ -1,0 +1,98 @@
+//! Layer 2, inner: Landlock, at the best ABI the kernel offers. Everything
+//! may be read and run; only the roots, the private temp folder and a few
+//! devices may be written; TCP bind and connect are denied without network;
+//! abstract unix sockets and signals are scoped to the worker (ABI 6+).
+//! Applied by the worker to itself before it runs the program (`worker.rs`).
+
+use std::path::PathBuf;
+
+use landlock::{
+    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, RestrictionStatus, Ruleset,
+    RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope, path_beneath_rules,
+};
+
+use crate::Policy;
+
+/// The newest ABI this crate knows; the kernel's is used when lower.
+const BEST: ABI = ABI::V6;
+
+/// The kernel's Landlock ABI (0 when unsupported), checked once.
+pub fn abi() -> u32 {
+    static ABI_FOUND: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *ABI_FOUND.get_or_init(probe_abi)
+}
+
+fn probe_abi() -> u32 {
+    for (v, abi) in [
+        (9, ABI::V9),
+        (8, ABI::V8),
+        (7, ABI::V7),
+        (6, ABI::V6),
+        (5, ABI::V5),
+        (4, ABI::V4),
+        (3, ABI::V3),
+        (2, ABI::V2),
+        (1, ABI::V1),
+    ] {
+        let ok = Ruleset::default()
+            .set_compatibility(CompatLevel::HardRequirement)
+            .handle_access(AccessFs::from_all(abi))
+            .and_then(|r| r.create())
+            .is_ok();
+        if ok {
+            return v;
+        }
+    }
+    0
+}
+
+/// Restricts the calling process (and what it runs) to the policy.
+/// Returns whether Landlock is in force.
+pub fn apply(policy: &Policy, private_tmp: Option<&PathBuf>) -> Result<bool, String> {
+    let all = AccessFs::from_all(BEST);
+    let read = AccessFs::from_read(BEST);
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(all)
+        .map_err(|e| e.to_string())?;
+    if !policy.network {
+        ruleset = ruleset
+            .handle_access(AccessNet::from_all(BEST))
+            .map_err(|e| e.to_string())?;
+    }
+    ruleset = ruleset
+        .scope(Scope::AbstractUnixSocket | Scope::Signal)
+        .map_err(|e| e.to_string())?;
+    let mut writable: Vec<PathBuf> = policy.writable.clone();
+    writable.extend(private_tmp.cloned());
+    let devices: Vec<&str> = [
+        "/dev/null",
+        "/dev/zero",
+        "/dev/full",
+        "/dev/random",
+        "/dev/urandom",
+        "/dev/tty",
+        "/dev/ptmx",
+        "/dev/pts",
+        "/dev/shm",
+    ]
+    .into_iter()
+    .filter(|d| std::path::Path::new(d).exists())
+    .collect();
+    writable.retain(|w| w.exists());
+    let status: RestrictionStatus = ruleset
+        .create()
+        .map_err(|e| e.to_string())?
+        .add_rules(path_beneath_rules(["/"], read))
+        .map_err(|e| e.to_string())?
+        .add_rules(path_beneath_rules(&writable, all))
+        .map_err(|e| e.to_string())?
+        .add_rules(path_beneath_rules(
+            devices,
+            AccessFs::from_read(BEST) | AccessFs::WriteFile,
+        ))
+        .map_err(|e| e.to_string())?
+        .restrict_self()
+        .map_err(|e| e.to_string())?;
+    Ok(status.ruleset != RulesetStatus::NotEnforced)
+}

@@ -1,0 +1,48 @@
+//! nib's confined worker: starts a program under a [`Policy`], in layers.
+//!
+//! Layer 1, always ([`lifetime`], [`limits`], [`env`]): a new session with no
+//! controlling terminal, empty stdin, only fds 0–2 (and the channel at fd 3),
+//! a scrubbed environment, resource limits, and a process tree that ends with
+//! the call and with the broker: the worker runs as PID 1 of its own PID
+//! namespace (the kernel kills everything left in it when it ends), dies with
+//! its parent, and sits in a pids cgroup where one can be made.
+//!
+//! Layer 2, when the policy confines ([`bwrap`], [`landlock`], [`seccomp`]):
+//! bubblewrap when it is installed and works, and inside it — or alone where
+//! it is missing — Landlock (at the best ABI the kernel has) and a seccomp
+//! filter. A confining policy that cannot apply any confining layer refuses to
+//! run the program.
+//!
+//! Only the broker knows MCP and JSON-RPC: this crate takes a [`Policy`] and
+//! returns a [`Worker`] or a [`SandboxError`].
+
+#![deny(missing_docs)]
+#![allow(unsafe_code)]
+
+mod bwrap;
+mod env;
+mod landlock;
+mod lifetime;
+mod limits;
+mod policy;
+mod seccomp;
+mod spawn;
+mod worker;
+
+pub use bwrap::{bwrap_argv, bwrap_usable};
+pub use env::scrub;
+pub use policy::{Layers, Limits, Policy};
+pub use seccomp::denied_syscalls;
+pub use spawn::{Output, Sandbox, SandboxError, Worker};
+pub use worker::{WORKER_ARG, worker_main};
+
+/// What the sandbox can apply on this machine, for `nib doctor` and nibash_status.
+pub fn probe() -> Layers {
+    Layers {
+        bwrap: bwrap_usable(),
+        landlock_abi: landlock::abi(),
+        seccomp: seccomp::available(),
+        pid_namespace: lifetime::pid_namespace_available(),
+        pids_cgroup: limits::pids_cgroup_available(),
+    }
+}

@@ -1,0 +1,121 @@
+//! Layer 1: resource limits. rlimits on memory, file size and core dumps
+//! (and processes, which the kernel does not apply to root), plus a pids
+//! cgroup where one can be made, which contains a fork bomb even for root.
+//! The cgroup is made by the broker before the worker starts and removed
+//! (its processes killed) when the worker ends.
+
+use std::path::{Path, PathBuf};
+
+use crate::Limits;
+
+/// cgroup v2 or v1 mount of the pids controller, if writable.
+fn pids_root() -> Option<PathBuf> {
+    for candidate in [
+        "/sys/fs/cgroup/pids",
+        "/sys/fs/cgroup/unified",
+        "/sys/fs/cgroup",
+    ] {
+        let p = Path::new(candidate);
+        let v1 = p.join("tasks").exists() && p.ends_with("pids");
+        let v2 = p.join("cgroup.controllers").exists()
+            && std::fs::read_to_string(p.join("cgroup.controllers"))
+                .is_ok_and(|c| c.split_whitespace().any(|w| w == "pids"));
+        if v1 || v2 {
+            let test = p.join(format!("nib-probe-{}", std::process::id()));
+            if std::fs::create_dir(&test).is_ok() {
+                let ok = test.join("pids.max").exists();
+                let _ = std::fs::remove_dir(&test);
+                if ok {
+                    return Some(p.to_path_buf());
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Whether a pids cgroup can be made here.
+pub fn pids_cgroup_available() -> bool {
+    static AVAILABLE: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    AVAILABLE.get_or_init(pids_root).is_some()
+}
+
+/// A pids cgroup for one worker.
+#[derive(Debug)]
+pub struct PidsCgroup {
+    dir: PathBuf,
+}
+
+impl PidsCgroup {
+    /// Makes a cgroup capped at `max` processes, if the machine allows.
+    pub fn create(max: u64) -> Option<PidsCgroup> {
+        static ROOT: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+        let root = ROOT.get_or_init(pids_root).as_ref()?;
+        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = root.join(format!("nib-{}-{n}", std::process::id()));
+        std::fs::create_dir(&dir).ok()?;
+        if std::fs::write(dir.join("pids.max"), max.to_string()).is_err() {
+            let _ = std::fs::remove_dir(&dir);
+            return None;
+        }
+        Some(PidsCgroup { dir })
+    }
+
+    /// The file a process writes its pid to, to join.
+    pub fn procs_file(&self) -> PathBuf {
+        self.dir.join("cgroup.procs")
+    }
+
+    /// Kills every process in the cgroup, repeatedly until it is empty, then removes it.
+    pub fn kill_all(&self) {
+        for _ in 0..50 {
+            let procs = std::fs::read_to_string(self.procs_file()).unwrap_or_default();
+            let pids: Vec<i32> = procs
+                .lines()
+                .filter_map(|l| l.trim().parse().ok())
+                .collect();
+            if pids.is_empty() {
+                break;
+            }
+            for pid in pids {
+                // SAFETY: kill(2) with a pid read from our own cgroup and a
+                // constant signal; no memory is passed.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                }
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+impl Drop for PidsCgroup {
+    fn drop(&mut self) {
+        self.kill_all();
+    }
+}
+
+/// Sets the worker's rlimits (called in the worker before it runs the program).
+pub fn apply_rlimits(limits: &Limits) -> Result<(), String> {
+    let set = |res, v: u64| {
+        let lim = libc::rlimit {
+            rlim_cur: v as libc::rlim_t,
+            rlim_max: v as libc::rlim_t,
+        };
+        // SAFETY: setrlimit with a valid resource constant and a pointer to a
+        // live, initialized rlimit on this stack frame.
+        let r = unsafe { libc::setrlimit(res, &lim) };
+        if r == 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error().to_string())
+        }
+    };
+    set(libc::RLIMIT_AS, limits.memory_bytes)?;
+    set(libc::RLIMIT_FSIZE, limits.file_size_bytes)?;
+    set(libc::RLIMIT_CORE, 0)?;
+    set(libc::RLIMIT_NPROC, limits.processes)?;
+    Ok(())
+}

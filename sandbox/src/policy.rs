@@ -1,0 +1,83 @@
+//! What a worker may do: the policy the broker hands the sandbox, and the
+//! report of which layers are in force. Plain data; no effects here.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// Resource limits of a worker.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Limits {
+    /// Processes (a pids cgroup where one can be made, else RLIMIT_NPROC).
+    pub processes: u64,
+    /// Address space per process, bytes.
+    pub memory_bytes: u64,
+    /// Largest file a process may write, bytes.
+    pub file_size_bytes: u64,
+    /// Output (stdout and stderr together) read before the tree is killed.
+    pub output_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            processes: 512,
+            memory_bytes: 8 << 30,
+            file_size_bytes: 4 << 30,
+            output_bytes: 64 << 20,
+        }
+    }
+}
+
+/// How a worker is confined.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Policy {
+    /// Layer 2 on (NIB_SANDBOX=1): the system read-only, only the roots writable.
+    pub confine: bool,
+    /// Folders the worker may write (the roots).
+    pub writable: Vec<PathBuf>,
+    /// Extra folders bound read-only (NIB_SANDBOX_BIND).
+    pub read_only: Vec<PathBuf>,
+    /// Network allowed (NIB_SANDBOX_NETWORK=1).
+    pub network: bool,
+    /// Paths inside the roots that stay read-only (files that make code run).
+    pub protected: Vec<PathBuf>,
+    /// Resource limits.
+    pub limits: Limits,
+    /// Use bubblewrap when it is usable (tests turn it off to check Landlock alone).
+    pub use_bwrap: bool,
+}
+
+/// Which layers this machine offers (see [`crate::probe`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Layers {
+    /// bubblewrap is installed and can create its namespaces.
+    pub bwrap: bool,
+    /// The Landlock ABI version (0: none).
+    pub landlock_abi: u32,
+    /// seccomp filters can be installed.
+    pub seccomp: bool,
+    /// A PID namespace can be made for the worker's tree.
+    pub pid_namespace: bool,
+    /// A pids cgroup can be made (fork bombs are contained even for root).
+    pub pids_cgroup: bool,
+}
+
+impl Layers {
+    /// One line per layer, for people.
+    pub fn describe(&self) -> String {
+        let yes = |b: bool| if b { "yes" } else { "no" };
+        format!(
+            "bubblewrap: {}\nLandlock ABI: {}\nseccomp: {}\nPID namespace: {}\npids cgroup: {}\n",
+            yes(self.bwrap),
+            if self.landlock_abi == 0 {
+                "none".to_string()
+            } else {
+                self.landlock_abi.to_string()
+            },
+            yes(self.seccomp),
+            yes(self.pid_namespace),
+            yes(self.pids_cgroup)
+        )
+    }
+}

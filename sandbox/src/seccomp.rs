@@ -1,0 +1,158 @@
+//! Layer 2, inner: the seccomp filter. Built once per architecture with
+//! seccompiler (the architecture field is checked by the program it emits),
+//! installed by the worker after `PR_SET_NO_NEW_PRIVS` and before it runs the
+//! program. Denied with `EPERM`: io_uring, ptrace and process_vm_*, the key
+//! ring, mount and friends, unshare/setns, clone with namespace flags, bpf,
+//! perf_event_open, module loading, kexec, `ioctl(TIOCSTI)`, and, without
+//! network, sockets other than unix ones. `clone3` answers `ENOSYS`, so libc
+//! falls back to `clone`, whose flags the filter can see.
+
+use std::collections::BTreeMap;
+
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule, TargetArch,
+};
+
+/// The syscalls denied without conditions, by name (for reports and tests).
+pub fn denied_syscalls() -> Vec<&'static str> {
+    UNCONDITIONAL.iter().map(|(n, _)| *n).collect()
+}
+
+const UNCONDITIONAL: &[(&str, i64)] = &[
+    ("io_uring_setup", libc::SYS_io_uring_setup),
+    ("io_uring_enter", libc::SYS_io_uring_enter),
+    ("io_uring_register", libc::SYS_io_uring_register),
+    ("ptrace", libc::SYS_ptrace),
+    ("process_vm_readv", libc::SYS_process_vm_readv),
+    ("process_vm_writev", libc::SYS_process_vm_writev),
+    ("keyctl", libc::SYS_keyctl),
+    ("add_key", libc::SYS_add_key),
+    ("request_key", libc::SYS_request_key),
+    ("mount", libc::SYS_mount),
+    ("umount2", libc::SYS_umount2),
+    ("pivot_root", libc::SYS_pivot_root),
+    ("move_mount", libc::SYS_move_mount),
+    ("open_tree", libc::SYS_open_tree),
+    ("fsopen", libc::SYS_fsopen),
+    ("fsmount", libc::SYS_fsmount),
+    ("fspick", libc::SYS_fspick),
+    ("unshare", libc::SYS_unshare),
+    ("setns", libc::SYS_setns),
+    ("bpf", libc::SYS_bpf),
+    ("perf_event_open", libc::SYS_perf_event_open),
+    ("init_module", libc::SYS_init_module),
+    ("finit_module", libc::SYS_finit_module),
+    ("delete_module", libc::SYS_delete_module),
+    ("kexec_load", libc::SYS_kexec_load),
+    ("kexec_file_load", libc::SYS_kexec_file_load),
+];
+
+const NAMESPACE_FLAGS: &[u64] = &[
+    libc::CLONE_NEWUSER as u64,
+    libc::CLONE_NEWNS as u64,
+    libc::CLONE_NEWPID as u64,
+    libc::CLONE_NEWNET as u64,
+    libc::CLONE_NEWIPC as u64,
+    libc::CLONE_NEWUTS as u64,
+    libc::CLONE_NEWCGROUP as u64,
+];
+
+fn arch() -> Result<TargetArch, String> {
+    if cfg!(target_arch = "x86_64") {
+        Ok(TargetArch::x86_64)
+    } else if cfg!(target_arch = "aarch64") {
+        Ok(TargetArch::aarch64)
+    } else {
+        Err("seccomp filters are built for x86_64 and aarch64 only".into())
+    }
+}
+
+fn cond(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, String> {
+    SeccompCondition::new(arg, SeccompCmpArgLen::Qword, op, value).map_err(|e| e.to_string())
+}
+
+/// The two programs: the `EPERM` list, and `clone3` → `ENOSYS`.
+pub fn programs(network: bool) -> Result<Vec<BpfProgram>, String> {
+    let arch = arch()?;
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    for (_, nr) in UNCONDITIONAL {
+        rules.insert(*nr, Vec::new());
+    }
+    let mut clone_rules = Vec::new();
+    for flag in NAMESPACE_FLAGS {
+        clone_rules.push(
+            SeccompRule::new(vec![cond(0, SeccompCmpOp::MaskedEq(*flag), *flag)?])
+                .map_err(|e| e.to_string())?,
+        );
+    }
+    rules.insert(libc::SYS_clone, clone_rules);
+    rules.insert(
+        libc::SYS_ioctl,
+        vec![
+            SeccompRule::new(vec![cond(
+                1,
+                SeccompCmpOp::MaskedEq(0xffff_ffff),
+                libc::TIOCSTI,
+            )?])
+            .map_err(|e| e.to_string())?,
+        ],
+    );
+    if !network {
+        rules.insert(
+            libc::SYS_socket,
+            vec![
+                SeccompRule::new(vec![cond(0, SeccompCmpOp::Ne, libc::AF_UNIX as u64)?])
+                    .map_err(|e| e.to_string())?,
+            ],
+        );
+    }
+    let deny = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        arch,
+    )
+    .map_err(|e| e.to_string())?;
+    let mut c3 = BTreeMap::new();
+    c3.insert(libc::SYS_clone3, Vec::new());
+    let clone3 = SeccompFilter::new(
+        c3,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::ENOSYS as u32),
+        arch,
+    )
+    .map_err(|e| e.to_string())?;
+    Ok(vec![
+        BpfProgram::try_from(deny).map_err(|e| e.to_string())?,
+        BpfProgram::try_from(clone3).map_err(|e| e.to_string())?,
+    ])
+}
+
+/// Installs the filters on the calling thread (after no-new-privs).
+pub fn install(programs: &[BpfProgram]) -> Result<(), String> {
+    for p in programs {
+        seccompiler::apply_filter(p).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// Whether seccomp filtering is available (the kernel reports a mode).
+pub fn available() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .map(|s| s.lines().any(|l| l.starts_with("Seccomp:")))
+        .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn programs_build_for_both_network_modes() {
+        assert_eq!(programs(false).unwrap().len(), 2);
+        assert_eq!(programs(true).unwrap().len(), 2);
+        assert!(denied_syscalls().contains(&"ptrace"));
+        assert!(denied_syscalls().contains(&"io_uring_setup"));
+    }
+}

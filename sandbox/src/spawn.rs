@@ -1,0 +1,325 @@
+//! The broker side: start a worker under a policy, read its output under the
+//! cap, and end its whole tree when the call ends, times out or overflows.
+//!
+//! Workers are forked from one long-lived thread, so the parent-death signal
+//! each worker sets means "the broker died", not "a pool thread retired".
+
+use std::ffi::OsString;
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use crate::limits::PidsCgroup;
+use crate::{Policy, bwrap, env, worker};
+
+/// Why a worker could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SandboxError {
+    /// The process could not be started.
+    #[error("could not start the worker: {0}")]
+    Spawn(std::io::Error),
+    /// The policy confines, and this machine has no layer to confine with.
+    #[error("{0}")]
+    Refused(String),
+}
+
+/// What a worker did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Output {
+    /// Exit code, when it exited.
+    pub code: Option<i32>,
+    /// The signal that ended it, when one did.
+    pub signal: Option<i32>,
+    /// Its standard output (up to the cap).
+    pub stdout: Vec<u8>,
+    /// Its standard error (up to the cap).
+    pub stderr: Vec<u8>,
+    /// The output passed the cap and the tree was killed.
+    pub truncated: bool,
+    /// The timeout passed and the tree was killed.
+    pub timed_out: bool,
+}
+
+/// Starts workers under one policy.
+#[derive(Clone, Debug)]
+pub struct Sandbox {
+    entry: PathBuf,
+    policy: Policy,
+}
+
+/// A running worker.
+#[derive(Debug)]
+pub struct Worker {
+    child: Child,
+    cgroup: Option<PidsCgroup>,
+    private_tmp: Option<PathBuf>,
+    output_cap: u64,
+}
+
+type SpawnJob = (Command, mpsc::Sender<std::io::Result<Child>>);
+
+/// The one thread workers are forked from.
+fn spawner() -> &'static Mutex<mpsc::Sender<SpawnJob>> {
+    static TX: OnceLock<Mutex<mpsc::Sender<SpawnJob>>> = OnceLock::new();
+    TX.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<SpawnJob>();
+        std::thread::Builder::new()
+            .name("nib-spawner".into())
+            .spawn(move || {
+                for (mut cmd, reply) in rx {
+                    let _ = reply.send(cmd.spawn());
+                }
+            })
+            .ok();
+        Mutex::new(tx)
+    })
+}
+
+fn spawn_on_spawner(cmd: Command) -> std::io::Result<Child> {
+    let (tx, rx) = mpsc::channel();
+    spawner()
+        .lock()
+        .map_err(|_| std::io::Error::other("the spawner thread is gone"))?
+        .send((cmd, tx))
+        .map_err(|_| std::io::Error::other("the spawner thread is gone"))?;
+    rx.recv()
+        .map_err(|_| std::io::Error::other("the spawner thread is gone"))?
+}
+
+impl Sandbox {
+    /// A sandbox that runs workers through `entry` (a binary whose `main`
+    /// calls [`worker::worker_main`] when its first argument is [`worker::WORKER_ARG`]).
+    pub fn new(entry: &Path, policy: Policy) -> Sandbox {
+        Sandbox {
+            entry: entry.to_path_buf(),
+            policy,
+        }
+    }
+
+    /// The policy.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// Whether bubblewrap wraps this sandbox's workers.
+    pub fn uses_bwrap(&self) -> bool {
+        self.policy.confine && self.policy.use_bwrap && bwrap::bwrap_usable()
+    }
+
+    /// Starts `program args…` in `cwd` with extra environment variables.
+    pub fn spawn(
+        &self,
+        program: &[OsString],
+        cwd: &Path,
+        extra_env: &[(OsString, OsString)],
+    ) -> Result<Worker, SandboxError> {
+        if program.is_empty() {
+            return Err(SandboxError::Refused("no program to run".into()));
+        }
+        let layers = crate::probe();
+        let bwrap = self.uses_bwrap();
+        if self.policy.confine && !bwrap && layers.landlock_abi == 0 && !layers.seccomp {
+            return Err(SandboxError::Refused(
+                "NIB_SANDBOX=1, but this machine has no usable bubblewrap, no Landlock and no seccomp: programs are refused. Install bubblewrap, or run without NIB_SANDBOX".into(),
+            ));
+        }
+        let private_tmp = if self.policy.confine && !bwrap {
+            let dir = std::env::temp_dir().join(format!(
+                "nib-worker-{}-{}",
+                std::process::id(),
+                COUNTER.fetch_add(1, Ordering::Relaxed)
+            ));
+            std::fs::create_dir(&dir).map_err(SandboxError::Spawn)?;
+            let _ =
+                std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o700));
+            Some(dir)
+        } else {
+            None
+        };
+        let policy_json = serde_json::to_string(&self.policy)
+            .map_err(|e| SandboxError::Refused(e.to_string()))?;
+        let mut inner: Vec<OsString> = vec![
+            worker::WORKER_ARG.into(),
+            policy_json.into(),
+            private_tmp
+                .clone()
+                .map(PathBuf::into_os_string)
+                .unwrap_or_default(),
+            "--".into(),
+        ];
+        inner.extend(program.iter().cloned());
+        let mut cmd = if bwrap {
+            let argv = bwrap::bwrap_argv(&self.policy, &self.entry, &inner);
+            let mut c = Command::new(&argv[0]);
+            c.args(&argv[1..]);
+            c
+        } else {
+            let mut c = Command::new(&self.entry);
+            c.args(&inner);
+            c
+        };
+        cmd.current_dir(cwd)
+            .env_clear()
+            .envs(env::scrub(std::env::vars_os()))
+            .envs(extra_env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let cgroup = PidsCgroup::create(self.policy.limits.processes);
+        let procs = cgroup.as_ref().and_then(|c| {
+            std::ffi::CString::new(c.procs_file().into_os_string().into_encoded_bytes()).ok()
+        });
+        // SAFETY: the closure runs in the child between fork and exec and
+        // calls only async-signal-safe functions (setsid, prctl, open, write,
+        // close, syscall) on data allocated before the fork.
+        unsafe {
+            cmd.pre_exec(move || {
+                libc::setsid();
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+                if let Some(path) = &procs {
+                    let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                    if fd >= 0 {
+                        libc::write(fd, b"0".as_ptr().cast(), 1);
+                        libc::close(fd);
+                    }
+                }
+                // Only fds 0–2 survive the exec: mark the rest close-on-exec.
+                libc::syscall(
+                    libc::SYS_close_range,
+                    3u32,
+                    u32::MAX,
+                    libc::CLOSE_RANGE_CLOEXEC,
+                );
+                Ok(())
+            });
+        }
+        let child = spawn_on_spawner(cmd).map_err(SandboxError::Spawn)?;
+        Ok(Worker {
+            child,
+            cgroup,
+            private_tmp,
+            output_cap: self.policy.limits.output_bytes,
+        })
+    }
+}
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+fn reader(
+    mut pipe: impl Read + Send + 'static,
+    total: Arc<AtomicU64>,
+    cap: u64,
+    over: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut out = Vec::new();
+        let mut buf = [0u8; 64 * 1024];
+        loop {
+            match pipe.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    let before = total.fetch_add(n as u64, Ordering::Relaxed);
+                    if before >= cap {
+                        over.store(true, Ordering::Relaxed);
+                        continue;
+                    }
+                    let room = (cap - before).min(n as u64) as usize;
+                    out.extend_from_slice(&buf[..room]);
+                    if room < n {
+                        over.store(true, Ordering::Relaxed);
+                    }
+                }
+            }
+        }
+        out
+    })
+}
+
+impl Worker {
+    /// The worker's process id (outside its namespace).
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Ends the whole tree: the worker (its namespace follows) and every
+    /// process in its cgroup.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        if let Some(c) = &self.cgroup {
+            c.kill_all();
+        }
+    }
+
+    /// Waits for the worker, reading its output under the cap; kills the
+    /// tree at the timeout or the cap. Leftover processes are killed when it ends.
+    pub fn wait(mut self, timeout: Option<Duration>) -> Output {
+        let total = Arc::new(AtomicU64::new(0));
+        let over = Arc::new(AtomicBool::new(false));
+        let out_thread = self
+            .child
+            .stdout
+            .take()
+            .map(|p| reader(p, total.clone(), self.output_cap, over.clone()));
+        let err_thread = self
+            .child
+            .stderr
+            .take()
+            .map(|p| reader(p, total.clone(), self.output_cap, over.clone()));
+        let started = Instant::now();
+        let mut output = Output::default();
+        let mut nap = Duration::from_micros(50);
+        let status = loop {
+            match self.child.try_wait() {
+                Ok(Some(s)) => break Some(s),
+                Ok(None) => {}
+                Err(_) => break None,
+            }
+            if over.load(Ordering::Relaxed) {
+                output.truncated = true;
+                self.kill();
+            } else if timeout.is_some_and(|t| started.elapsed() > t) {
+                output.timed_out = true;
+                self.kill();
+            }
+            // Short naps first: most programs end within a few milliseconds.
+            std::thread::sleep(nap);
+            nap = (nap * 2).min(Duration::from_millis(5));
+        };
+        // Whatever the program left behind ends with it.
+        if let Some(c) = &self.cgroup {
+            c.kill_all();
+        }
+        if let Some(s) = status {
+            use std::os::unix::process::ExitStatusExt;
+            output.code = s.code();
+            output.signal = s.signal();
+        }
+        output.stdout = out_thread.and_then(|t| t.join().ok()).unwrap_or_default();
+        output.stderr = err_thread.and_then(|t| t.join().ok()).unwrap_or_default();
+        if over.load(Ordering::Relaxed) {
+            output.truncated = true;
+        }
+        if let Some(t) = self.private_tmp.take() {
+            let _ = std::fs::remove_dir_all(t);
+        }
+        output
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            self.kill();
+            let _ = self.child.wait();
+        }
+        if let Some(t) = self.private_tmp.take() {
+            let _ = std::fs::remove_dir_all(t);
+        }
+    }
+}

@@ -1,0 +1,132 @@
+//! The worker side: what runs in the spawned process before the program.
+//!
+//! `ENTRY __nib-worker POLICY_JSON PRIVATE_TMP -- PROGRAM ARGS…`: outside
+//! bubblewrap, make a PID namespace and fork (the parent waits and passes the
+//! exit status on); then, in the process that will become the program, die
+//! with the parent, set the rlimits, and when the policy confines: no new
+//! privileges, Landlock, seccomp. A confining policy with no confining layer
+//! in force (no bubblewrap, no Landlock, no seccomp) refuses to run anything.
+
+use std::ffi::{CString, OsString};
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+
+use crate::{Policy, bwrap, landlock, lifetime, limits, seccomp};
+
+/// The argument that marks a worker entry.
+pub const WORKER_ARG: &str = "__nib-worker";
+
+/// Exit status when the worker cannot confine or start the program.
+const REFUSED: i32 = 125;
+
+fn die(msg: &str, code: i32) -> ! {
+    let _ = std::io::Write::write_all(
+        &mut std::io::stderr(),
+        format!("nib sandbox: {msg}\n").as_bytes(),
+    );
+    std::process::exit(code)
+}
+
+/// Runs the worker entry; `args` are the arguments after [`WORKER_ARG`].
+pub fn worker_main(args: &[OsString]) -> ! {
+    let (Some(policy_json), Some(tmp), Some(sep)) = (args.first(), args.get(1), args.get(2)) else {
+        die("worker entry without policy", REFUSED);
+    };
+    if sep != "--" || args.len() < 4 {
+        die("worker entry without a program", REFUSED);
+    }
+    let policy: Policy = match serde_json::from_slice(policy_json.as_bytes()) {
+        Ok(p) => p,
+        Err(e) => die(&format!("bad policy: {e}"), REFUSED),
+    };
+    let private_tmp = (!tmp.is_empty()).then(|| PathBuf::from(tmp));
+    let program = &args[3..];
+    let in_bwrap = std::env::var_os(bwrap::IN_BWRAP).is_some();
+
+    // Programs built for the sandbox must not build the filter after fork:
+    // do it now, while allocation is still allowed.
+    let filters = if policy.confine {
+        seccomp::programs(policy.network).ok()
+    } else {
+        None
+    };
+
+    if !in_bwrap {
+        // SAFETY: unshare takes only flags; it affects our future children.
+        // Where it is not permitted, the worker goes on without a namespace
+        // (the pids cgroup and the parent-death signal still bound the tree).
+        if unsafe { libc::unshare(libc::CLONE_NEWPID) } == 0 {
+            // SAFETY: the worker is single-threaded here (nothing has spawned a
+            // thread), so the child may run arbitrary code after fork.
+            let pid = unsafe { libc::fork() };
+            if pid < 0 {
+                die("fork failed", REFUSED);
+            }
+            if pid > 0 {
+                let mut status = 0;
+                loop {
+                    // SAFETY: waitpid on our own child with a valid pointer.
+                    let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+                    if r == pid
+                        || (r < 0
+                            && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR))
+                    {
+                        break;
+                    }
+                }
+                if libc::WIFEXITED(status) {
+                    std::process::exit(libc::WEXITSTATUS(status));
+                }
+                std::process::exit(128 + libc::WTERMSIG(status));
+            }
+        }
+    }
+    lifetime::die_with_parent();
+    if let Err(e) = limits::apply_rlimits(&policy.limits) {
+        die(&format!("resource limits: {e}"), REFUSED);
+    }
+    if let Some(t) = &private_tmp {
+        // SAFETY: setting the environment before exec in a single-threaded process.
+        unsafe {
+            std::env::set_var("TMPDIR", t);
+        }
+    }
+    if policy.confine {
+        if let Err(e) = lifetime::no_new_privs() {
+            die(&format!("no_new_privs: {e}"), REFUSED);
+        }
+        let landlock_on = landlock::apply(&policy, private_tmp.as_ref()).unwrap_or(false);
+        let seccomp_on = match &filters {
+            Some(f) => seccomp::install(f).is_ok(),
+            None => false,
+        };
+        if !in_bwrap && !landlock_on && !seccomp_on {
+            die(
+                "NIB_SANDBOX=1 but no confining layer could be applied (no usable bubblewrap, no Landlock, no seccomp); refusing to run the program",
+                REFUSED,
+            );
+        }
+    }
+    let cargs: Vec<CString> = program
+        .iter()
+        .filter_map(|a| CString::new(a.as_bytes()).ok())
+        .collect();
+    if cargs.len() != program.len() {
+        die("an argument holds a NUL byte", REFUSED);
+    }
+    let mut ptrs: Vec<*const libc::c_char> = cargs.iter().map(|c| c.as_ptr()).collect();
+    ptrs.push(std::ptr::null());
+    // SAFETY: execvp with a NUL-terminated program name and a NULL-terminated
+    // array of pointers to NUL-terminated strings that outlive the call.
+    unsafe {
+        libc::execvp(ptrs[0], ptrs.as_ptr());
+    }
+    die(
+        &format!(
+            "cannot run {}: {}",
+            program[0].to_string_lossy(),
+            std::io::Error::last_os_error()
+        ),
+        127,
+    )
+}

@@ -1,0 +1,352 @@
+//! Effect tests: each guarantee checked by an outcome (a file that must not
+//! appear, a connection that must be refused, a process that must be gone),
+//! run with bubblewrap and with Landlock + seccomp alone.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, unsafe_code)]
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use nib_sandbox::{Limits, Output, Policy, Sandbox, bwrap_usable};
+
+fn probe() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_nib-sandbox-probe"))
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Mode {
+    Bwrap,
+    LandlockSeccomp,
+}
+
+fn modes() -> Vec<Mode> {
+    let mut m = vec![Mode::LandlockSeccomp];
+    if bwrap_usable() {
+        m.push(Mode::Bwrap);
+    }
+    m
+}
+
+fn policy(mode: Mode, root: &Path) -> Policy {
+    Policy {
+        confine: true,
+        writable: vec![root.to_path_buf()],
+        use_bwrap: mode == Mode::Bwrap,
+        limits: Limits {
+            processes: 64,
+            output_bytes: 1 << 20,
+            ..Limits::default()
+        },
+        ..Policy::default()
+    }
+}
+
+fn run(policy: &Policy, cwd: &Path, args: &[&str], timeout: Duration) -> Output {
+    let sandbox = Sandbox::new(&probe(), policy.clone());
+    let mut argv: Vec<OsString> = vec![probe().into_os_string()];
+    argv.extend(args.iter().map(OsString::from));
+    let worker = sandbox.spawn(&argv, cwd, &[]).expect("spawn");
+    worker.wait(Some(timeout))
+}
+
+fn out(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+struct World {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    outside: PathBuf,
+}
+
+fn world() -> World {
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(dir.path()).unwrap();
+    let root = base.join("root");
+    let outside = base.join("outside");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    World {
+        _dir: dir,
+        root,
+        outside,
+    }
+}
+
+const T: Duration = Duration::from_secs(20);
+
+#[test]
+fn writes_outside_the_roots_and_to_home_fail_and_leave_no_file() {
+    for mode in modes() {
+        let w = world();
+        let p = policy(mode, &w.root);
+        let o = run(
+            &p,
+            &w.root,
+            &["write", w.outside.join("x").to_str().unwrap()],
+            T,
+        );
+        assert!(out(&o).starts_with("DENIED"), "{mode:?}: {}", out(&o));
+        assert!(!w.outside.join("x").exists(), "{mode:?}");
+        let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
+        let canary = Path::new(&home).join(format!("nib-sandbox-canary-{}", std::process::id()));
+        let o = run(&p, &w.root, &["write", canary.to_str().unwrap()], T);
+        assert!(out(&o).starts_with("DENIED"), "{mode:?}: {}", out(&o));
+        assert!(!canary.exists(), "{mode:?}");
+        let o = run(
+            &p,
+            &w.root,
+            &["write", w.root.join("ok").to_str().unwrap()],
+            T,
+        );
+        assert!(out(&o).starts_with("OK"), "{mode:?}: {}", out(&o));
+        assert!(
+            w.root.join("ok").exists(),
+            "{mode:?}: the root stays writable"
+        );
+    }
+}
+
+#[test]
+fn a_symlink_in_a_root_cannot_be_written_through() {
+    for mode in modes() {
+        let w = world();
+        std::os::unix::fs::symlink(&w.outside, w.root.join("out")).unwrap();
+        let o = run(&policy(mode, &w.root), &w.root, &["write", "out/pwned"], T);
+        assert!(out(&o).starts_with("DENIED"), "{mode:?}: {}", out(&o));
+        assert!(!w.outside.join("pwned").exists(), "{mode:?}");
+    }
+}
+
+#[test]
+fn tcp_to_a_loopback_listener_is_refused() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    listener.set_nonblocking(true).unwrap();
+    for mode in modes() {
+        let w = world();
+        let o = run(&policy(mode, &w.root), &w.root, &["tcp", &addr], T);
+        assert!(out(&o).starts_with("DENIED"), "{mode:?}: {}", out(&o));
+        assert!(
+            listener.accept().is_err(),
+            "{mode:?}: no connection arrived"
+        );
+        // With the network allowed, it connects (the test is not vacuous).
+        let mut open = policy(mode, &w.root);
+        open.network = true;
+        let o = run(&open, &w.root, &["tcp", &addr], T);
+        assert!(
+            out(&o).starts_with("OK"),
+            "{mode:?} with network: {}",
+            out(&o)
+        );
+        // Take that connection off the backlog before the next mode checks it is empty.
+        let started = Instant::now();
+        while listener.accept().is_err() && started.elapsed() < Duration::from_secs(2) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+#[test]
+fn unix_sockets_outside_are_unreachable() {
+    let name = format!("nib-sandbox-test-{}", std::process::id());
+    let abstract_listener = {
+        use std::os::linux::net::SocketAddrExt;
+        let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
+        std::os::unix::net::UnixListener::bind_addr(&addr).unwrap()
+    };
+    let w = world();
+    let path = w.outside.join("sock");
+    let _path_listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    for mode in modes() {
+        let o = run(&policy(mode, &w.root), &w.root, &["abstract", &name], T);
+        assert!(
+            out(&o).starts_with("DENIED"),
+            "{mode:?} abstract: {}",
+            out(&o)
+        );
+        if mode == Mode::Bwrap {
+            // Landlock does not mediate connect() on a pathname socket; bubblewrap
+            // hides it (the host's /tmp is replaced). SECURITY.md says so.
+            let o = run(
+                &policy(mode, &w.root),
+                &w.root,
+                &["unix", path.to_str().unwrap()],
+                T,
+            );
+            assert!(out(&o).starts_with("DENIED"), "{mode:?} path: {}", out(&o));
+        }
+    }
+    drop(abstract_listener);
+}
+
+#[test]
+fn the_hosts_init_environment_is_unreadable() {
+    for mode in modes() {
+        let w = world();
+        let o = run(
+            &policy(mode, &w.root),
+            &w.root,
+            &["read", "/proc/1/environ"],
+            T,
+        );
+        let text = out(&o);
+        // Under bubblewrap PID 1 is its own init, never the host's.
+        assert!(
+            text.starts_with("DENIED") || mode == Mode::Bwrap,
+            "{mode:?}: {text}"
+        );
+    }
+}
+
+#[test]
+fn ptrace_keyrings_and_user_namespaces_fail_and_no_new_privs_is_set() {
+    for mode in modes() {
+        let w = world();
+        let p = policy(mode, &w.root);
+        for what in ["ptrace", "keyctl", "userns"] {
+            let o = run(&p, &w.root, &[what], T);
+            assert!(
+                out(&o).starts_with("DENIED"),
+                "{mode:?} {what}: {}",
+                out(&o)
+            );
+        }
+        let o = run(&p, &w.root, &["status"], T);
+        assert!(out(&o).contains("NoNewPrivs:\t1"), "{mode:?}: {}", out(&o));
+    }
+}
+
+#[test]
+fn only_fds_0_to_2_reach_the_program_and_no_terminal() {
+    // An fd the test holds open without close-on-exec must not leak.
+    let f = std::fs::File::open("/dev/null").unwrap();
+    let raw = std::os::fd::AsRawFd::as_raw_fd(&f);
+    // SAFETY: clearing FD_CLOEXEC on our own open fd.
+    unsafe {
+        libc::fcntl(raw, libc::F_SETFD, 0);
+    }
+    for mode in modes() {
+        let w = world();
+        let o = run(&policy(mode, &w.root), &w.root, &["fds"], T);
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout).trim(),
+            "0 1 2",
+            "{mode:?}"
+        );
+        let o = run(&policy(mode, &w.root), &w.root, &["tty"], T);
+        assert!(out(&o).starts_with("DENIED"), "{mode:?}: {}", out(&o));
+        let o = run(&policy(mode, &w.root), &w.root, &["tiocsti"], T);
+        assert!(out(&o).contains("DENIED"), "{mode:?}: {}", out(&o));
+    }
+    // Without confinement too (layer 1).
+    let w = world();
+    let o = run(&Policy::default(), &w.root, &["fds"], T);
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "0 1 2");
+    drop(f);
+}
+
+#[test]
+fn a_setsid_orphan_is_gone_when_the_call_ends() {
+    let mut policies: Vec<(String, Policy)> = vec![("layer 1".into(), Policy::default())];
+    for mode in modes() {
+        let w = world();
+        policies.push((format!("{mode:?}"), policy(mode, &w.root)));
+    }
+    for (name, mut p) in policies {
+        let w = world();
+        p.writable = vec![w.root.clone()];
+        let beat = w.root.join("heartbeat");
+        let o = run(&p, &w.root, &["orphan", beat.to_str().unwrap()], T);
+        assert!(out(&o).starts_with("OK"), "{name}: {}", out(&o));
+        std::thread::sleep(Duration::from_millis(300));
+        let a = std::fs::read_to_string(&beat).unwrap_or_default();
+        std::thread::sleep(Duration::from_millis(400));
+        let b = std::fs::read_to_string(&beat).unwrap_or_default();
+        assert_eq!(a, b, "{name}: the orphan is still writing");
+    }
+}
+
+#[test]
+fn the_private_tmp_never_reaches_the_hosts_tmp() {
+    for mode in modes() {
+        let w = world();
+        let name = format!("/tmp/nib-sandbox-canary-{}-{mode:?}", std::process::id());
+        let _ = run(&policy(mode, &w.root), &w.root, &["write", &name], T);
+        assert!(!Path::new(&name).exists(), "{mode:?}");
+    }
+}
+
+#[test]
+fn a_fork_bomb_is_contained_and_the_broker_keeps_working() {
+    for mode in modes() {
+        let w = world();
+        let started = Instant::now();
+        let o = run(
+            &policy(mode, &w.root),
+            &w.root,
+            &["forkbomb"],
+            Duration::from_secs(3),
+        );
+        assert!(
+            o.timed_out || o.code.is_some() || o.signal.is_some(),
+            "{mode:?}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "{mode:?}: took {:?}",
+            started.elapsed()
+        );
+        // The machine still runs programs promptly.
+        let t = Instant::now();
+        let o = run(&policy(mode, &w.root), &w.root, &["status"], T);
+        assert!(out(&o).contains("NoNewPrivs"), "{mode:?}");
+        assert!(t.elapsed() < Duration::from_secs(5), "{mode:?}");
+    }
+}
+
+#[test]
+fn yes_is_cut_at_the_output_cap_and_killed() {
+    for mode in modes() {
+        let w = world();
+        let started = Instant::now();
+        let o = run(&policy(mode, &w.root), &w.root, &["yes"], T);
+        assert!(o.truncated, "{mode:?}");
+        assert!(
+            o.stdout.len() <= 1 << 20,
+            "{mode:?}: {} bytes",
+            o.stdout.len()
+        );
+        assert!(started.elapsed() < Duration::from_secs(10), "{mode:?}");
+    }
+}
+
+#[test]
+fn the_environment_is_scrubbed_in_every_mode() {
+    let w = world();
+    let o = run(&Policy::default(), &w.root, &["env"], T);
+    let env = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        env.contains("PAGER=cat")
+            && env.contains("GIT_TERMINAL_PROMPT=0")
+            && env.contains("TERM=dumb"),
+        "{env}"
+    );
+    assert!(!env.contains("SSH_AUTH_SOCK"), "{env}");
+}
+
+#[test]
+fn bubblewrap_is_usable_where_ci_installs_it() {
+    if std::env::var_os("CI").is_some() {
+        assert!(
+            bwrap_usable(),
+            "CI installs bubblewrap; it must work for the tests to cover both paths"
+        );
+    }
+}
