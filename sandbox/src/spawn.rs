@@ -119,15 +119,25 @@ impl Sandbox {
         cwd: &Path,
         extra_env: &[(OsString, OsString)],
     ) -> Result<Worker, SandboxError> {
+        self.spawn_with_channel(program, cwd, extra_env, None)
+    }
+
+    /// Like [`Sandbox::spawn`], with `channel` handed to the program as fd 3
+    /// (the only fd besides 0–2 that survives).
+    pub fn spawn_with_channel(
+        &self,
+        program: &[OsString],
+        cwd: &Path,
+        extra_env: &[(OsString, OsString)],
+        channel: Option<std::os::fd::OwnedFd>,
+    ) -> Result<Worker, SandboxError> {
         if program.is_empty() {
             return Err(SandboxError::Refused("no program to run".into()));
         }
         let layers = crate::probe();
         let bwrap = self.uses_bwrap();
-        if self.policy.confine && !bwrap && layers.landlock_abi == 0 && !layers.seccomp {
-            return Err(SandboxError::Refused(
-                "NIB_SANDBOX=1, but this machine has no usable bubblewrap, no Landlock and no seccomp: programs are refused. Install bubblewrap, or run without NIB_SANDBOX".into(),
-            ));
+        if let Some(why) = refusal(self.policy.confine, bwrap, &layers) {
+            return Err(SandboxError::Refused(why));
         }
         let private_tmp = if self.policy.confine && !bwrap {
             let dir = std::env::temp_dir().join(format!(
@@ -175,9 +185,10 @@ impl Sandbox {
         let procs = cgroup.as_ref().and_then(|c| {
             std::ffi::CString::new(c.procs_file().into_os_string().into_encoded_bytes()).ok()
         });
+        let channel_fd = channel.as_ref().map(std::os::fd::AsRawFd::as_raw_fd);
         // SAFETY: the closure runs in the child between fork and exec and
         // calls only async-signal-safe functions (setsid, prctl, open, write,
-        // close, syscall) on data allocated before the fork.
+        // close, dup2, syscall) on data allocated before the fork.
         unsafe {
             cmd.pre_exec(move || {
                 libc::setsid();
@@ -189,10 +200,21 @@ impl Sandbox {
                         libc::close(fd);
                     }
                 }
-                // Only fds 0–2 survive the exec: mark the rest close-on-exec.
+                // Only fds 0–2 (and the channel, as fd 3) survive the exec.
+                let first_closed = match channel_fd {
+                    Some(fd) => {
+                        if fd != 3 {
+                            libc::dup2(fd, 3);
+                        } else {
+                            libc::fcntl(3, libc::F_SETFD, 0);
+                        }
+                        4u32
+                    }
+                    None => 3u32,
+                };
                 libc::syscall(
                     libc::SYS_close_range,
-                    3u32,
+                    first_closed,
                     u32::MAX,
                     libc::CLOSE_RANGE_CLOEXEC,
                 );
@@ -200,6 +222,7 @@ impl Sandbox {
             });
         }
         let child = spawn_on_spawner(cmd).map_err(SandboxError::Spawn)?;
+        drop(channel);
         Ok(Worker {
             child,
             cgroup,
@@ -210,6 +233,19 @@ impl Sandbox {
 }
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Why a confining policy cannot run here, if it cannot: no layer applies.
+pub fn refusal(confine: bool, bwrap: bool, layers: &crate::Layers) -> Option<String> {
+    if !confine || bwrap || layers.landlock_abi > 0 || layers.seccomp {
+        return None;
+    }
+    Some(
+        "NIB_SANDBOX=1, but this machine has no usable bubblewrap (not installed, or user namespaces are off), \
+         no Landlock (kernel too old or disabled) and no seccomp: programs are refused. Install bubblewrap, \
+         or run without NIB_SANDBOX"
+            .into(),
+    )
+}
 
 fn reader(
     mut pipe: impl Read + Send + 'static,
@@ -321,5 +357,37 @@ impl Drop for Worker {
         if let Some(t) = self.private_tmp.take() {
             let _ = std::fs::remove_dir_all(t);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layers(bwrap: bool, abi: u32, seccomp: bool) -> crate::Layers {
+        crate::Layers {
+            bwrap,
+            landlock_abi: abi,
+            seccomp,
+            pid_namespace: false,
+            pids_cgroup: false,
+        }
+    }
+
+    #[test]
+    fn a_confining_policy_without_any_layer_is_refused_naming_what_is_missing() {
+        let why = refusal(true, false, &layers(false, 0, false)).unwrap();
+        assert!(
+            why.contains("bubblewrap") && why.contains("Landlock") && why.contains("seccomp"),
+            "{why}"
+        );
+        assert_eq!(
+            refusal(false, false, &layers(false, 0, false)),
+            None,
+            "layer 1 alone is fine unconfined"
+        );
+        assert_eq!(refusal(true, true, &layers(true, 0, false)), None);
+        assert_eq!(refusal(true, false, &layers(false, 3, false)), None);
+        assert_eq!(refusal(true, false, &layers(false, 0, true)), None);
     }
 }

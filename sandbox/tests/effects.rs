@@ -350,3 +350,63 @@ fn bubblewrap_is_usable_where_ci_installs_it() {
         );
     }
 }
+
+#[test]
+fn the_tree_ends_when_the_broker_dies() {
+    let mut cases = vec![("layer 1", "open", "")];
+    for mode in modes() {
+        cases.push(if mode == Mode::Bwrap {
+            ("bwrap", "confine", "bwrap")
+        } else {
+            ("landlock", "confine", "")
+        });
+    }
+    for (name, confine, bwrap) in cases {
+        let w = world();
+        let beat = w.root.join("heartbeat");
+        let mut broker = std::process::Command::new(probe())
+            .args([
+                "broker",
+                confine,
+                w.root.to_str().unwrap(),
+                bwrap,
+                beat.to_str().unwrap(),
+            ])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        while std::fs::read_to_string(&beat)
+            .unwrap_or_default()
+            .parse::<u32>()
+            .unwrap_or(0)
+            < 2
+        {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "{name}: the orphan never started"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        broker.kill().unwrap();
+        broker.wait().unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        let a = std::fs::read_to_string(&beat).unwrap_or_default();
+        std::thread::sleep(Duration::from_millis(400));
+        let b = std::fs::read_to_string(&beat).unwrap_or_default();
+        assert_eq!(a, b, "{name}: the orphan outlived the broker");
+    }
+}
+
+#[test]
+fn a_channel_is_the_only_extra_fd() {
+    let w = world();
+    let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
+    let sandbox = Sandbox::new(&probe(), Policy::default());
+    let argv: Vec<OsString> = vec![probe().into_os_string(), "fds".into()];
+    let worker = sandbox
+        .spawn_with_channel(&argv, &w.root, &[], Some(std::os::fd::OwnedFd::from(a)))
+        .unwrap();
+    let o = worker.wait(Some(T));
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "0 1 2 3");
+}

@@ -131,6 +131,23 @@ fn main() {
             let line = [b'y', b'\n'].repeat(4096);
             while out.write_all(&line).is_ok() {}
         }
+        "broker" => {
+            // A stand-in broker: start a sandboxed orphan-maker, then wait to be killed.
+            let entry = std::env::current_exe().unwrap_or_default();
+            let policy = nib_sandbox::Policy {
+                confine: arg(1) == "confine",
+                writable: vec![std::path::PathBuf::from(arg(2))],
+                use_bwrap: arg(3) == "bwrap",
+                ..nib_sandbox::Policy::default()
+            };
+            let sandbox = nib_sandbox::Sandbox::new(&entry, policy);
+            let program: Vec<OsString> = vec![entry.clone().into(), "orphan".into(), arg(4).into()];
+            let worker = sandbox.spawn(&program, std::path::Path::new(&arg(2)), &[]);
+            report(worker.is_ok(), "started".into());
+            let _ = std::io::stdout().flush();
+            std::thread::sleep(std::time::Duration::from_secs(60));
+            drop(worker);
+        }
         "sleep" => std::thread::sleep(std::time::Duration::from_secs(arg(1).parse().unwrap_or(1))),
         other => {
             println!("unknown probe {other}");
