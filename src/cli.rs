@@ -348,6 +348,13 @@ pub fn run_tool(config: Config, name: &str, mut args: Map<String, Value>) -> i32
         Ok(out) => {
             let mut stdout = std::io::stdout().lock();
             let _ = stdout.write_all(out.text.as_bytes());
+            for (data, mime) in &out.images {
+                let _ = writeln!(
+                    stdout,
+                    "[{mime} image content, {} bytes of base64, shown to MCP clients]",
+                    data.len()
+                );
+            }
             let _ = stdout.flush();
             i32::from(out.is_error)
         }

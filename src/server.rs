@@ -202,7 +202,12 @@ fn approval_params(req: &ApprovalRequest) -> Result<ElicitRequestParams, &'stati
 }
 
 fn result(out: ToolOutput) -> CallToolResult {
-    let content = vec![ContentBlock::text(out.text)];
+    let mut content = vec![ContentBlock::text(out.text)];
+    content.extend(
+        out.images
+            .into_iter()
+            .map(|(data, mime)| ContentBlock::image(data, mime)),
+    );
     if out.is_error {
         CallToolResult::error(content)
     } else {

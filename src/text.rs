@@ -141,6 +141,32 @@ impl Text {
     }
 }
 
+/// For each line of `old` (0-based), its index in `new` when it is unchanged
+/// (a Myers line diff, bounded to two seconds).
+pub fn unchanged_map(old: &Text, new: &Text) -> Vec<Option<usize>> {
+    let mut map = vec![None; old.len()];
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    let ops = similar::capture_diff_slices_deadline(
+        similar::Algorithm::Myers,
+        &old.lines,
+        &new.lines,
+        Some(deadline),
+    );
+    for op in ops {
+        if let similar::DiffOp::Equal {
+            old_index,
+            new_index,
+            len,
+        } = op
+        {
+            for k in 0..len {
+                map[old_index + k] = Some(new_index + k);
+            }
+        }
+    }
+    map
+}
+
 /// Text sent by an agent, shaped like the file it replaces: the old file's
 /// CRLF (or CR) endings and BOM are kept when the new content has none of its own.
 pub fn shape_like(content: &str, old: Option<&Text>) -> Vec<u8> {

@@ -12,4 +12,5 @@ mod grep;
 mod patch_fixtures;
 mod protocol;
 mod read;
+mod read_more;
 mod write;

@@ -505,7 +505,8 @@ fn run() -> Result<()> {
         let srv = &mut server;
         let mut f = || -> Result<(Duration, usize)> {
             // A range, so the whole file prints (without one, code over 200 lines is outlined).
-            let (d, text) = time(|| srv.call("read", json!({"paths": ["f300.ts:1-300"]})))?;
+            let (d, text) =
+                time(|| srv.call("read", json!({"paths": ["f300.ts:1-300"], "full": true})))?;
             Ok((d, text.chars().count()))
         };
         let mut bases: Baselines<'_> = vec![(
@@ -526,7 +527,8 @@ fn run() -> Result<()> {
     {
         let srv = &mut server;
         let mut f = || -> Result<(Duration, usize)> {
-            let (d, text) = time(|| srv.call("read", json!({"paths": ["f5000.rs:100-150"]})))?;
+            let (d, text) =
+                time(|| srv.call("read", json!({"paths": ["f5000.rs:100-150"], "full": true})))?;
             Ok((d, text.chars().count()))
         };
         let mut bases: Baselines<'_> = vec![(
@@ -578,7 +580,7 @@ fn run() -> Result<()> {
     }
     {
         let srv = &mut server;
-        let read = srv.call("read", json!({"paths": ["f300.ts:1-300"]}))?;
+        let read = srv.call("read", json!({"paths": ["f300.ts:1-300"], "full": true}))?;
         let mut tag = tag_of(&read)?;
         let mut k = 0u64;
         let mut f = || -> Result<(Duration, usize)> {

@@ -261,6 +261,7 @@ fn apply_sections(
         text: with_notes(out, &notes),
         is_error: false,
         approval: None,
+        images: Vec::new(),
     }
 }
 
@@ -572,7 +573,7 @@ fn plan_section(
             };
             let mut confirmed = SeenLines::default();
             plan.confirmed.iter().for_each(|&n| confirmed.insert(n));
-            let map = stale.then(|| diff_map(&base_text, &cur.text));
+            let map = stale.then(|| crate::text::unchanged_map(&base_text, &cur.text));
             let ops = match &map {
                 None => plan.ops.clone(),
                 Some(m) => rebase(&plan.ops, m, base_text.len(), cur.text.len()).map_err(|changed| {
@@ -860,31 +861,6 @@ fn change_rows(new_text: &Text, landed: &[apply::Landed], seen: &mut Vec<usize>)
         i = j;
     }
     rows
-}
-
-/// For each line of `old` (0-based), its index in `new` when it is unchanged.
-fn diff_map(old: &Text, new: &Text) -> Vec<Option<usize>> {
-    let mut map = vec![None; old.len()];
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
-    let ops = similar::capture_diff_slices_deadline(
-        similar::Algorithm::Myers,
-        &old.lines,
-        &new.lines,
-        Some(deadline),
-    );
-    for op in ops {
-        if let similar::DiffOp::Equal {
-            old_index,
-            new_index,
-            len,
-        } = op
-        {
-            for k in 0..len {
-                map[old_index + k] = Some(new_index + k);
-            }
-        }
-    }
-    map
 }
 
 /// Moves ops from base numbering to current numbering; `Err` lists the base

@@ -224,6 +224,7 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
         text: out,
         is_error: false,
         approval: None,
+        images: Vec::new(),
     })
 }
 

@@ -341,6 +341,7 @@ fn grep(opts: &Options, ctx: &Ctx, notes: Vec<String>) -> ToolOutput {
             text: with_notes(out, &notes, opts),
             is_error: false,
             approval: None,
+            images: Vec::new(),
         };
     }
     out.push_str(&format!(
@@ -378,6 +379,7 @@ fn grep(opts: &Options, ctx: &Ctx, notes: Vec<String>) -> ToolOutput {
         text: with_notes(out, &notes, opts),
         is_error: false,
         approval: None,
+        images: Vec::new(),
     }
 }
 

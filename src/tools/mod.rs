@@ -137,6 +137,8 @@ pub struct ToolOutput {
     pub is_error: bool,
     /// The call stopped at a write that needs approval: ask, then run it again.
     pub approval: Option<ApprovalRequest>,
+    /// Images to send as image content: (base64 data, MIME type).
+    pub images: Vec<(String, String)>,
 }
 
 impl ToolOutput {
@@ -146,6 +148,7 @@ impl ToolOutput {
             text,
             is_error: true,
             approval: None,
+            images: Vec::new(),
         }
     }
 
@@ -155,6 +158,7 @@ impl ToolOutput {
             text,
             is_error: false,
             approval: None,
+            images: Vec::new(),
         }
     }
 
@@ -164,6 +168,7 @@ impl ToolOutput {
             text: req.refusal("has not been given yet"),
             is_error: true,
             approval: Some(req),
+            images: Vec::new(),
         }
     }
 }
@@ -210,8 +215,13 @@ pub fn definitions() -> Vec<ToolDef> {
         ToolDef {
             name: "read",
             description: "Read files or folders. Prints [PATH#TAG] then LINE:TEXT rows; the rows are \
-                edit anchors. A path may carry a line selector: path:A, path:A-B, path:A+N, \
-                path:A-, path:-N, path:A-B,C-D. Large files give an outline; plain:true prints bare \
+                edit anchors. Selectors: path:A, path:A-B, path:A+N, path:A-, path:-N, path:A-B,C-D \
+                (lines); path#TAG (what changed since that version); path@REV (a git revision; a \
+                folder gives the commit and its diff), path@A...B or path@A..B (the diff between them), \
+                .@A...B:FILE; file.db (tables), file.db:TABLE, file.db:TABLE:-15, file.db:SELECT ... \
+                (read-only). Images come back as images. Large files give an outline; lines you saw \
+                and that are unchanged print as one [lines A-B unchanged since you saw them] row \
+                (full:true prints them whole, collapse:false as N~TEXT rows); plain:true prints bare \
                 lines (logs); info:true prints one line of facts per file.",
             schema: json!({
                 "type": "object",
@@ -221,7 +231,9 @@ pub fn definitions() -> Vec<ToolDef> {
                     "maxLineLength": {"type": "integer", "minimum": 1,
                                       "description": "Longer lines print cut, as non-anchors (default 2000, at most 2 MiB)."},
                     "plain": {"type": "boolean", "description": "Lines without numbers or tag, colors stripped, repeats collapsed; no size cap."},
-                    "info": {"type": "boolean", "description": "One line of facts per file: lines, size, longest line, line endings, age."}
+                    "info": {"type": "boolean", "description": "One line of facts per file: lines, size, longest line, line endings, age."},
+                    "full": {"type": "boolean", "description": "Print lines you already saw whole instead of collapsing them."},
+                    "collapse": {"type": "boolean", "description": "false: print seen, unchanged lines as N~TEXT rows instead of one row per run."}
                 },
                 "required": ["paths"]
             }),

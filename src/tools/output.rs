@@ -66,6 +66,10 @@ pub struct Block {
     pub total_lines: usize,
     /// Exempt from the cap (plain reads).
     pub uncapped: bool,
+    /// Lines printed collapsed, not as anchors, that still count as seen.
+    pub extra_seen: Vec<usize>,
+    /// Image content (base64 data, MIME type) instead of rows.
+    pub image: Option<(String, String)>,
 }
 
 impl Block {

@@ -7,7 +7,11 @@
 //! seen. Declarations, versions, revisions, images and SQLite come with later
 //! issues and fail clearly until then.
 
+pub mod git;
+pub mod image;
 pub mod selector;
+pub mod sqlite;
+pub mod versions;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -44,6 +48,8 @@ pub struct ReadOptions {
     pub plain: bool,
     /// One line of facts per file.
     pub info: bool,
+    /// How lines already seen and unchanged print.
+    pub collapse: versions::Collapse,
 }
 
 /// Runs `read`.
@@ -83,18 +89,22 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
         args.note(format!("maxLineLength is at most {MAX_MAX_LINE}"));
         max_line_length = MAX_MAX_LINE;
     }
+    let plain = args.bool("plain")?.unwrap_or(false);
+    let info = args.bool("info")?.unwrap_or(false);
+    let full = args.bool("full")?.unwrap_or(false);
+    let collapse_runs = args.bool("collapse")?.unwrap_or(true);
     let opts = ReadOptions {
         max_line_length,
-        plain: args.bool("plain")?.unwrap_or(false),
-        info: args.bool("info")?.unwrap_or(false),
+        plain,
+        info,
+        collapse: if full {
+            versions::Collapse::Off
+        } else if collapse_runs {
+            versions::Collapse::Run
+        } else {
+            versions::Collapse::Sparse
+        },
     };
-    if args.has("collapse") {
-        args.take_value("collapse");
-        args.note("collapse is not available yet; lines print whole");
-    }
-    if args.has("full") {
-        args.take_value("full");
-    }
     let notes = args.finish();
     Ok(read_paths(&paths, opts, ctx, notes))
 }
@@ -109,22 +119,50 @@ pub fn read_paths(
     let now = SystemTime::now();
     let mut blocks: Vec<Block> = paths
         .iter()
-        .map(|p| read_one(p, opts, ctx, now, &mut notes))
+        .flat_map(|p| read_arg(p, opts, ctx, now, &mut notes))
         .collect();
     output::fit(&mut blocks, OUTPUT_CAP);
     ctx.with_seen(|seen| {
         for b in &blocks {
             if let Some(t) = &b.seen {
-                seen.record(&t.canonical, t.tag, &t.text, b.kept_anchors());
+                seen.record(
+                    &t.canonical,
+                    t.tag,
+                    &t.text,
+                    b.kept_anchors().chain(b.extra_seen.iter().copied()),
+                );
             }
         }
     });
     let is_error = blocks.iter().all(|b| b.error);
+    let images = blocks.iter_mut().filter_map(|b| b.image.take()).collect();
     ToolOutput {
         text: output::render(&blocks, &notes),
         is_error,
         approval: None,
+        images,
     }
+}
+
+/// One argument's blocks: a git revision gives one per file, anything else one.
+fn read_arg(
+    arg: &str,
+    opts: ReadOptions,
+    ctx: &Ctx,
+    now: SystemTime,
+    notes: &mut Vec<String>,
+) -> Vec<Block> {
+    if sqlite::split(arg).is_none() {
+        let ws = ctx.workspace;
+        let (path_arg, sel, _) = selector::split(arg, |p| {
+            fs::stat(&ctx.scope, &ws.resolve(if p.is_empty() { "." } else { p })).is_ok()
+        });
+        if let Selector::Revision(rev) = sel {
+            let path = ws.resolve(if path_arg.is_empty() { "." } else { &path_arg });
+            return git::revision(ctx, &path, &rev);
+        }
+    }
+    vec![read_one(arg, opts, ctx, now, notes)]
 }
 
 fn read_one(
@@ -135,6 +173,9 @@ fn read_one(
     notes: &mut Vec<String>,
 ) -> Block {
     let ws = ctx.workspace;
+    if let Some((db, rest)) = sqlite::split(arg) {
+        return database(ctx, db, Some(rest));
+    }
     let (path_arg, selector, mut sel_notes) = selector::split(arg, |p| {
         fs::stat(&ctx.scope, &ws.resolve(if p.is_empty() { "." } else { p })).is_ok()
     });
@@ -147,9 +188,14 @@ fn read_one(
              hint: read a line range instead, e.g. {shown}:1-80"
         ))
     };
+    let mut version = None;
     let ranges = match selector {
         Selector::Whole => None,
         Selector::Lines(r) => Some(r),
+        Selector::Version(tag) => {
+            version = Some(tag);
+            None
+        }
         Selector::Invalid(msg) => {
             return Block::failure(format!(
                 "{shown}: {msg}. Nothing was read.\nhint: {shown}:10-40 reads lines 10 to 40"
@@ -161,14 +207,10 @@ fn read_one(
                 "tree-sitter declarations",
             );
         }
-        Selector::Version(tag) => {
-            return not_yet(
-                &format!("\"#{tag}\" (changes since a version)"),
-                "versions and diffs",
-            );
-        }
-        Selector::Revision(rev) => {
-            return not_yet(&format!("\"@{rev}\" (a git revision)"), "git revisions");
+        Selector::Revision(_) => {
+            return Block::failure(format!(
+                "{shown}: a revision is read through read_arg. Nothing was read."
+            ));
         }
     };
     let stat = match fs::stat(&ctx.scope, &path) {
@@ -204,6 +246,12 @@ fn read_one(
     };
     let head = &file.bytes[..file.bytes.len().min(8192)];
     if let Some(kind) = filekind::binary_kind(&path, head) {
+        if kind == "a SQLite database" && ranges.is_none() && version.is_none() {
+            return database(ctx, &path_arg, None);
+        }
+        if kind.ends_with("image") && ranges.is_none() && version.is_none() && !opts.info {
+            return image_block(&shown, kind, &file.bytes);
+        }
         return refuse_binary(&shown, kind, file.stat.size);
     }
     let tag = Tag::of(&file.bytes);
@@ -232,13 +280,58 @@ fn read_one(
         block.head = format!("==> {shown} <==");
         return block;
     }
-    if let Ok(canonical) = fs::canonical(&path) {
+    let canonical = fs::canonical(&path).ok();
+    if let Some(canonical) = &canonical {
         block.seen = Some(SeenTarget {
-            canonical,
+            canonical: canonical.clone(),
             tag,
             text: Arc::clone(&text),
         });
     }
+    if let Some(want) = version {
+        let answer = match &canonical {
+            Some(c) => ctx.with_seen(|s| versions::since(s, c, &want, &text, tag)),
+            None => Err("the file has no stable identity".into()),
+        };
+        return match answer {
+            Ok((note, rows)) => {
+                block.rows = rows;
+                block.notes.push(note);
+                block
+            }
+            Err(why) => Block::failure(format!(
+                "{shown}#{want}: {why}. Nothing was read.\nhint: read {shown} for its current rows"
+            )),
+        };
+    }
+    let known = match (&canonical, opts.collapse) {
+        (Some(c), versions::Collapse::Run | versions::Collapse::Sparse) => {
+            ctx.with_seen(|s| versions::seen_unchanged(s, c, &text, tag))
+        }
+        _ => Default::default(),
+    };
+    let mut block = rows_for(block, &path, &shown, &text, &file, head, ranges, opts);
+    if !block.error && !known.is_empty() {
+        let rows = std::mem::take(&mut block.rows);
+        let (rows, hidden) = versions::collapse(rows, &known, opts.collapse, &text);
+        block.rows = rows;
+        block.extra_seen = hidden;
+    }
+    block
+}
+
+/// The rows of a text file: a range, the whole file, its first rows, or its outline.
+#[allow(clippy::too_many_arguments)]
+fn rows_for(
+    mut block: Block,
+    path: &Path,
+    shown: &str,
+    text: &Text,
+    file: &fs::FileBytes,
+    head: &[u8],
+    ranges: Option<Vec<selector::LineRange>>,
+    opts: ReadOptions,
+) -> Block {
     if let Some(ranges) = ranges {
         let spans = match selector::resolve(&ranges, text.len()) {
             Ok(s) => s,
@@ -261,14 +354,14 @@ fn read_one(
         block.notes.push("[empty file]".to_string());
         return block;
     }
-    if let Some(reason) = filekind::skip_reason(&path, file.stat.size, head) {
+    if let Some(reason) = filekind::skip_reason(path, file.stat.size, head) {
         block.notes.push(format!(
             "[skipped: {reason}, {}; read {shown}:1-100 to see it anyway]",
             human::size(file.stat.size)
         ));
         return block;
     }
-    let shape = filekind::shape(&path);
+    let shape = filekind::shape(path);
     let (max_lines, max_bytes) = shape.limits();
     if text.len() <= max_lines && file.stat.size <= max_bytes {
         for n in 1..=text.len() {
@@ -417,11 +510,62 @@ fn info_line(shown: &str, tag: Tag, text: &Text, stat: &fs::Stat, now: SystemTim
     }
 }
 
+/// An image as image content, scaled to what a model sees.
+fn image_block(shown: &str, kind: &str, bytes: &[u8]) -> Block {
+    match image::scale(bytes) {
+        Ok(img) => {
+            let (ow, oh) = img.original;
+            let (sw, sh) = img.sent;
+            let scaled = if (ow, oh) == (sw, sh) {
+                String::new()
+            } else {
+                format!(", sent at {sw}×{sh}")
+            };
+            Block {
+                head: format!(
+                    "[{shown}] {} {ow}×{oh}{scaled}",
+                    kind.trim_start_matches("a ")
+                ),
+                image: Some((img.base64, img.mime.to_string())),
+                ..Block::default()
+            }
+        }
+        Err(e) => Block::failure(format!("{shown}: {e}. Nothing was read.")),
+    }
+}
+
+/// A SQLite database: its tables, a table's rows, or a read-only query.
+fn database(ctx: &Ctx, db: &str, rest: Option<&str>) -> Block {
+    let path = ctx.workspace.resolve(db);
+    let shown = ctx.workspace.display(&path);
+    let file = match fs::open_regular(&ctx.scope, &path) {
+        Ok(f) => f,
+        Err(e) => return missing(&ctx.scope, &path, &shown, &e),
+    };
+    let answer = match rest {
+        None => {
+            sqlite::overview(&file).map(|t| (format!("SQLite database, {} tables", t.len()), t))
+        }
+        Some(q) => sqlite::query(&file, q),
+    };
+    match answer {
+        Ok((what, rows)) => Block {
+            head: format!("[{shown}] {what}"),
+            rows: rows.into_iter().map(Row::plain).collect(),
+            shown_path: shown,
+            ..Block::default()
+        },
+        Err(e) => Block::failure(format!(
+            "{shown}: {e}.\nhint: read {shown} to list its tables; {shown}:TABLE shows rows, {shown}:SELECT … runs a read-only query"
+        )),
+    }
+}
+
 fn refuse_binary(shown: &str, kind: &str, size: u64) -> Block {
     let hint = match kind {
         "a PDF" => "nib does not read PDFs; use the client's own file viewer for them",
-        k if k.ends_with("image") => "nib does not show images in this build yet",
-        "a SQLite database" => "nib does not read SQLite files in this build yet",
+        k if k.ends_with("image") => "images are shown whole, without a selector",
+        "a SQLite database" => "read it without a selector for its tables, or PATH:TABLE",
         _ => "nib reads text files only",
     };
     Block::failure(format!(

@@ -1,0 +1,290 @@
+//! Git revisions, through the git program: `path@REV` (a file at a revision;
+//! a folder gives the commit and its diff), `path@A...B` and `path@A..B` (the
+//! diff between them, a folder's files first), `.@A...B:FILE` (one file).
+//!
+//! The git program, not a library: it is on every machine that has a
+//! repository, reads every revision syntax, honours the repository's own
+//! configuration, and runs confined like any other program under
+//! NIB_SANDBOX=1 (through `nib-sandbox`, with a timeout and an output cap).
+//! Diffs print as rows of the current file where its lines still exist
+//! (anchors), `N|TEXT` where they do not, and `-|TEXT` for removed lines.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::fs::{self, Kind};
+use crate::hashline::{self, Tag};
+use crate::text::Text;
+use crate::tools::Ctx;
+use crate::tools::output::{Block, Row, SeenTarget};
+
+/// How long one git command may run.
+const GIT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Runs git in `cwd` (confined like any program under the sandbox) and returns its stdout.
+fn git(ctx: &Ctx, cwd: &Path, args: &[&str]) -> Result<String, String> {
+    let mut argv: Vec<OsString> = vec![
+        "git".into(),
+        "--no-pager".into(),
+        "-c".into(),
+        "color.ui=false".into(),
+    ];
+    argv.extend(args.iter().map(OsString::from));
+    let entry =
+        std::env::current_exe().map_err(|e| format!("cannot find nib's own binary: {e}"))?;
+    let policy = ctx.config.sandbox_policy(&ctx.workspace.roots());
+    let sandbox = nib_sandbox::Sandbox::new(&entry, policy);
+    let env = [(OsString::from("LC_ALL"), OsString::from("C"))];
+    let worker = sandbox.spawn(&argv, cwd, &env).map_err(|e| e.to_string())?;
+    let out = worker.wait(Some(GIT_TIMEOUT));
+    if out.timed_out {
+        return Err(format!(
+            "git {} took over {} s and was stopped",
+            args.join(" "),
+            GIT_TIMEOUT.as_secs()
+        ));
+    }
+    if out.code != Some(0) {
+        let err = String::from_utf8_lossy(&out.stderr);
+        return Err(format!(
+            "git {}: {}",
+            args.join(" "),
+            err.trim().trim_end_matches('.')
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The blocks for `path@rev`.
+pub fn revision(ctx: &Ctx, path: &Path, rev: &str) -> Vec<Block> {
+    let shown = ctx.workspace.display(path);
+    let (rev, file) = match rev.split_once(':') {
+        Some((r, f)) if !f.is_empty() => (r, Some(f)),
+        _ => (rev, None),
+    };
+    let is_dir = fs::stat(&ctx.scope, path)
+        .map(|s| s.kind == Kind::Dir)
+        .unwrap_or(false);
+    let (cwd, spec) = if is_dir {
+        (path.to_path_buf(), file.unwrap_or(".").to_string())
+    } else {
+        let parent = path
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from("."));
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        (parent, name)
+    };
+    let fail = |e: String| {
+        vec![Block::failure(format!(
+            "{shown}@{rev}: {e}. Nothing was read.\nhint: check the revision with nibash's git log, or read {shown}"
+        ))]
+    };
+    if rev.contains("..") {
+        let mut blocks = Vec::new();
+        if is_dir && file.is_none() {
+            match git(
+                ctx,
+                &cwd,
+                &[
+                    "diff",
+                    "--no-ext-diff",
+                    "--relative",
+                    "--numstat",
+                    rev,
+                    "--",
+                    &spec,
+                ],
+            ) {
+                Ok(list) => {
+                    let rows: Vec<Row> = list
+                        .lines()
+                        .filter_map(|l| {
+                            let mut p = l.split('\t');
+                            let (a, d, f) = (p.next()?, p.next()?, p.next()?);
+                            Some(Row::plain(format!("{f} (+{a} -{d})")))
+                        })
+                        .collect();
+                    blocks.push(Block {
+                        head: format!(
+                            "[{shown}@{rev}] {} changed file{}",
+                            rows.len(),
+                            if rows.len() == 1 { "" } else { "s" }
+                        ),
+                        rows,
+                        ..Block::default()
+                    });
+                }
+                Err(e) => return fail(e),
+            }
+        }
+        return match git(
+            ctx,
+            &cwd,
+            &[
+                "diff",
+                "--no-ext-diff",
+                "--relative",
+                "-U1",
+                rev,
+                "--",
+                &spec,
+            ],
+        ) {
+            Ok(diff) => {
+                blocks.extend(diff_blocks(ctx, &cwd, &diff));
+                blocks
+            }
+            Err(e) => fail(e),
+        };
+    }
+    if !is_dir {
+        let object = format!("{rev}:./{spec}");
+        return match git(ctx, &cwd, &["show", &object]) {
+            Ok(content) => {
+                let text = Text::decode(content.as_bytes());
+                let rows = (1..=text.len())
+                    .map(|n| Row::plain(format!("{n}|{}", text.line(n).unwrap_or(""))))
+                    .collect();
+                vec![Block {
+                    head: format!(
+                        "[{shown}@{rev}] {} lines (an old version: its rows are not anchors)",
+                        text.len()
+                    ),
+                    rows,
+                    shown_path: shown.clone(),
+                    total_lines: text.len(),
+                    ..Block::default()
+                }]
+            }
+            Err(e) => fail(e),
+        };
+    }
+    let header = match git(
+        ctx,
+        &cwd,
+        &[
+            "show",
+            "-s",
+            "--format=%h %an <%ae> %ad%n%s",
+            "--date=format:%Y-%m-%d %H:%M",
+            rev,
+        ],
+    ) {
+        Ok(h) => h,
+        Err(e) => return fail(e),
+    };
+    let mut blocks = vec![Block {
+        head: format!("[{shown}@{rev}] {}", header.lines().next().unwrap_or("")),
+        rows: header
+            .lines()
+            .skip(1)
+            .map(|l| Row::plain(l.to_string()))
+            .collect(),
+        ..Block::default()
+    }];
+    match git(
+        ctx,
+        &cwd,
+        &[
+            "show",
+            "--no-ext-diff",
+            "--relative",
+            "-U1",
+            "--format=",
+            rev,
+            "--",
+            &spec,
+        ],
+    ) {
+        Ok(diff) => blocks.extend(diff_blocks(ctx, &cwd, &diff)),
+        Err(e) => return fail(e),
+    }
+    blocks
+}
+
+/// One block per file of a unified diff, as rows of the current file.
+fn diff_blocks(ctx: &Ctx, cwd: &Path, diff: &str) -> Vec<Block> {
+    let mut blocks: Vec<Block> = Vec::new();
+    let mut current: Option<(Arc<Text>, bool)> = None;
+    let mut n = 0usize;
+    for line in diff.lines() {
+        if let Some(rest) = line.strip_prefix("diff --git ") {
+            let name = rest.rsplit_once(" b/").map(|(_, b)| b).unwrap_or(rest);
+            let path = cwd.join(name);
+            let shown = ctx.workspace.display(&path);
+            let file = fs::read_file(&ctx.scope, &path, crate::tools::read::TEXT_LIMIT).ok();
+            let mut block = Block {
+                shown_path: shown.clone(),
+                ..Block::default()
+            };
+            match file {
+                Some(f) => {
+                    let tag = Tag::of(&f.bytes);
+                    let text = Arc::new(Text::decode(&f.bytes));
+                    block.head = hashline::header(&shown, tag);
+                    block.total_lines = text.len();
+                    if let Ok(canonical) = fs::canonical(&path) {
+                        block.seen = Some(SeenTarget {
+                            canonical,
+                            tag,
+                            text: Arc::clone(&text),
+                        });
+                    }
+                    current = Some((text, true));
+                }
+                None => {
+                    block.head = format!("[{shown}] (not in the working tree)");
+                    current = Some((Arc::new(Text::decode(b"")), false));
+                }
+            }
+            blocks.push(block);
+            continue;
+        }
+        let Some(block) = blocks.last_mut() else {
+            continue;
+        };
+        if let Some(h) = line.strip_prefix("@@ ") {
+            // @@ -a,b +c,d @@
+            n = h
+                .split_whitespace()
+                .find_map(|t| t.strip_prefix('+'))
+                .and_then(|t| t.split(',').next())
+                .and_then(|t| t.parse().ok())
+                .unwrap_or(1);
+            continue;
+        }
+        if line.starts_with("+++")
+            || line.starts_with("---")
+            || line.starts_with("index ")
+            || line.starts_with('\\')
+        {
+            continue;
+        }
+        let Some((text, _)) = &current else { continue };
+        let (mark, body) = match line.chars().next() {
+            Some('+') => ('+', &line[1..]),
+            Some(' ') => (' ', &line[1..]),
+            Some('-') => {
+                block.rows.push(Row::plain(format!("-|{}", &line[1..])));
+                continue;
+            }
+            _ => continue,
+        };
+        if text.line(n) == Some(body) {
+            block.rows.push(Row::anchored(
+                n,
+                format!("{mark}{}", hashline::anchored_row(n, body)),
+            ));
+        } else {
+            block.rows.push(Row::plain(format!("{mark}{n}|{body}")));
+        }
+        n += 1;
+    }
+    blocks
+}
