@@ -25,6 +25,10 @@ pub enum Command {
     Help,
     /// Report what the sandbox can apply here.
     Doctor,
+    /// Answer a Claude Code hook event from stdin.
+    Hook,
+    /// Register nib with the clients.
+    Setup(crate::setup::SetupArgs),
     /// Run a tool with these arguments.
     Tool(&'static str, Map<String, Value>),
 }
@@ -43,6 +47,10 @@ usage:
   nib find [--glob G]... [--min-size S] [--newer AGE] [--sort path|size|modified]
            [--no-ignore] [--skip N] [PATH...]
   nib doctor                          which sandbox layers this machine offers
+  nib setup [--user] [--dry-run] [--provider NAME=PROGRAM] [--decider KIND]
+            [--summary LIST] [--opencode PROGRAM]
+                                      register nib with Claude Code and OpenCode
+  nib hook                            answer a Claude Code hook event (stdin)
   nib --version
 
 The project directory is $NIB_DIRECTORY, else the working directory.
@@ -62,6 +70,8 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
     match first.as_str() {
         "--version" | "-V" | "version" => Ok(Command::Version),
         "doctor" => Ok(Command::Doctor),
+        "hook" => Ok(Command::Hook),
+        "setup" => parse_setup(rest),
         "--help" | "-h" | "help" => Ok(Command::Help),
         "read" => parse_read(rest),
         "write" => parse_write(rest),
@@ -108,6 +118,41 @@ fn parse_read(rest: &[String]) -> Result<Command, UsageError> {
     }
     map.insert("paths".into(), json!(paths));
     Ok(Command::Tool("read", map))
+}
+
+fn parse_setup(rest: &[String]) -> Result<Command, UsageError> {
+    let mut args = crate::setup::SetupArgs::default();
+    let mut it = rest.iter();
+    while let Some(a) = it.next() {
+        let (flag, inline) = match a.split_once('=') {
+            Some((f, v)) if f.starts_with("--") && f != "--provider" => {
+                (f.to_string(), Some(v.to_string()))
+            }
+            _ => (a.clone(), None),
+        };
+        let take = |it: &mut std::slice::Iter<'_, String>| -> Result<String, UsageError> {
+            match &inline {
+                Some(v) => Ok(v.clone()),
+                None => value(it, &flag).cloned(),
+            }
+        };
+        match flag.as_str() {
+            "--user" => args.user = true,
+            "--dry-run" => args.dry_run = true,
+            "--decider" => args.decider = Some(take(&mut it)?),
+            "--summary" => args.summary = Some(take(&mut it)?),
+            "--opencode" => args.opencode = Some(take(&mut it)?),
+            "--provider" => {
+                let v = value(&mut it, "--provider")?;
+                let (name, program) = v.split_once('=').ok_or_else(|| {
+                    UsageError("--provider takes NAME=PROGRAM (NAME= clears it)".into())
+                })?;
+                args.providers.push((name.to_string(), program.to_string()));
+            }
+            other => return Err(UsageError(format!("setup has no option {other}"))),
+        }
+    }
+    Ok(Command::Setup(args))
 }
 
 /// Takes the value after a flag.

@@ -7,16 +7,19 @@
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod agents;
 pub mod cli;
 pub mod config;
 pub mod edit;
 pub mod filekind;
 pub mod fs;
 pub mod hashline;
+pub mod hook;
 pub mod human;
 pub mod outline;
 pub mod search;
 pub mod server;
+pub mod setup;
 pub mod state;
 pub mod stdio;
 pub mod text;

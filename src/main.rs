@@ -23,6 +23,7 @@ fn init_logging() {
 
 async fn serve(config: config::Config) -> anyhow::Result<()> {
     let server = server::NibServer::new(config);
+    let keeper = server.clone();
     let io = stdio::start();
     let running = match server.serve((io.reader, io.writer)).await {
         Ok(r) => r,
@@ -32,7 +33,9 @@ async fn serve(config: config::Config) -> anyhow::Result<()> {
             return Ok(());
         }
     };
-    running.waiting().await.context("serving MCP on stdio")?;
+    let waited = running.waiting().await;
+    keeper.save();
+    waited.context("serving MCP on stdio")?;
     // Let the last answers reach stdout before the process ends.
     let _ = tokio::time::timeout(std::time::Duration::from_secs(2), io.output_done).await;
     Ok(())
@@ -45,6 +48,14 @@ fn main() -> std::process::ExitCode {
         nib_sandbox::worker_main(&raw[1..]);
     }
     let args: Vec<String> = std::env::args().skip(1).collect();
+    // The hook runs on every tool call of the client: answer it first, with no setup.
+    if args.first().is_some_and(|a| a == "hook") {
+        let mut input = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut input);
+        let answer = nib::hook::run(&config::state_dir(), &input);
+        let _ = std::io::stdout().write_all(answer.stdout.as_bytes());
+        return std::process::ExitCode::from(answer.code as u8);
+    }
     let command = match cli::parse(&args) {
         Ok(c) => c,
         Err(e) => {
@@ -77,6 +88,13 @@ fn main() -> std::process::ExitCode {
     }
     match command {
         cli::Command::Doctor => std::process::ExitCode::from(cli::doctor(&config) as u8),
+        cli::Command::Hook => std::process::ExitCode::SUCCESS,
+        cli::Command::Setup(args) => {
+            let places = nib::setup::Places::from_env(&config.project_dir);
+            let (out, code) = nib::setup::run(&places, &args);
+            let _ = std::io::stdout().write_all(out.as_bytes());
+            std::process::ExitCode::from(code as u8)
+        }
         cli::Command::Tool(name, map) => {
             let code = cli::run_tool(config, name, map);
             std::process::ExitCode::from(code as u8)

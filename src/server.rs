@@ -32,6 +32,7 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
 
+use crate::agents::Agents;
 use crate::config::Config;
 use crate::state::Agent;
 use crate::tools::{self, ApprovalRequest, CallError, Ctx, ToolOutput};
@@ -51,7 +52,8 @@ pub struct NibServer {
 struct Inner {
     config: Config,
     workspace: Workspace,
-    agent: Mutex<Agent>,
+    agents: Agents,
+    last_save: Mutex<std::time::Instant>,
 }
 
 impl NibServer {
@@ -60,8 +62,9 @@ impl NibServer {
         NibServer {
             inner: Arc::new(Inner {
                 workspace: Workspace::new(config.project_dir.clone()),
+                agents: Agents::new(&config.state_dir),
                 config,
-                agent: Mutex::new(Agent::default()),
+                last_save: Mutex::new(std::time::Instant::now()),
             }),
         }
     }
@@ -219,6 +222,7 @@ impl NibServer {
     /// Runs a tool on a blocking thread with this call's scope.
     async fn run_tool(
         &self,
+        agent: Arc<Mutex<Agent>>,
         name: String,
         arguments: Option<serde_json::Map<String, serde_json::Value>>,
     ) -> Result<ToolOutput, McpError> {
@@ -239,7 +243,7 @@ impl NibServer {
             };
             let ctx = Ctx {
                 workspace: &this.inner.workspace,
-                agent: &this.inner.agent,
+                agent: &agent,
                 config,
                 scope,
                 enforce_seen: true,
@@ -264,7 +268,12 @@ impl NibServer {
 
     /// Applies a person's answer: `None` when the write may go ahead,
     /// else why it may not.
-    fn take_answer(&self, key: &Path, answer: Option<ElicitResult>) -> Option<String> {
+    fn take_answer(
+        &self,
+        agent: &Mutex<Agent>,
+        key: &Path,
+        answer: Option<ElicitResult>,
+    ) -> Option<String> {
         let approved = match &answer {
             Some(r) if r.action == ElicitationAction::Accept => r
                 .content
@@ -274,7 +283,7 @@ impl NibServer {
                 .unwrap_or(false),
             _ => false,
         };
-        let mut agent = self.inner.agent.lock().unwrap_or_else(|p| p.into_inner());
+        let mut agent = agent.lock().unwrap_or_else(|p| p.into_inner());
         if approved && agent.approvals.approve(key) {
             return None;
         }
@@ -289,9 +298,50 @@ impl NibServer {
         })
     }
 
-    fn forget_approval(&self, key: &Path) {
-        let mut agent = self.inner.agent.lock().unwrap_or_else(|p| p.into_inner());
+    fn forget_approval(&self, agent: &Mutex<Agent>, key: &Path) {
+        let mut agent = agent.lock().unwrap_or_else(|p| p.into_inner());
         agent.approvals.consume(key);
+    }
+
+    /// The agent behind a call (see [`crate::agents`]).
+    fn agent_for(&self, context: &RequestContext<RoleServer>) -> Arc<Mutex<Agent>> {
+        let meta = serde_json::to_value(&context.meta)
+            .ok()
+            .and_then(|v| v.as_object().cloned())
+            .unwrap_or_default();
+        let key = self.inner.agents.key_for(&meta);
+        let scope = self
+            .inner
+            .workspace
+            .scope(
+                self.inner.config.sandbox,
+                self.inner.config.confirm_outside_roots,
+            )
+            .unwrap_or(crate::fs::Scope::Open);
+        let load = |p: &Path| {
+            crate::fs::read_file(&scope, p, crate::tools::read::TEXT_LIMIT)
+                .ok()
+                .map(|f| f.bytes)
+        };
+        self.inner.agents.get(&key, &load)
+    }
+
+    /// Saves what agents saw, at most every two seconds (and at exit).
+    fn save_soon(&self) {
+        let mut last = self
+            .inner
+            .last_save
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if last.elapsed() >= std::time::Duration::from_secs(2) {
+            *last = std::time::Instant::now();
+            self.inner.agents.save_all();
+        }
+    }
+
+    /// Saves what every agent saw (at exit).
+    pub fn save(&self) {
+        self.inner.agents.save_all();
     }
 
     fn refused_write(&self, key: &Path, why: &str) -> CallToolResponse {
@@ -332,6 +382,7 @@ impl ServerHandler for NibServer {
         }
         let name = request.name.to_string();
         let arguments = request.arguments.clone();
+        let agent = self.agent_for(&context);
         // Modern era: the retry that carries the person's answer to an approval.
         if let Some(key) = request
             .request_state
@@ -344,14 +395,17 @@ impl ServerHandler for NibServer {
                 .as_ref()
                 .and_then(|r| r.get(APPROVE_INPUT))
                 .and_then(|v| serde_json::from_value::<ElicitResult>(v.clone()).ok());
-            if let Some(why) = self.take_answer(&key, answer) {
+            if let Some(why) = self.take_answer(&agent, &key, answer) {
                 return Ok(self.refused_write(&key, &why));
             }
         }
         let mut asked = 0;
         loop {
-            let out = self.run_tool(name.clone(), arguments.clone()).await?;
+            let out = self
+                .run_tool(Arc::clone(&agent), name.clone(), arguments.clone())
+                .await?;
             let Some(req) = out.approval.clone() else {
+                self.save_soon();
                 return Ok(result(out).into());
             };
             asked += 1;
@@ -364,13 +418,13 @@ impl ServerHandler for NibServer {
                 } else {
                     "cannot be asked for: the client offers no elicitation"
                 };
-                self.forget_approval(&req.key);
+                self.forget_approval(&agent, &req.key);
                 return Ok(result(ToolOutput::error(req.refusal(why))).into());
             }
             let params = match approval_params(&req) {
                 Ok(p) => p,
                 Err(e) => {
-                    self.forget_approval(&req.key);
+                    self.forget_approval(&agent, &req.key);
                     let why = format!("could not be asked for ({e})");
                     return Ok(result(ToolOutput::error(req.refusal(&why))).into());
                 }
@@ -394,17 +448,17 @@ impl ServerHandler for NibServer {
             let answer = match answer {
                 Ok(Ok(r)) => Some(r),
                 Ok(Err(e)) => {
-                    self.forget_approval(&req.key);
+                    self.forget_approval(&agent, &req.key);
                     let why = format!("could not be asked for ({e})");
                     return Ok(result(ToolOutput::error(req.refusal(&why))).into());
                 }
                 Err(_) => {
-                    self.forget_approval(&req.key);
+                    self.forget_approval(&agent, &req.key);
                     let why = format!("got no answer within {} s", timeout.as_secs());
                     return Ok(result(ToolOutput::error(req.refusal(&why))).into());
                 }
             };
-            if let Some(why) = self.take_answer(&req.key, answer) {
+            if let Some(why) = self.take_answer(&agent, &req.key, answer) {
                 return Ok(result(ToolOutput::error(req.refusal(&why))).into());
             }
         }

@@ -121,6 +121,19 @@ impl Seen {
         }
     }
 
+    /// Every remembered version of every file, newest files first.
+    pub fn all_versions(&self) -> impl Iterator<Item = (&Path, &FileVersion)> {
+        let mut paths: Vec<(&PathBuf, u64)> = self
+            .files
+            .keys()
+            .map(|p| (p, self.touched.get(p).copied().unwrap_or(0)))
+            .collect();
+        paths.sort_by_key(|p| std::cmp::Reverse(p.1));
+        paths
+            .into_iter()
+            .flat_map(move |(p, _)| self.versions(p).map(move |v| (p.as_path(), v)))
+    }
+
     /// The remembered versions of a file, newest first.
     pub fn versions(&self, path: &Path) -> impl Iterator<Item = &FileVersion> {
         self.files.get(path).into_iter().flatten()

@@ -6,6 +6,7 @@
 mod common;
 
 mod cli;
+mod clients;
 mod confine;
 mod edit;
 mod grep;

@@ -756,6 +756,45 @@ fn run() -> Result<()> {
         }
         .print();
     }
+    // The hook runs on every tool call of Claude Code: one invocation, end to end.
+    {
+        let event = json!({"hook_event_name": "PreToolUse", "session_id": "bench", "tool_name": "mcp__nib__read",
+                           "tool_use_id": "toolu_bench", "tool_input": {}})
+        .to_string();
+        let mut f = || -> Result<(Duration, usize)> {
+            let t = Instant::now();
+            let mut child = Command::new(&nib)
+                .arg("hook")
+                .env("NIB_STATE_DIR", &state)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .spawn()
+                .map_err(|e| e.to_string())?;
+            if let Some(mut stdin) = child.stdin.take() {
+                stdin
+                    .write_all(event.as_bytes())
+                    .map_err(|e| e.to_string())?;
+            }
+            let status = child.wait().map_err(|e| e.to_string())?;
+            if !status.success() {
+                return Err("nib hook failed".into());
+            }
+            Ok((t.elapsed(), 0))
+        };
+        let mut bases: Baselines<'_> = vec![(
+            "spawn true".into(),
+            Box::new(|| run_program(&work, &["true"])),
+        )];
+        let (s, _, b) = interleave(n.min(40), Some(&mut f), &mut bases)?;
+        Row {
+            scenario: "nib hook (PreToolUse of a nib tool)".into(),
+            nib: s,
+            chars: None,
+            baselines: b,
+        }
+        .print();
+    }
+
     // Starting `true` per sandbox layer, against a plain spawn.
     {
         let root = work.clone();

@@ -1,0 +1,338 @@
+//! Which agent is calling, and what each agent has seen, across restarts.
+//!
+//! Claude Code tells agents apart through nib's hook: for each of nib's own
+//! tool uses, `nib hook` records the tool-use id with the session and agent
+//! ([`record_tool_use`]); the call then arrives with that id in its `_meta`
+//! (`claudecode/toolUseId`), and [`Agents::for_call`] finds the agent. OpenCode
+//! sessions are told apart by the session id in `_meta`. A call that names
+//! neither is the connection's default agent. SessionStart and PostCompact
+//! write a reset mark for the session; the next call of an agent of that
+//! session starts from nothing.
+//!
+//! What each agent saw is saved under the state folder (`seen/`) as hashes
+//! and line numbers, never text; an agent met again after a restart gets back
+//! the lines of every file whose bytes still hash the same. Saved agents are
+//! bounded in size and expire.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::fs;
+use crate::hashline::Tag;
+use crate::state::Agent;
+use crate::text::Text;
+
+/// Files remembered per saved agent at most.
+pub const SAVED_FILES: usize = 2000;
+/// How long a saved agent is kept without use.
+pub const EXPIRY: Duration = Duration::from_secs(14 * 24 * 3600);
+
+/// The `_meta` keys that carry a tool-use id.
+const TOOL_USE_KEYS: &[&str] = &["claudecode/toolUseId", "toolUseId", "tool_use_id"];
+/// The `_meta` keys that carry a session id (OpenCode and others).
+const SESSION_KEYS: &[&str] = &["opencode/sessionId", "sessionID", "sessionId", "session_id"];
+
+/// A tool use recorded by the hook.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ToolUse {
+    /// The client's session.
+    pub session: String,
+    /// The agent within it (`main` for the main agent).
+    pub agent: String,
+}
+
+fn safe(s: &str) -> String {
+    let h = xxhash_rust::xxh3::xxh3_64(s.as_bytes());
+    let tail: String = s
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+        .take(40)
+        .collect();
+    format!("{tail}-{h:016x}")
+}
+
+fn hook_dir(state: &Path, kind: &str) -> PathBuf {
+    state.join("hook").join(kind)
+}
+
+/// Records which agent issued a tool use (called by `nib hook`).
+pub fn record_tool_use(state: &Path, tool_use_id: &str, use_: &ToolUse) -> std::io::Result<()> {
+    let dir = hook_dir(state, "tool-use");
+    std::fs::create_dir_all(&dir)?;
+    let body = serde_json::to_vec(use_).map_err(std::io::Error::other)?;
+    std::fs::write(dir.join(safe(tool_use_id)), body)
+}
+
+/// Marks a session's agents as starting over (compaction, clear, new start).
+pub fn record_reset(state: &Path, session: &str) -> std::io::Result<()> {
+    let dir = hook_dir(state, "reset");
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(dir.join(safe(session)), b"")
+}
+
+fn reset_time(state: &Path, session: &str) -> Option<SystemTime> {
+    std::fs::metadata(hook_dir(state, "reset").join(safe(session)))
+        .and_then(|m| m.modified())
+        .ok()
+}
+
+fn lookup_tool_use(state: &Path, id: &str) -> Option<ToolUse> {
+    let bytes = std::fs::read(hook_dir(state, "tool-use").join(safe(id))).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// The identity of the agent behind a call.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct AgentKey {
+    /// The session (empty for the connection's default agent).
+    pub session: String,
+    /// The agent within the session.
+    pub agent: String,
+}
+
+impl AgentKey {
+    fn file_name(&self) -> String {
+        safe(&format!("{}\u{0}{}", self.session, self.agent))
+    }
+}
+
+/// One saved file version: bytes hash, tag, lines seen.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct SavedVersion {
+    path: PathBuf,
+    hash: u64,
+    tag: u16,
+    seen: Vec<(usize, usize)>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct SavedAgent {
+    versions: Vec<SavedVersion>,
+}
+
+struct Slot {
+    agent: Arc<Mutex<Agent>>,
+    loaded_at: SystemTime,
+}
+
+/// Every agent this connection has served.
+pub struct Agents {
+    state: PathBuf,
+    slots: Mutex<HashMap<AgentKey, Slot>>,
+}
+
+impl Agents {
+    /// Agents whose saved state lives under `state`.
+    pub fn new(state: &Path) -> Agents {
+        Agents {
+            state: state.to_path_buf(),
+            slots: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The key of the agent a call's `_meta` names.
+    pub fn key_for(&self, meta: &serde_json::Map<String, Value>) -> AgentKey {
+        let get = |keys: &[&str]| {
+            keys.iter()
+                .find_map(|k| meta.get(*k).and_then(Value::as_str))
+                .map(str::to_string)
+        };
+        if let Some(id) = get(TOOL_USE_KEYS)
+            && let Some(u) = lookup_tool_use(&self.state, &id)
+        {
+            return AgentKey {
+                session: u.session,
+                agent: u.agent,
+            };
+        }
+        if let Some(s) = get(SESSION_KEYS) {
+            return AgentKey {
+                session: s,
+                agent: "main".into(),
+            };
+        }
+        AgentKey {
+            session: String::new(),
+            agent: "main".into(),
+        }
+    }
+
+    /// The agent for a key: loaded from its saved state the first time, and
+    /// started over when its session was reset since.
+    pub fn get(
+        &self,
+        key: &AgentKey,
+        load: &dyn Fn(&Path) -> Option<Vec<u8>>,
+    ) -> Arc<Mutex<Agent>> {
+        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        let reset = (!key.session.is_empty())
+            .then(|| reset_time(&self.state, &key.session))
+            .flatten();
+        if let Some(slot) = slots.get_mut(key) {
+            if reset.is_some_and(|r| r > slot.loaded_at) {
+                *slot.agent.lock().unwrap_or_else(|p| p.into_inner()) = Agent::default();
+                slot.loaded_at = SystemTime::now();
+            }
+            return Arc::clone(&slot.agent);
+        }
+        let mut agent = Agent::default();
+        if !key.session.is_empty() {
+            let file = self.saved_path(key);
+            let fresh = match (
+                std::fs::metadata(&file).and_then(|m| m.modified()).ok(),
+                reset,
+            ) {
+                (Some(saved), Some(r)) => saved > r,
+                (Some(_), None) => true,
+                _ => false,
+            };
+            if fresh {
+                restore(&mut agent, &file, load);
+            }
+        }
+        let slot = Slot {
+            agent: Arc::new(Mutex::new(agent)),
+            loaded_at: SystemTime::now(),
+        };
+        let a = Arc::clone(&slot.agent);
+        slots.insert(key.clone(), slot);
+        a
+    }
+
+    fn saved_path(&self, key: &AgentKey) -> PathBuf {
+        self.state.join("seen").join(key.file_name())
+    }
+
+    /// Saves every agent with a session (the default agent is the connection's own).
+    pub fn save_all(&self) {
+        let slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        let dir = self.state.join("seen");
+        if std::fs::create_dir_all(&dir).is_err() {
+            return;
+        }
+        for (key, slot) in slots.iter().filter(|(k, _)| !k.session.is_empty()) {
+            let agent = slot.agent.lock().unwrap_or_else(|p| p.into_inner());
+            let saved = SavedAgent {
+                versions: agent
+                    .seen
+                    .all_versions()
+                    .take(SAVED_FILES)
+                    .map(|(path, v)| SavedVersion {
+                        path: path.to_path_buf(),
+                        hash: xxhash_rust::xxh3::xxh3_64(&v.text.encode()),
+                        tag: v.tag.0,
+                        seen: v.seen.ranges().to_vec(),
+                    })
+                    .collect(),
+            };
+            if let Ok(body) = serde_json::to_vec(&saved) {
+                let _ = fs::write_atomic(&fs::Scope::Open, &self.saved_path(key), &body);
+            }
+        }
+        expire(&dir);
+    }
+}
+
+/// Gives an agent back the lines of every saved file whose bytes still hash the same.
+fn restore(agent: &mut Agent, file: &Path, load: &dyn Fn(&Path) -> Option<Vec<u8>>) {
+    let Ok(bytes) = std::fs::read(file) else {
+        return;
+    };
+    let Ok(saved) = serde_json::from_slice::<SavedAgent>(&bytes) else {
+        return;
+    };
+    for v in saved.versions.into_iter().take(SAVED_FILES) {
+        let Some(content) = load(&v.path) else {
+            continue;
+        };
+        if xxhash_rust::xxh3::xxh3_64(&content) != v.hash {
+            continue;
+        }
+        let text = Arc::new(Text::decode(&content));
+        if text.encode() != content {
+            // Mixed line endings do not round-trip; the hash was of the encoded text.
+            continue;
+        }
+        let lines = v.seen.iter().flat_map(|&(a, b)| a..=b);
+        agent.seen.record(&v.path, Tag(v.tag), &text, lines);
+    }
+}
+
+/// Removes saved agents and hook records unused for [`EXPIRY`].
+fn expire(seen_dir: &Path) {
+    let now = SystemTime::now();
+    let dirs = [
+        seen_dir.to_path_buf(),
+        seen_dir.with_file_name("hook").join("tool-use"),
+        seen_dir.with_file_name("hook").join("reset"),
+    ];
+    for dir in dirs {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let old = e
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|m| now.duration_since(m).ok())
+                .is_some_and(|age| age > EXPIRY);
+            if old {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn calls_find_their_agent_through_hook_records() {
+        let state = tempfile::tempdir().unwrap();
+        let agents = Agents::new(state.path());
+        record_tool_use(
+            state.path(),
+            "toolu_1",
+            &ToolUse {
+                session: "S".into(),
+                agent: "main".into(),
+            },
+        )
+        .unwrap();
+        record_tool_use(
+            state.path(),
+            "toolu_2",
+            &ToolUse {
+                session: "S".into(),
+                agent: "sub".into(),
+            },
+        )
+        .unwrap();
+        let m = |v: Value| v.as_object().cloned().unwrap();
+        assert_eq!(
+            agents
+                .key_for(&m(json!({"claudecode/toolUseId": "toolu_1"})))
+                .agent,
+            "main"
+        );
+        assert_eq!(
+            agents
+                .key_for(&m(json!({"claudecode/toolUseId": "toolu_2"})))
+                .agent,
+            "sub"
+        );
+        assert_eq!(
+            agents.key_for(&m(json!({"sessionID": "oc1"}))).session,
+            "oc1"
+        );
+        assert_eq!(agents.key_for(&m(json!({}))).session, "");
+    }
+}

@@ -1,0 +1,201 @@
+//! `nib hook`: Claude Code's hook events, read from stdin, answered on stdout.
+//!
+//! - PreToolUse of the built-in Read on a text file nib can read: refused once
+//!   with the equivalent nib call; the same call sent again goes through.
+//!   Images, PDFs and notebooks always go through.
+//! - PreToolUse of one of nib's own tools: records which session and agent
+//!   issued the tool use ([`crate::agents::record_tool_use`]), so the server
+//!   can tell agents apart.
+//! - SessionStart (startup, compact, clear) and PostCompact: what the session's
+//!   agents saw stops counting ([`crate::agents::record_reset`]).
+//! - UserPromptSubmit and SessionStart: a one-line reminder of nib's tools.
+//!
+//! It runs on every tool call, so it does little: no runtime, a few small
+//! files under the state folder.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::agents::{self, ToolUse};
+
+/// The reminder added as context.
+pub const REMINDER: &str = "nib is this project's file tool: mcp__nib__read, grep and find print [PATH#TAG] headers and LINE:TEXT rows; mcp__nib__edit changes files by those line numbers (never repeat old text); mcp__nib__write creates files.";
+
+/// Extensions the built-in Read keeps: nib does not read them as text.
+const PASS_THROUGH: &[&str] = &[
+    "png", "jpg", "jpeg", "gif", "webp", "pdf", "ipynb", "svg", "bmp", "ico",
+];
+
+/// What the hook prints, and its exit status.
+#[derive(Debug, PartialEq, Eq)]
+pub struct HookAnswer {
+    /// JSON for Claude Code, or nothing.
+    pub stdout: String,
+    /// 0 unless the input could not be read.
+    pub code: i32,
+}
+
+fn answer(v: Value) -> HookAnswer {
+    HookAnswer {
+        stdout: format!("{v}\n"),
+        code: 0,
+    }
+}
+
+fn quiet() -> HookAnswer {
+    HookAnswer {
+        stdout: String::new(),
+        code: 0,
+    }
+}
+
+fn context(event: &str) -> HookAnswer {
+    answer(json!({"hookSpecificOutput": {"hookEventName": event, "additionalContext": REMINDER}}))
+}
+
+/// Whether nib reads this file as text (so the built-in Read is refused once).
+fn nib_reads(path: &Path) -> bool {
+    let ext = path
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
+    if PASS_THROUGH.contains(&ext.as_str()) {
+        return false;
+    }
+    let Ok(meta) = std::fs::metadata(path) else {
+        return false;
+    };
+    if !meta.is_file() || meta.len() > 8 * 1024 * 1024 {
+        return false;
+    }
+    let mut head = [0u8; 4096];
+    let n = std::fs::File::open(path)
+        .and_then(|mut f| std::io::Read::read(&mut f, &mut head))
+        .unwrap_or(0);
+    !head[..n].contains(&0)
+}
+
+/// Answers one hook event.
+pub fn run(state: &Path, input: &[u8]) -> HookAnswer {
+    let Ok(event) = serde_json::from_slice::<Value>(input) else {
+        return HookAnswer {
+            stdout: String::new(),
+            code: 1,
+        };
+    };
+    let s = |k: &str| {
+        event
+            .get(k)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    let session = s("session_id");
+    match s("hook_event_name").as_str() {
+        "PreToolUse" => {
+            let tool = s("tool_name");
+            if tool.starts_with("mcp__nib__") {
+                let id = s("tool_use_id");
+                if !id.is_empty() {
+                    let agent = match s("agent_id") {
+                        a if a.is_empty() => "main".to_string(),
+                        a => a,
+                    };
+                    let _ = agents::record_tool_use(state, &id, &ToolUse { session, agent });
+                }
+                return quiet();
+            }
+            if tool != "Read" {
+                return quiet();
+            }
+            let input = event.get("tool_input").cloned().unwrap_or(Value::Null);
+            let file = input.get("file_path").and_then(Value::as_str).unwrap_or("");
+            if file.is_empty() || !nib_reads(Path::new(file)) {
+                return quiet();
+            }
+            let offset = input.get("offset").and_then(Value::as_u64);
+            let limit = input.get("limit").and_then(Value::as_u64);
+            let key = format!("{session}\u{0}{file}\u{0}{offset:?}\u{0}{limit:?}");
+            let mark = state.join("hook").join("read-refused").join(format!(
+                "{:016x}",
+                xxhash_rust::xxh3::xxh3_64(key.as_bytes())
+            ));
+            if std::fs::remove_file(&mark).is_ok() {
+                return quiet();
+            }
+            if let Some(dir) = mark.parent() {
+                let _ = std::fs::create_dir_all(dir);
+            }
+            let _ = std::fs::write(&mark, b"");
+            let selector = match (offset, limit) {
+                (Some(o), Some(l)) if l > 0 => format!(":{o}-{}", o + l - 1),
+                (Some(o), _) => format!(":{o}-"),
+                (None, Some(l)) if l > 0 => format!(":1-{l}"),
+                _ => String::new(),
+            };
+            let reason = format!(
+                "Read this with nib instead: mcp__nib__read with paths [\"{file}{selector}\"]. Its rows are edit anchors for mcp__nib__edit. (Sending the same Read again lets it through.)"
+            );
+            answer(json!({"hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "deny",
+                "permissionDecisionReason": reason
+            }}))
+        }
+        "SessionStart" => {
+            if matches!(s("source").as_str(), "startup" | "compact" | "clear")
+                && !session.is_empty()
+            {
+                let _ = agents::record_reset(state, &session);
+            }
+            context("SessionStart")
+        }
+        "PostCompact" => {
+            if !session.is_empty() {
+                let _ = agents::record_reset(state, &session);
+            }
+            quiet()
+        }
+        "UserPromptSubmit" => context("UserPromptSubmit"),
+        _ => quiet(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn read_is_refused_once_then_allowed() {
+        let state = tempfile::tempdir().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("a.rs");
+        std::fs::write(&f, "fn main() {}\n").unwrap();
+        let ev = json!({"hook_event_name": "PreToolUse", "session_id": "S", "tool_name": "Read",
+                        "tool_input": {"file_path": f, "offset": 10, "limit": 5}})
+        .to_string();
+        let first = run(state.path(), ev.as_bytes());
+        let v: Value = serde_json::from_str(&first.stdout).unwrap();
+        assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny");
+        assert!(
+            v["hookSpecificOutput"]["permissionDecisionReason"]
+                .as_str()
+                .unwrap()
+                .contains("a.rs:10-14")
+        );
+        assert_eq!(
+            run(state.path(), ev.as_bytes()).stdout,
+            "",
+            "the same call goes through"
+        );
+        let png = dir.path().join("p.png");
+        std::fs::write(&png, b"\x89PNG").unwrap();
+        let ev = json!({"hook_event_name": "PreToolUse", "session_id": "S", "tool_name": "Read", "tool_input": {"file_path": png}}).to_string();
+        assert_eq!(
+            run(state.path(), ev.as_bytes()).stdout,
+            "",
+            "images go through"
+        );
+    }
+}

@@ -1,0 +1,349 @@
+//! `nib setup`: registers nib with Claude Code and OpenCode, adding only what
+//! is missing, so a second run changes nothing. A file that is not plain JSON
+//! is left alone with a warning; `--dry-run` prints the change to each file as
+//! a diff and writes nothing.
+//!
+//! In a project: `.mcp.json` (the nib stdio server), `.claude/settings.local.json`
+//! (approval of that server, nib's hook for Read, nib's own tools, SessionStart,
+//! PostCompact and UserPromptSubmit, deny rules for Bash, Grep, Glob, Edit and
+//! Write, an allow rule for `mcp__nib__nibash_status`), and `opencode.json` when
+//! the project has one. With `--user`: the Claude config folder's
+//! `settings.json` ($CLAUDE_CONFIG_DIR, else ~/.claude), the server at user
+//! scope in `~/.claude.json`, and OpenCode's user `opencode.json` if it exists.
+//! Options (`--provider`, `--decider`, `--summary`, `--opencode`) are kept in
+//! `~/.config/nib/setup.json` ($XDG_CONFIG_HOME); an empty value clears one.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value, json};
+
+/// What setup was asked to do.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct SetupArgs {
+    /// For every project (the user's configuration).
+    pub user: bool,
+    /// Show the changes without writing.
+    pub dry_run: bool,
+    /// `--provider NAME=PROGRAM` (an empty PROGRAM clears NAME).
+    pub providers: Vec<(String, String)>,
+    /// `--decider KIND` (empty clears).
+    pub decider: Option<String>,
+    /// `--summary LIST` (empty clears).
+    pub summary: Option<String>,
+    /// `--opencode PROGRAM` (empty clears).
+    pub opencode: Option<String>,
+}
+
+/// One file's planned change.
+#[derive(Debug)]
+pub struct Change {
+    /// The file.
+    pub path: PathBuf,
+    /// Its text now (empty when missing).
+    pub before: String,
+    /// Its text after setup.
+    pub after: String,
+}
+
+/// Where setup writes.
+#[derive(Debug, Clone)]
+pub struct Places {
+    /// The project folder.
+    pub project: PathBuf,
+    /// The home folder.
+    pub home: PathBuf,
+    /// The Claude config folder.
+    pub claude_dir: PathBuf,
+    /// The folder of nib's settings.
+    pub config_dir: PathBuf,
+    /// The nib binary to register (absolute).
+    pub nib: PathBuf,
+}
+
+impl Places {
+    /// The places from the environment.
+    pub fn from_env(project: &Path) -> Places {
+        let home = std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("/"));
+        let claude_dir = std::env::var_os("CLAUDE_CONFIG_DIR")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| home.join(".claude"));
+        let config_dir = std::env::var_os("XDG_CONFIG_HOME")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| home.join(".config"))
+            .join("nib");
+        let nib = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("nib"));
+        Places {
+            project: project.to_path_buf(),
+            home,
+            claude_dir,
+            config_dir,
+            nib,
+        }
+    }
+}
+
+/// The value as an object, made one if it is not.
+fn obj(v: &mut Value) -> Option<&mut Map<String, Value>> {
+    if !v.is_object() {
+        *v = json!({});
+    }
+    v.as_object_mut()
+}
+
+/// The object at `key`, made one if missing or not an object.
+fn child<'a>(m: &'a mut Map<String, Value>, key: &str) -> Option<&'a mut Map<String, Value>> {
+    obj(m.entry(key.to_string()).or_insert_with(|| json!({})))
+}
+
+/// Adds `items` missing from the array at `key`.
+fn add_to_list(m: &mut Map<String, Value>, key: &str, items: &[&str]) {
+    let v = m.entry(key.to_string()).or_insert_with(|| json!([]));
+    if !v.is_array() {
+        return;
+    }
+    if let Value::Array(list) = v {
+        for i in items {
+            if !list.iter().any(|x| x.as_str() == Some(i)) {
+                list.push(json!(i));
+            }
+        }
+    }
+}
+
+fn hook_command(nib: &Path) -> String {
+    format!("{} hook", nib.display())
+}
+
+/// Adds nib's hook for an event (and matcher) unless a nib hook is there.
+fn add_hook(hooks: &mut Map<String, Value>, event: &str, matcher: Option<&str>, command: &str) {
+    let v = hooks.entry(event.to_string()).or_insert_with(|| json!([]));
+    let Value::Array(list) = v else { return };
+    let present = list.iter().any(|group| {
+        let same_matcher = group.get("matcher").and_then(Value::as_str) == matcher;
+        let has_nib = group
+            .get("hooks")
+            .and_then(Value::as_array)
+            .is_some_and(|hs| {
+                hs.iter().any(|h| {
+                    h.get("command")
+                        .and_then(Value::as_str)
+                        .is_some_and(|c| c.ends_with(" hook") && c.contains("nib"))
+                })
+            });
+        same_matcher && has_nib
+    });
+    if present {
+        return;
+    }
+    let mut group = json!({"hooks": [{"type": "command", "command": command, "timeout": 5}]});
+    if let (Some(m), Value::Object(g)) = (matcher, &mut group) {
+        g.insert("matcher".into(), json!(m));
+    }
+    list.push(group);
+}
+
+/// The Claude Code settings nib needs, added to `settings`.
+pub fn claude_settings(settings: &mut Value, nib: &Path, project: bool) {
+    let Some(m) = obj(settings) else { return };
+    if project {
+        add_to_list(m, "enabledMcpjsonServers", &["nib"]);
+    }
+    if let Some(perms) = child(m, "permissions") {
+        add_to_list(perms, "allow", &["mcp__nib__nibash_status"]);
+        add_to_list(perms, "deny", &["Bash", "Grep", "Glob", "Edit", "Write"]);
+    }
+    let Some(hooks) = child(m, "hooks") else {
+        return;
+    };
+    let cmd = hook_command(nib);
+    add_hook(hooks, "PreToolUse", Some("Read"), &cmd);
+    add_hook(hooks, "PreToolUse", Some("mcp__nib__.*"), &cmd);
+    add_hook(hooks, "SessionStart", None, &cmd);
+    add_hook(hooks, "PostCompact", None, &cmd);
+    add_hook(hooks, "UserPromptSubmit", None, &cmd);
+}
+
+/// The nib server, added to an `mcpServers` map unless one named nib is there.
+pub fn mcp_server(config: &mut Value, nib: &Path) {
+    let Some(servers) = obj(config).and_then(|m| child(m, "mcpServers")) else {
+        return;
+    };
+    servers.entry("nib".to_string()).or_insert_with(
+        || json!({"type": "stdio", "command": nib.display().to_string(), "args": []}),
+    );
+}
+
+/// OpenCode: the nib server as a local MCP server, and deny rules for its own tools.
+pub fn opencode(config: &mut Value, nib: &Path) {
+    let Some(m) = obj(config) else { return };
+    if let Some(mcp) = child(m, "mcp") {
+        mcp.entry("nib".to_string()).or_insert_with(
+            || json!({"type": "local", "command": [nib.display().to_string()], "enabled": true, "codemode": false}),
+        );
+    }
+    if let Some(perm) = child(m, "permission") {
+        for tool in ["bash", "read", "grep", "glob", "edit"] {
+            perm.entry(tool.to_string())
+                .or_insert_with(|| json!("deny"));
+        }
+    }
+}
+
+/// The remembered options, updated.
+pub fn remember(saved: &mut Value, args: &SetupArgs) {
+    let Some(m) = obj(saved) else { return };
+    if !args.providers.is_empty()
+        && let Some(providers) = child(m, "providers")
+    {
+        for (name, program) in &args.providers {
+            if program.is_empty() {
+                providers.remove(name);
+            } else {
+                providers.insert(name.clone(), json!(program));
+            }
+        }
+    }
+    for (key, value) in [
+        ("decider", &args.decider),
+        ("summary", &args.summary),
+        ("opencode", &args.opencode),
+    ] {
+        match value.as_deref() {
+            None => {}
+            Some("") => {
+                m.remove(key);
+            }
+            Some(v) => {
+                m.insert(key.to_string(), json!(v));
+            }
+        }
+    }
+}
+
+/// Plans every change: (file, what to do to its JSON, create it when missing).
+pub fn plan(places: &Places, args: &SetupArgs) -> (Vec<Change>, Vec<String>) {
+    type Edit<'a> = Box<dyn Fn(&mut Value) + 'a>;
+    let nib = &places.nib;
+    let mut targets: Vec<(PathBuf, Edit, bool)> = Vec::new();
+    if args.user {
+        targets.push((
+            places.claude_dir.join("settings.json"),
+            Box::new(|v| claude_settings(v, nib, false)),
+            true,
+        ));
+        targets.push((
+            places.home.join(".claude.json"),
+            Box::new(|v| mcp_server(v, nib)),
+            true,
+        ));
+        let oc = places.home.join(".config/opencode/opencode.json");
+        targets.push((oc, Box::new(|v| opencode(v, nib)), false));
+    } else {
+        targets.push((
+            places.project.join(".mcp.json"),
+            Box::new(|v| mcp_server(v, nib)),
+            true,
+        ));
+        targets.push((
+            places.project.join(".claude/settings.local.json"),
+            Box::new(|v| claude_settings(v, nib, true)),
+            true,
+        ));
+        targets.push((
+            places.project.join("opencode.json"),
+            Box::new(|v| opencode(v, nib)),
+            false,
+        ));
+    }
+    let remembered = !args.providers.is_empty()
+        || args.decider.is_some()
+        || args.summary.is_some()
+        || args.opencode.is_some();
+    if remembered {
+        targets.push((
+            places.config_dir.join("setup.json"),
+            Box::new(|v| remember(v, args)),
+            true,
+        ));
+    }
+    let mut changes = Vec::new();
+    let mut warnings = Vec::new();
+    for (path, edit, create) in targets {
+        let before = std::fs::read_to_string(&path).ok();
+        if before.is_none() && !create {
+            continue;
+        }
+        let mut value = match before.as_deref() {
+            None => json!({}),
+            Some(text) if text.trim().is_empty() => json!({}),
+            Some(text) => match serde_json::from_str::<Value>(text) {
+                Ok(v) if v.is_object() => v,
+                _ => {
+                    warnings.push(format!(
+                        "{} is not plain JSON (comments or trailing commas?); left alone: add nib to it by hand",
+                        path.display()
+                    ));
+                    continue;
+                }
+            },
+        };
+        let original = value.clone();
+        edit(&mut value);
+        if before.is_some() && value == original {
+            continue;
+        }
+        let mut after = serde_json::to_string_pretty(&value).unwrap_or_default();
+        after.push('\n');
+        changes.push(Change {
+            path,
+            before: before.unwrap_or_default(),
+            after,
+        });
+    }
+    (changes, warnings)
+}
+
+/// A unified diff of one change, for `--dry-run`.
+pub fn diff(change: &Change) -> String {
+    let name = change.path.display().to_string();
+    similar::TextDiff::from_lines(&change.before, &change.after)
+        .unified_diff()
+        .context_radius(3)
+        .header(&name, &name)
+        .to_string()
+}
+
+/// Runs setup; returns what to print and the exit status.
+pub fn run(places: &Places, args: &SetupArgs) -> (String, i32) {
+    let (changes, warnings) = plan(places, args);
+    let mut out = String::new();
+    for w in &warnings {
+        out.push_str(&format!("warning: {w}\n"));
+    }
+    if changes.is_empty() {
+        out.push_str("nib setup: nothing to change; everything is in place\n");
+        return (out, 0);
+    }
+    for c in &changes {
+        if args.dry_run {
+            out.push_str(&diff(c));
+            continue;
+        }
+        let written = crate::fs::write_atomic(&crate::fs::Scope::Open, &c.path, c.after.as_bytes());
+        match written {
+            Ok(_) => out.push_str(&format!("updated {}\n", c.path.display())),
+            Err(e) => {
+                out.push_str(&format!("could not write {}: {e}\n", c.path.display()));
+                return (out, 1);
+            }
+        }
+    }
+    if args.dry_run {
+        out.push_str("nib setup --dry-run: nothing was written\n");
+    }
+    (out, 0)
+}

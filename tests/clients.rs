@@ -1,0 +1,437 @@
+//! Client integration: `nib setup` in a temporary HOME and project, `nib hook`
+//! fed recorded events, and seen lines told apart per agent, reset by
+//! compaction, and kept across a server restart.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use rmcp::model::{CallToolRequestParams, RequestMetaObject};
+use serde_json::{Value, json};
+
+use crate::common::*;
+
+struct Env {
+    _dir: tempfile::TempDir,
+    home: std::path::PathBuf,
+    project: std::path::PathBuf,
+}
+
+fn env() -> Env {
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(dir.path()).unwrap();
+    let home = base.join("home");
+    let project = base.join("project");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&project).unwrap();
+    Env {
+        _dir: dir,
+        home,
+        project,
+    }
+}
+
+fn run(e: &Env, args: &[&str], stdin: &str) -> (String, i32) {
+    let mut child = Command::new(nib_bin())
+        .args(args)
+        .current_dir(&e.project)
+        .env("HOME", &e.home)
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("XDG_STATE_HOME")
+        .env("NIB_STATE_DIR", e.home.join("state"))
+        .env_remove("NIB_DIRECTORY")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .as_mut()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    drop(child.stdin.take());
+    let out = child.wait_with_output().unwrap();
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        out.status.code().unwrap_or(-1),
+    )
+}
+
+fn json_file(p: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+#[test]
+fn setup_writes_exactly_what_each_client_needs_once() {
+    let e = env();
+    std::fs::write(e.project.join("opencode.json"), "{\"theme\": \"dark\"}\n").unwrap();
+    let (out, code) = run(&e, &["setup", "--dry-run"], "");
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("+++ ") && out.contains("nothing was written"),
+        "{out}"
+    );
+    assert!(
+        !e.project.join(".mcp.json").exists(),
+        "--dry-run writes nothing"
+    );
+    assert_eq!(
+        std::fs::read_to_string(e.project.join("opencode.json")).unwrap(),
+        "{\"theme\": \"dark\"}\n"
+    );
+
+    let (out, code) = run(&e, &["setup"], "");
+    assert_eq!(code, 0, "{out}");
+    let nib = nib_bin().display().to_string();
+    let hook = format!("{nib} hook");
+    assert_eq!(
+        json_file(&e.project.join(".mcp.json")),
+        json!({"mcpServers": {"nib": {"type": "stdio", "command": nib, "args": []}}})
+    );
+    let group = |m: Option<&str>| {
+        let mut g = json!({"hooks": [{"type": "command", "command": hook, "timeout": 5}]});
+        if let Some(m) = m {
+            g["matcher"] = json!(m);
+        }
+        g
+    };
+    assert_eq!(
+        json_file(&e.project.join(".claude/settings.local.json")),
+        json!({
+            "enabledMcpjsonServers": ["nib"],
+            "permissions": {"allow": ["mcp__nib__nibash_status"], "deny": ["Bash", "Grep", "Glob", "Edit", "Write"]},
+            "hooks": {
+                "PreToolUse": [group(Some("Read")), group(Some("mcp__nib__.*"))],
+                "SessionStart": [group(None)],
+                "PostCompact": [group(None)],
+                "UserPromptSubmit": [group(None)]
+            }
+        })
+    );
+    assert_eq!(
+        json_file(&e.project.join("opencode.json")),
+        json!({
+            "theme": "dark",
+            "mcp": {"nib": {"type": "local", "command": [nib], "enabled": true, "codemode": false}},
+            "permission": {"bash": "deny", "read": "deny", "grep": "deny", "glob": "deny", "edit": "deny"}
+        })
+    );
+    // A second run changes nothing.
+    let before: Vec<String> = [".mcp.json", ".claude/settings.local.json", "opencode.json"]
+        .iter()
+        .map(|f| std::fs::read_to_string(e.project.join(f)).unwrap())
+        .collect();
+    let (out, _) = run(&e, &["setup"], "");
+    assert!(out.contains("nothing to change"), "{out}");
+    let after: Vec<String> = [".mcp.json", ".claude/settings.local.json", "opencode.json"]
+        .iter()
+        .map(|f| std::fs::read_to_string(e.project.join(f)).unwrap())
+        .collect();
+    assert_eq!(before, after);
+}
+
+#[test]
+fn setup_keeps_what_is_there_and_leaves_non_json_alone() {
+    let e = env();
+    std::fs::create_dir_all(e.project.join(".claude")).unwrap();
+    let jsonc = "// my settings\n{\"permissions\": {}}\n";
+    std::fs::write(e.project.join(".claude/settings.local.json"), jsonc).unwrap();
+    std::fs::write(
+        e.project.join(".mcp.json"),
+        "{\"mcpServers\": {\"other\": {\"command\": \"x\"}}}",
+    )
+    .unwrap();
+    let (out, code) = run(&e, &["setup"], "");
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("not plain JSON") && out.contains("settings.local.json"),
+        "{out}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(e.project.join(".claude/settings.local.json")).unwrap(),
+        jsonc
+    );
+    let mcp = json_file(&e.project.join(".mcp.json"));
+    assert_eq!(mcp["mcpServers"]["other"]["command"], "x");
+    assert!(mcp["mcpServers"]["nib"].is_object());
+}
+
+#[test]
+fn setup_for_the_user_and_remembered_options() {
+    let e = env();
+    std::fs::create_dir_all(e.home.join(".config/opencode")).unwrap();
+    std::fs::write(e.home.join(".config/opencode/opencode.json"), "{}").unwrap();
+    let (out, code) = run(
+        &e,
+        &[
+            "setup",
+            "--user",
+            "--provider",
+            "zemble=zemble-mcp",
+            "--decider",
+            "fixed",
+            "--summary=claude-p:haiku",
+        ],
+        "",
+    );
+    assert_eq!(code, 0, "{out}");
+    let settings = json_file(&e.home.join(".claude/settings.json"));
+    assert_eq!(
+        settings["permissions"]["deny"],
+        json!(["Bash", "Grep", "Glob", "Edit", "Write"])
+    );
+    assert!(settings.get("enabledMcpjsonServers").is_none());
+    assert!(json_file(&e.home.join(".claude.json"))["mcpServers"]["nib"].is_object());
+    assert!(json_file(&e.home.join(".config/opencode/opencode.json"))["mcp"]["nib"].is_object());
+    assert_eq!(
+        json_file(&e.home.join(".config/nib/setup.json")),
+        json!({"providers": {"zemble": "zemble-mcp"}, "decider": "fixed", "summary": "claude-p:haiku"})
+    );
+    let (_, code) = run(
+        &e,
+        &["setup", "--user", "--provider", "zemble=", "--decider="],
+        "",
+    );
+    assert_eq!(code, 0);
+    assert_eq!(
+        json_file(&e.home.join(".config/nib/setup.json")),
+        json!({"providers": {}, "summary": "claude-p:haiku"})
+    );
+    assert!(
+        !e.project.join(".mcp.json").exists(),
+        "--user leaves the project alone"
+    );
+}
+
+#[test]
+fn the_hook_answers_each_event() {
+    let e = env();
+    std::fs::write(e.project.join("a.rs"), "fn main() {}\n").unwrap();
+    let file = e.project.join("a.rs").display().to_string();
+    let read = json!({"hook_event_name": "PreToolUse", "session_id": "S1", "tool_name": "Read", "tool_use_id": "t0",
+                      "tool_input": {"file_path": file}})
+    .to_string();
+    let (out, code) = run(&e, &["hook"], &read);
+    assert_eq!(code, 0);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny");
+    assert!(
+        v["hookSpecificOutput"]["permissionDecisionReason"]
+            .as_str()
+            .unwrap()
+            .contains("mcp__nib__read")
+    );
+    let (out, _) = run(&e, &["hook"], &read);
+    assert_eq!(out, "", "the same Read goes through the second time");
+
+    let tool =
+        json!({"hook_event_name": "PreToolUse", "session_id": "S1", "tool_name": "mcp__nib__read",
+                      "tool_use_id": "toolu_A", "agent_id": "sub-7", "tool_input": {}})
+        .to_string();
+    let (out, _) = run(&e, &["hook"], &tool);
+    assert_eq!(out, "");
+    let records: Vec<_> = std::fs::read_dir(e.home.join("state/hook/tool-use"))
+        .unwrap()
+        .collect();
+    assert_eq!(records.len(), 1);
+    let rec: Value =
+        serde_json::from_slice(&std::fs::read(records[0].as_ref().unwrap().path()).unwrap())
+            .unwrap();
+    assert_eq!(rec, json!({"session": "S1", "agent": "sub-7"}));
+
+    for (event, extra) in [
+        ("UserPromptSubmit", json!({})),
+        ("SessionStart", json!({"source": "compact"})),
+    ] {
+        let mut ev = json!({"hook_event_name": event, "session_id": "S1"});
+        for (k, v) in extra.as_object().unwrap() {
+            ev[k] = v.clone();
+        }
+        let (out, _) = run(&e, &["hook"], &ev.to_string());
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["hookSpecificOutput"]["hookEventName"], event);
+        assert!(
+            v["hookSpecificOutput"]["additionalContext"]
+                .as_str()
+                .unwrap()
+                .contains("nib")
+        );
+    }
+    assert_eq!(
+        std::fs::read_dir(e.home.join("state/hook/reset"))
+            .unwrap()
+            .count(),
+        1,
+        "compaction marks a reset"
+    );
+    let (out, _) = run(
+        &e,
+        &["hook"],
+        &json!({"hook_event_name": "PostCompact", "session_id": "S2"}).to_string(),
+    );
+    assert_eq!(out, "");
+    assert_eq!(
+        std::fs::read_dir(e.home.join("state/hook/reset"))
+            .unwrap()
+            .count(),
+        2
+    );
+}
+
+/// A tool call carrying a tool-use id in `_meta`, as Claude Code sends it.
+async fn call_as(nib: &Nib, tool_use: &str, name: &str, args: Value) -> (String, bool) {
+    let mut meta = RequestMetaObject::new();
+    meta.0
+        .0
+        .insert("claudecode/toolUseId".into(), json!(tool_use));
+    let mut params = CallToolRequestParams::new(name.to_string())
+        .with_arguments(args.as_object().cloned().unwrap());
+    params.meta = Some(meta);
+    let r = nib.client.call_tool(params).await.unwrap();
+    (text_of(&r), r.is_error.unwrap_or(false))
+}
+
+fn hook_tool_use(state: &Path, id: &str, session: &str, agent: Option<&str>) {
+    let mut ev = json!({"hook_event_name": "PreToolUse", "session_id": session, "tool_name": "mcp__nib__edit", "tool_use_id": id});
+    if let Some(a) = agent {
+        ev["agent_id"] = json!(a);
+    }
+    let out = Command::new(nib_bin())
+        .arg("hook")
+        .env("NIB_STATE_DIR", state)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            c.stdin
+                .as_mut()
+                .unwrap()
+                .write_all(ev.to_string().as_bytes())?;
+            drop(c.stdin.take());
+            c.wait_with_output()
+        })
+        .unwrap();
+    assert!(out.status.success());
+}
+
+#[tokio::test]
+async fn agents_are_told_apart_reset_by_compaction_and_kept_across_restarts() {
+    let dir = project();
+    std::fs::write(dir.path().join("f.txt"), "a\nb\nc\n").unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let state = home.path().join("state");
+    let nib = start_in_home(
+        Era::Handshake,
+        dir.path(),
+        TestClient::new(Roots::Undeclared),
+        &[],
+        home,
+    )
+    .await;
+    for (id, agent) in [
+        ("m1", None),
+        ("m2", None),
+        ("s1", Some("sub")),
+        ("s2", Some("sub")),
+    ] {
+        hook_tool_use(&state, id, "S", agent);
+    }
+    // The subagent reads; the main agent has not: its edit is refused.
+    let (t, _) = call_as(&nib, "s1", "read", json!({"paths": ["f.txt"]})).await;
+    let tag = header_tag(&t);
+    let (t, is_error) = call_as(
+        &nib,
+        "m1",
+        "edit",
+        json!({"input": format!("[f.txt#{tag}]\nPUT 2:\n+B\n")}),
+    )
+    .await;
+    assert!(
+        is_error && t.contains("not seen"),
+        "the main agent did not see line 2: {t}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("f.txt")).unwrap(),
+        "a\nb\nc\n"
+    );
+    // The subagent's own edit goes through.
+    let (t, is_error) = call_as(
+        &nib,
+        "s2",
+        "edit",
+        json!({"input": format!("[f.txt#{tag}]\nPUT 2:\n+B\n")}),
+    )
+    .await;
+    assert!(!is_error, "{t}");
+    let tag = header_tag(&t);
+
+    // Compaction: what the session's agents saw stops counting.
+    let out = Command::new(nib_bin())
+        .arg("hook")
+        .env("NIB_STATE_DIR", &state)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .and_then(|mut c| {
+            c.stdin.as_mut().unwrap().write_all(
+                json!({"hook_event_name": "PostCompact", "session_id": "S"})
+                    .to_string()
+                    .as_bytes(),
+            )?;
+            drop(c.stdin.take());
+            c.wait()
+        })
+        .unwrap();
+    assert!(out.success());
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    hook_tool_use(&state, "s3", "S", Some("sub"));
+    let (t, is_error) = call_as(
+        &nib,
+        "s3",
+        "edit",
+        json!({"input": format!("[f.txt#{tag}]\nPUT 3:\n+C\n")}),
+    )
+    .await;
+    assert!(is_error && t.contains("not seen"), "after compaction: {t}");
+
+    // Seen lines survive a restart (kept as hashes and line numbers).
+    hook_tool_use(&state, "m3", "S", None);
+    let (t, _) = call_as(&nib, "m3", "read", json!({"paths": ["f.txt"]})).await;
+    let tag = header_tag(&t);
+    let home = nib.home;
+    let _ = nib.client.cancel().await;
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let saved = std::fs::read_dir(home.path().join("state/seen"))
+        .unwrap()
+        .count();
+    assert!(saved >= 1, "agents were saved");
+    for entry in std::fs::read_dir(home.path().join("state/seen")).unwrap() {
+        let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+        assert!(!text.contains("\"a\\nB"), "no file text is saved: {text}");
+    }
+    let nib = start_in_home(
+        Era::Handshake,
+        dir.path(),
+        TestClient::new(Roots::Undeclared),
+        &[],
+        home,
+    )
+    .await;
+    hook_tool_use(&nib.home.path().join("state"), "m4", "S", None);
+    let (t, is_error) = call_as(
+        &nib,
+        "m4",
+        "edit",
+        json!({"input": format!("[f.txt#{tag}]\nPUT 1:\n+A\n")}),
+    )
+    .await;
+    assert!(!is_error, "seen lines were kept across the restart: {t}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("f.txt")).unwrap(),
+        "A\nB\nc\n"
+    );
+    nib.stop().await;
+}
