@@ -68,6 +68,18 @@ pub fn record_tool_use(state: &Path, tool_use_id: &str, use_: &ToolUse) -> std::
     std::fs::write(dir.join(safe(tool_use_id)), body)
 }
 
+/// Records that `child` is a fork of `parent` (its agent starts with a copy of
+/// what the parent's main agent saw).
+pub fn record_fork(state: &Path, child: &str, parent: &str) -> std::io::Result<()> {
+    let dir = hook_dir(state, "fork");
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(dir.join(safe(child)), parent.as_bytes())
+}
+
+fn fork_parent(state: &Path, child: &str) -> Option<String> {
+    std::fs::read_to_string(hook_dir(state, "fork").join(safe(child))).ok()
+}
+
 /// Marks a session's agents as starting over (compaction, clear, new start).
 pub fn record_reset(state: &Path, session: &str) -> std::io::Result<()> {
     let dir = hook_dir(state, "reset");
@@ -181,6 +193,25 @@ impl Agents {
             return Arc::clone(&slot.agent);
         }
         let mut agent = Agent::default();
+        // A fork starts with a copy of what its parent's main agent saw.
+        if key.agent == "main" {
+            if let Some(parent) = fork_parent(&self.state, &key.session) {
+                let pkey = AgentKey {
+                    session: parent,
+                    agent: "main".into(),
+                };
+                if let Some(p) = slots.get(&pkey) {
+                    agent.seen = p
+                        .agent
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .seen
+                        .clone();
+                } else {
+                    restore(&mut agent, &self.saved_path(&pkey), load);
+                }
+            }
+        }
         if !key.session.is_empty() {
             let file = self.saved_path(key);
             let fresh = match (
@@ -334,5 +365,52 @@ mod tests {
             "oc1"
         );
         assert_eq!(agents.key_for(&m(json!({}))).session, "");
+    }
+
+    #[test]
+    fn a_fork_starts_with_its_parents_lines_and_a_subagent_does_not() {
+        let state = tempfile::tempdir().unwrap();
+        let agents = Agents::new(state.path());
+        let none = |_: &Path| None;
+        let parent = AgentKey {
+            session: "P".into(),
+            agent: "main".into(),
+        };
+        let text = Arc::new(Text::decode(b"a\n"));
+        agents
+            .get(&parent, &none)
+            .lock()
+            .unwrap()
+            .seen
+            .record(Path::new("/f"), Tag(1), &text, [1]);
+        record_fork(state.path(), "C", "P").unwrap();
+        let child = AgentKey {
+            session: "C".into(),
+            agent: "main".into(),
+        };
+        assert_eq!(
+            agents
+                .get(&child, &none)
+                .lock()
+                .unwrap()
+                .seen
+                .versions(Path::new("/f"))
+                .count(),
+            1
+        );
+        let sub = AgentKey {
+            session: "P".into(),
+            agent: "sub".into(),
+        };
+        assert_eq!(
+            agents
+                .get(&sub, &none)
+                .lock()
+                .unwrap()
+                .seen
+                .versions(Path::new("/f"))
+                .count(),
+            0
+        );
     }
 }

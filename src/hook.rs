@@ -7,7 +7,8 @@
 //!   issued the tool use ([`crate::agents::record_tool_use`]), so the server
 //!   can tell agents apart.
 //! - SessionStart (startup, compact, clear) and PostCompact: what the session's
-//!   agents saw stops counting ([`crate::agents::record_reset`]).
+//!   agents saw stops counting ([`crate::agents::record_reset`]); a SessionStart
+//!   that names a parent session records a fork ([`crate::agents::record_fork`]).
 //! - UserPromptSubmit and SessionStart: a one-line reminder of nib's tools.
 //!
 //! It runs on every tool call, so it does little: no runtime, a few small
@@ -148,6 +149,16 @@ pub fn run(state: &Path, input: &[u8]) -> HookAnswer {
                 && !session.is_empty()
             {
                 let _ = agents::record_reset(state, &session);
+            }
+            // A forked session names its parent (the field names clients use for it).
+            let parent = ["forked_from_session_id", "parent_session_id", "fork_of"]
+                .iter()
+                .map(|k| s(k))
+                .find(|p| !p.is_empty());
+            if let Some(parent) = parent
+                && !session.is_empty()
+            {
+                let _ = agents::record_fork(state, &session, &parent);
             }
             context("SessionStart")
         }

@@ -77,7 +77,7 @@ pub struct FileVersion {
 }
 
 /// Everything one agent has been shown.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Seen {
     files: HashMap<PathBuf, VecDeque<FileVersion>>,
     clock: u64,
