@@ -194,22 +194,22 @@ impl Agents {
         }
         let mut agent = Agent::default();
         // A fork starts with a copy of what its parent's main agent saw.
-        if key.agent == "main" {
-            if let Some(parent) = fork_parent(&self.state, &key.session) {
-                let pkey = AgentKey {
-                    session: parent,
-                    agent: "main".into(),
-                };
-                if let Some(p) = slots.get(&pkey) {
-                    agent.seen = p
-                        .agent
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .seen
-                        .clone();
-                } else {
-                    restore(&mut agent, &self.saved_path(&pkey), load);
-                }
+        if key.agent == "main"
+            && let Some(parent) = fork_parent(&self.state, &key.session)
+        {
+            let pkey = AgentKey {
+                session: parent,
+                agent: "main".into(),
+            };
+            if let Some(p) = slots.get(&pkey) {
+                agent.seen = p
+                    .agent
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .seen
+                    .clone();
+            } else {
+                restore(&mut agent, &self.saved_path(&pkey), load);
             }
         }
         if !key.session.is_empty() {
