@@ -35,7 +35,7 @@ fn markdown_headings(lines: &[String]) -> Vec<usize> {
 }
 
 /// Indentation in columns (a tab counts 4), or None for a blank line.
-fn indent(line: &str) -> Option<usize> {
+pub fn indent(line: &str) -> Option<usize> {
     let mut cols = 0;
     for ch in line.chars() {
         match ch {

@@ -141,17 +141,22 @@ impl Text {
     }
 }
 
-/// For each line of `old` (0-based), its index in `new` when it is unchanged
-/// (a Myers line diff, bounded to two seconds).
-pub fn unchanged_map(old: &Text, new: &Text) -> Vec<Option<usize>> {
-    let mut map = vec![None; old.len()];
+/// The line diff from `old` to `new` (Myers, bounded to two seconds).
+pub fn diff_ops(old: &Text, new: &Text) -> Vec<similar::DiffOp> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
-    let ops = similar::capture_diff_slices_deadline(
+    similar::capture_diff_slices_deadline(
         similar::Algorithm::Myers,
         &old.lines,
         &new.lines,
         Some(deadline),
-    );
+    )
+}
+
+/// For each line of `old` (0-based), its index in `new` when it is unchanged
+/// (a Myers line diff, bounded to two seconds).
+pub fn unchanged_map(old: &Text, new: &Text) -> Vec<Option<usize>> {
+    let mut map = vec![None; old.len()];
+    let ops = diff_ops(old, new);
     for op in ops {
         if let similar::DiffOp::Equal {
             old_index,

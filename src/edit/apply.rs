@@ -90,18 +90,6 @@ pub struct Plan {
     pub notes: Vec<String>,
 }
 
-fn indent_of(line: &str) -> Option<usize> {
-    let mut cols = 0;
-    for ch in line.chars() {
-        match ch {
-            ' ' => cols += 1,
-            '\t' => cols += 4,
-            _ => return Some(cols),
-        }
-    }
-    None
-}
-
 fn is_closer(t: &str) -> bool {
     let t = t.trim();
     !t.is_empty()
@@ -119,13 +107,13 @@ pub fn block_end(lines: &[String], start: usize) -> usize {
     let Some(first) = lines.get(start - 1) else {
         return start;
     };
-    let Some(base) = indent_of(first) else {
+    let Some(base) = crate::outline::indent(first) else {
         return start;
     };
     let mut end = start;
     let mut i = start; // 0-based index of the next line
     while i < lines.len() {
-        match indent_of(&lines[i]) {
+        match crate::outline::indent(&lines[i]) {
             None => {}
             Some(n) if n > base => end = i + 1,
             Some(n) if n == base && is_closer(&lines[i]) => {

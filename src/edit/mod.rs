@@ -266,12 +266,7 @@ fn apply_sections(
 }
 
 fn with_notes(mut out: String, notes: &[String]) -> String {
-    if !notes.is_empty() {
-        if !out.ends_with('\n') {
-            out.push('\n');
-        }
-        out.push_str(&format!("[note: {}]\n", notes.join("; ")));
-    }
+    crate::tools::push_notes(&mut out, notes);
     out
 }
 
@@ -356,6 +351,18 @@ struct Current {
     tag: Tag,
     stat: fs::Stat,
     canonical: PathBuf,
+}
+
+impl Current {
+    /// These lines of the current text, as rows printed in a refusal.
+    fn shown(&self, lines: Vec<usize>) -> Shown {
+        Shown {
+            canonical: self.canonical.clone(),
+            tag: self.tag,
+            text: Arc::clone(&self.text),
+            lines,
+        }
+    }
 }
 
 fn read_current(scope: &fs::Scope, path: &Path, shown: &str) -> Result<Option<Current>, Refusal> {
@@ -527,15 +534,7 @@ fn plan_section(
                         hashline::header(&shown, cur.tag),
                         rows.join("\n")
                     );
-                    return Err(Refusal::Hard(
-                        msg,
-                        Some(Shown {
-                            canonical: cur.canonical.clone(),
-                            tag: cur.tag,
-                            text: Arc::clone(&cur.text),
-                            lines: ls,
-                        }),
-                    ));
+                    return Err(Refusal::Hard(msg, Some(cur.shown(ls))));
                 }
             };
             let policy = AllowSub {
@@ -560,12 +559,7 @@ fn plan_section(
                     );
                     return Err(Refusal::Confirm(
                         msg,
-                        Some(Shown {
-                            canonical: cur.canonical.clone(),
-                            tag: cur.tag,
-                            text: Arc::clone(&cur.text),
-                            lines: ls,
-                        }),
+                        Some(cur.shown(ls)),
                         vec![(patch_line, found)],
                     ));
                 }
@@ -586,7 +580,7 @@ fn plan_section(
                             hashline::header(&shown, cur.tag),
                             rows.join("\n")
                         ),
-                        Some(Shown { canonical: cur.canonical.clone(), tag: cur.tag, text: Arc::clone(&cur.text), lines: ls }),
+                        Some(cur.shown(ls)),
                     )
                 })?,
             };
@@ -619,16 +613,7 @@ fn plan_section(
                         hashline::header(&shown, cur.tag),
                         rows.join("\n")
                     );
-                    return Err(Refusal::Confirm(
-                        msg,
-                        Some(Shown {
-                            canonical: cur.canonical.clone(),
-                            tag: cur.tag,
-                            text: Arc::clone(&cur.text),
-                            lines: ls,
-                        }),
-                        Vec::new(),
-                    ));
+                    return Err(Refusal::Confirm(msg, Some(cur.shown(ls)), Vec::new()));
                 }
             }
             // What the agent saw of the base, in current numbering.
@@ -949,12 +934,7 @@ fn problem(p: Problem, shown: &str, cur: Option<&Current>) -> Refusal {
                 let (rows, ls) = rows_of(&c.text, lines);
                 (
                     format!("{}\n{}", hashline::header(shown, c.tag), rows.join("\n")),
-                    Some(Shown {
-                        canonical: c.canonical.clone(),
-                        tag: c.tag,
-                        text: Arc::clone(&c.text),
-                        lines: ls,
-                    }),
+                    Some(c.shown(ls)),
                 )
             }
             None => (String::new(), None),

@@ -354,9 +354,11 @@ pub struct WriteTarget {
     pub approval: Option<Approval>,
 }
 
-/// Re-checks a target resolved earlier (an approved one) through its folder fd.
-pub fn refresh(target: &WriteTarget) -> Result<WriteTarget, FsError> {
-    let old = match rustix::fs::statat(&*target.parent, &target.name, AtFlags::SYMLINK_NOFOLLOW) {
+/// What is at `name` in a folder now, checked for a write: nothing, or a
+/// regular file with one link (a folder, special file, symlink or hardlinked
+/// file is refused).
+fn existing(parent: &OwnedFd, name: &std::ffi::OsStr) -> Result<Option<Stat>, FsError> {
+    let old = match rustix::fs::statat(parent, name, AtFlags::SYMLINK_NOFOLLOW) {
         Ok(st) => Some(stat_of(&st)),
         Err(rustix::io::Errno::NOENT) => None,
         Err(e) => return Err(e.into()),
@@ -372,6 +374,12 @@ pub fn refresh(target: &WriteTarget) -> Result<WriteTarget, FsError> {
             return Err(FsError::Hardlinked(old.nlink));
         }
     }
+    Ok(old)
+}
+
+/// Re-checks a target resolved earlier (an approved one) through its folder fd.
+pub fn refresh(target: &WriteTarget) -> Result<WriteTarget, FsError> {
+    let old = existing(&target.parent, &target.name)?;
     Ok(WriteTarget {
         old,
         ..target.clone()
@@ -439,22 +447,7 @@ pub fn write_target(scope: &Scope, path: &Path) -> Result<WriteTarget, FsError> 
             (fd, name, None, real)
         }
     };
-    let old = match rustix::fs::statat(&parent, &name, AtFlags::SYMLINK_NOFOLLOW) {
-        Ok(st) => Some(stat_of(&st)),
-        Err(rustix::io::Errno::NOENT) => None,
-        Err(e) => return Err(e.into()),
-    };
-    if let Some(old) = &old {
-        match old.kind {
-            Kind::File => {}
-            Kind::Dir => return Err(FsError::IsDirectory),
-            Kind::Special("symbolic link") => return Err(FsError::Symlink),
-            Kind::Special(s) => return Err(FsError::Special(s)),
-        }
-        if old.nlink > 1 {
-            return Err(FsError::Hardlinked(old.nlink));
-        }
-    }
+    let old = existing(&parent, &name)?;
     Ok(WriteTarget {
         parent: Arc::new(parent),
         name,

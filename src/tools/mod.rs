@@ -173,6 +173,16 @@ impl ToolOutput {
     }
 }
 
+/// Appends the `[note: …]` line of a tool's answer, when there are notes.
+pub fn push_notes(out: &mut String, notes: &[String]) {
+    if !notes.is_empty() {
+        if !out.is_empty() && !out.ends_with('\n') {
+            out.push('\n');
+        }
+        out.push_str(&format!("[note: {}]\n", notes.join("; ")));
+    }
+}
+
 /// Why a write target cannot be used now.
 #[derive(Debug)]
 pub enum TargetError {

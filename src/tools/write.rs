@@ -203,9 +203,7 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
         out.push_str(w);
         out.push('\n');
     }
-    if !notes.is_empty() {
-        out.push_str(&format!("[note: {}]\n", notes.join("; ")));
-    }
+    super::push_notes(&mut out, &notes);
     Ok(ToolOutput {
         text: out,
         is_error: false,

@@ -24,13 +24,7 @@ use crate::tools::output::Row;
 /// A new-side line is an anchor only when `anchor(n, text)` says the current
 /// file still has that text at line `n`.
 pub fn diff_rows(old: &Text, new: &Text, anchor: &dyn Fn(usize, &str) -> bool) -> Vec<Row> {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
-    let ops = similar::capture_diff_slices_deadline(
-        similar::Algorithm::Myers,
-        &old.lines,
-        &new.lines,
-        Some(deadline),
-    );
+    let ops = text::diff_ops(old, new);
     let mut rows = Vec::new();
     let new_row = |n: usize, mark: char, rows: &mut Vec<Row>| {
         let line = new.line(n).unwrap_or("");
