@@ -16,6 +16,7 @@ pub mod fs;
 pub mod hashline;
 pub mod hook;
 pub mod human;
+pub mod lang;
 pub mod outline;
 pub mod search;
 pub mod server;

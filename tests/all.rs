@@ -10,6 +10,7 @@ mod clients;
 mod confine;
 mod edit;
 mod grep;
+mod lang;
 mod patch_fixtures;
 mod protocol;
 mod read;

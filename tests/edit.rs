@@ -312,14 +312,27 @@ async fn malformed_patches_quote_the_line_and_show_the_form() {
         .await;
     assert!(t.contains("unified diff"), "{t}");
     let tag = expected_tag(b"class A {}\n");
+    // IMPORT adds Java and Kotlin imports; elsewhere it is refused, writing nothing.
     let t = nib
-        .err(
+        .ok(
             "edit",
             json!({"input": format!("[a.java#{tag}]\nIMPORT java.util.List\n")}),
         )
         .await;
-    assert!(t.contains("IMPORT is not available"), "{t}");
-    assert_eq!(content(&nib, "a.java"), "class A {}\n");
+    assert!(t.contains("1:import java.util.List;"), "{t}");
+    assert_eq!(
+        content(&nib, "a.java"),
+        "import java.util.List;\nclass A {}\n"
+    );
+    std::fs::write(nib.path("notes.txt"), "x\n").unwrap();
+    let t = nib
+        .err(
+            "edit",
+            json!({"input": format!("[notes.txt#{}]\nIMPORT java.util.List\n", expected_tag(b"x\n"))}),
+        )
+        .await;
+    assert!(t.contains("not a Java or Kotlin file"), "{t}");
+    assert_eq!(content(&nib, "notes.txt"), "x\n");
     nib.stop().await;
 }
 

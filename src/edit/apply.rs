@@ -73,10 +73,17 @@ pub enum Problem {
     },
 }
 
-/// How SUB may be relocated: lines the caller approved for a hunk.
+/// What planning asks of its caller: whether SUB may be relocated, and where
+/// a block ends (the syntax tree where the language has one).
 pub trait SubPolicy {
     /// May hunk `hunk` (named line `named`) apply on `found` instead?
     fn allow(&self, hunk: usize, named: usize, found: usize) -> bool;
+
+    /// The last line (1-based) of the block starting at `line`; by
+    /// indentation unless the caller knows the language.
+    fn block_end(&self, text: &Text, line: usize) -> usize {
+        block_end(&text.lines, line)
+    }
 }
 
 /// The planned ops, sorted, and notes about what was forgiven.
@@ -158,7 +165,7 @@ pub fn plan(text: &Text, hunks: &[Hunk], subs: &dyn SubPolicy) -> Result<Plan, P
                 rows,
                 ..
             } => {
-                let op = resolve_target(*target, text, patch_line, idx)?;
+                let op = resolve_target(*target, text, patch_line, idx, subs)?;
                 verify(text, &op, checks, minus, patch_line, &mut plan.confirmed)?;
                 plan.ops.push(Op {
                     rows: rows.clone(),
@@ -172,7 +179,7 @@ pub fn plan(text: &Text, hunks: &[Hunk], subs: &dyn SubPolicy) -> Result<Plan, P
                 minus,
                 ..
             } => {
-                let op = resolve_target(*target, text, patch_line, idx)?;
+                let op = resolve_target(*target, text, patch_line, idx, subs)?;
                 verify(text, &op, checks, minus, patch_line, &mut plan.confirmed)?;
                 plan.ops.push(op);
             }
@@ -238,6 +245,7 @@ fn resolve_target(
     text: &Text,
     patch_line: usize,
     hunk: usize,
+    ctx: &dyn SubPolicy,
 ) -> Result<Op, Problem> {
     let len = text.len();
     let in_range = |n: usize| {
@@ -267,7 +275,7 @@ fn resolve_target(
         }
         Target::Block(n) => {
             in_range(n)?;
-            let end = block_end(&text.lines, n);
+            let end = ctx.block_end(text, n).max(n);
             op(n - 1, end, vec![n])
         }
         Target::Before(n) => {
@@ -280,7 +288,7 @@ fn resolve_target(
         }
         Target::AfterBlock(n) => {
             in_range(n)?;
-            let end = block_end(&text.lines, n);
+            let end = ctx.block_end(text, n).max(n);
             op(end, end, vec![n])
         }
         Target::End => op(len, len, Vec::new()),

@@ -328,11 +328,20 @@ fn hunk_lines(section: &Section) -> Vec<usize> {
 
 struct AllowSub<'a> {
     section: &'a Section,
+    lang: Option<crate::lang::Lang>,
     seen: &'a SeenLines,
     approved: &'a [(usize, usize)],
 }
 
 impl SubPolicy for AllowSub<'_> {
+    fn block_end(&self, text: &Text, line: usize) -> usize {
+        match self.lang {
+            Some(lang) => crate::lang::block_end(lang, &text.encode(), line)
+                .unwrap_or_else(|| apply::block_end(&text.lines, line)),
+            None => apply::block_end(&text.lines, line),
+        }
+    }
+
     fn allow(&self, hunk: usize, named: usize, found: usize) -> bool {
         let patch_line = self
             .section
@@ -399,13 +408,17 @@ fn plan_section(
 ) -> Result<Ready, Refusal> {
     let shown = ctx.workspace.display(path);
     let hard = |m: String| Refusal::Hard(m, None);
-    if !section.imports.is_empty() {
-        return Err(hard(format!(
-            "patch line {}: IMPORT is not available in this build yet (it comes with the tree-sitter \
-             languages); add the import line with PUT instead",
-            section.line
-        )));
-    }
+    let import_lang = match (section.imports.is_empty(), crate::lang::Lang::of(path)) {
+        (true, _) => None,
+        (false, Some(l)) if crate::lang::has_imports(l) => Some(l),
+        (false, _) => {
+            return Err(hard(format!(
+                "patch line {}: IMPORT adds Java or Kotlin imports; {shown} is not a Java or Kotlin file. \
+                 Add the line with PUT instead",
+                section.line
+            )));
+        }
+    };
     let current = read_current(&ctx.scope, path, &shown)?;
     if let (Some(cur), Some(versions)) = (&current, &waivers.versions)
         && let Some((_, t)) = versions.iter().find(|(p, _)| *p == cur.canonical)
@@ -459,18 +472,21 @@ fn plan_section(
                 &section.hunks,
                 &AllowSub {
                     section,
+                    lang: crate::lang::Lang::of(path),
                     seen: &SeenLines::default(),
                     approved: &[],
                 },
             )
             .map_err(|p| problem(p, &shown, current.as_ref()))?;
+            let ops = with_imports(plan.ops.clone(), import_lang, &base, &section.imports)
+                .map_err(|m| Refusal::Hard(format!("patch line {}: {m}", section.line), None))?;
             let mut ready = finish(
                 section,
                 path,
                 &shown,
                 &base,
                 &base,
-                &plan.ops,
+                &ops,
                 &SeenLines::default(),
                 None,
                 stat,
@@ -539,6 +555,7 @@ fn plan_section(
             };
             let policy = AllowSub {
                 section,
+                lang: crate::lang::Lang::of(path),
                 seen: &base_seen,
                 approved: &waivers.sub_moves,
             };
@@ -584,6 +601,8 @@ fn plan_section(
                     )
                 })?,
             };
+            let ops = with_imports(ops, import_lang, &cur.text, &section.imports)
+                .map_err(|m| Refusal::Hard(format!("patch line {}: {m}", section.line), None))?;
             if ctx.enforce_seen && !waivers.seen {
                 let mut unseen: Vec<usize> = plan
                     .ops
@@ -653,6 +672,78 @@ fn plan_section(
     }
 }
 
+/// Adds the ops of IMPORT lines (computed on `text`, the current numbering)
+/// to `ops`: each new import goes into the file's import block in sorted
+/// order, names already imported are skipped, and a file without imports
+/// gets them after its package line.
+fn with_imports(
+    mut ops: Vec<Op>,
+    lang: Option<crate::lang::Lang>,
+    text: &Text,
+    names: &[String],
+) -> Result<Vec<Op>, String> {
+    let Some(lang) = lang else {
+        return Ok(ops);
+    };
+    let java = lang == crate::lang::Lang::Java;
+    let line_for = |n: &str| {
+        if java {
+            format!("import {n};")
+        } else {
+            format!("import {n}")
+        }
+    };
+    let existing = crate::lang::imports(lang, &text.encode());
+    let mut wanted: Vec<&String> = names
+        .iter()
+        .filter(|n| !existing.iter().any(|(_, e)| e == *n))
+        .collect();
+    wanted.sort();
+    wanted.dedup();
+    let mut inserts: std::collections::BTreeMap<usize, Vec<String>> =
+        std::collections::BTreeMap::new();
+    for name in wanted {
+        let at = match existing.iter().find(|(_, e)| e.as_str() > name.as_str()) {
+            Some((line, _)) => line - 1,
+            None => match existing.last() {
+                Some((line, _)) => *line,
+                None => {
+                    let package = text
+                        .lines
+                        .iter()
+                        .position(|l| l.trim_start().starts_with("package "));
+                    match package {
+                        Some(i) => {
+                            inserts.entry(i + 1).or_default().push(String::new());
+                            i + 1
+                        }
+                        None => 0,
+                    }
+                }
+            },
+        };
+        inserts.entry(at).or_default().push(line_for(name));
+    }
+    for (at, rows) in inserts {
+        if ops.iter().any(|o| o.start < at && at < o.end) {
+            return Err(format!(
+                "IMPORT goes at line {}, inside lines another hunk replaces; split the edit",
+                at + 1
+            ));
+        }
+        ops.push(Op {
+            start: at,
+            end: at,
+            rows,
+            sent: false,
+            anchors: Vec::new(),
+            hunk: usize::MAX,
+        });
+    }
+    ops.sort_by_key(|o| (o.start, o.end, o.hunk));
+    Ok(ops)
+}
+
 /// Splices the ops into the current text and builds the steps and answer.
 #[allow(clippy::too_many_arguments)]
 fn finish(
@@ -684,6 +775,15 @@ fn finish(
         ) {
             notes.push(w);
         }
+    }
+
+    if let Some(lang) = crate::lang::Lang::of(path)
+        && crate::lang::first_error(lang, &current.encode()).is_none()
+        && let Some(line) = crate::lang::first_error(lang, &after_bytes)
+    {
+        notes.push(format!(
+            "[warning: the file no longer parses: the first error is on line {line}]"
+        ));
     }
 
     // Seen in the new version: what was seen, carried through the splice, the

@@ -413,6 +413,7 @@ fn page_note(out: &mut String, skip: usize, shown: usize, total: usize, what: &s
 /// One file of the page, read for rows.
 struct PageFile {
     shown: String,
+    lang: Option<crate::lang::Lang>,
     text: Option<Arc<Text>>,
     tag: Option<Tag>,
     canonical: Option<PathBuf>,
@@ -435,6 +436,7 @@ fn load(
 ) -> PageFile {
     let matches: Vec<usize> = m.lines.iter().copied().take(cap).collect();
     let mut pf = PageFile {
+        lang: crate::lang::Lang::of(path),
         shown,
         text: None,
         tag: None,
@@ -503,8 +505,17 @@ fn content(out: &mut String, found: &Found, opts: &Options, ctx: &Ctx) {
     let mut order: Vec<(bool, usize, usize)> = Vec::new(); // (not a definition, file, line)
     for (fi, pf) in page.iter().enumerate() {
         if let Some(text) = &pf.text {
+            // Where the language is parsed, a definition is a line a declaration starts on.
+            let heads: Option<std::collections::HashSet<usize>> = pf.lang.map(|l| {
+                crate::lang::declarations(l, &text.encode())
+                    .into_iter()
+                    .map(|d| d.head)
+                    .collect()
+            });
             for &n in &pf.matches {
-                let def = looks_like_definition(text.line(n).unwrap_or(""));
+                // The line test stays as a fallback for files that do not parse.
+                let def = heads.as_ref().is_some_and(|h| h.contains(&n))
+                    || looks_like_definition(text.line(n).unwrap_or(""));
                 order.push((!def, fi, n));
             }
         }

@@ -182,13 +182,8 @@ fn read_one(
     notes.append(&mut sel_notes);
     let path = ws.resolve(&path_arg);
     let shown = ws.display(&path);
-    let not_yet = |what: &str, issue: &str| {
-        Block::failure(format!(
-            "{shown}: {what} is not available in this build yet ({issue}). Nothing was read.\n\
-             hint: read a line range instead, e.g. {shown}:1-80"
-        ))
-    };
     let mut version = None;
+    let mut decl = None;
     let ranges = match selector {
         Selector::Whole => None,
         Selector::Lines(r) => Some(r),
@@ -202,10 +197,8 @@ fn read_one(
             ));
         }
         Selector::Declaration(name) => {
-            return not_yet(
-                &format!("the declaration selector \":{name}\""),
-                "tree-sitter declarations",
-            );
+            decl = Some(name);
+            None
         }
         Selector::Revision(_) => {
             return Block::failure(format!(
@@ -287,6 +280,9 @@ fn read_one(
             tag,
             text: Arc::clone(&text),
         });
+    }
+    if let Some(names) = decl {
+        return declaration_block(block, &path, &shown, &names, &file.bytes, &text, opts);
     }
     if let Some(want) = version {
         let answer = match &canonical {
@@ -384,8 +380,34 @@ fn rows_for(
         ));
         return block;
     }
-    let lines = outline::outline(&text.lines, shape);
+    let lang = crate::lang::Lang::of(path);
+    let lines = match lang {
+        Some(l) => crate::lang::outline(l, &file.bytes),
+        None => outline::outline(&text.lines, shape),
+    };
+    let runs = lang
+        .map(|l| crate::lang::import_runs(l, &file.bytes))
+        .unwrap_or_default();
+    let mut run_iter = runs.iter().peekable();
     for &n in &lines {
+        if let Some((first, last, names)) = run_iter.peek()
+            && n >= *first
+            && n <= *last
+        {
+            if n == *first {
+                block.rows.push(Row::plain(format!(
+                    "[imports {first}-{last}: {} of them]",
+                    names.len()
+                )));
+                block
+                    .rows
+                    .extend(crate::lang::package_tree(names).into_iter().map(Row::plain));
+            }
+            if n == *last {
+                run_iter.next();
+            }
+            continue;
+        }
         block
             .rows
             .push(row(n, text.line(n).unwrap_or(""), opts.max_line_length));
@@ -508,6 +530,72 @@ fn info_line(shown: &str, tag: Tag, text: &Text, stat: &fs::Stat, now: SystemTim
         head: format!("{} {}", hashline::header(shown, tag), facts.join(", ")),
         ..Block::default()
     }
+}
+
+/// `path:name`, `path:Type.member`, `path:a,b`: declarations with their doc
+/// comments and annotations, as anchored rows.
+fn declaration_block(
+    mut block: Block,
+    path: &Path,
+    shown: &str,
+    names: &str,
+    bytes: &[u8],
+    text: &Text,
+    opts: ReadOptions,
+) -> Block {
+    let Some(lang) = crate::lang::Lang::of(path) else {
+        return Block::failure(format!(
+            "{shown}: \":{names}\" reads a declaration, which nib finds in Java, Kotlin, TypeScript, TSX, \
+             JavaScript, Go, Python, Rust, C, C++ and Zig files. Nothing was read.\nhint: read a line range, e.g. {shown}:1-80"
+        ));
+    };
+    let decls = crate::lang::declarations(lang, bytes);
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    let mut unknown = Vec::new();
+    for want in names.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let found: Vec<&crate::lang::Decl> = decls
+            .iter()
+            .filter(|d| {
+                d.qualified == want || d.name == want || d.qualified.ends_with(&format!(".{want}"))
+            })
+            .collect();
+        if found.is_empty() {
+            unknown.push(want.to_string());
+        }
+        spans.extend(found.iter().map(|d| (d.start, d.end)));
+    }
+    if !unknown.is_empty() {
+        let all: Vec<&str> = decls.iter().map(|d| d.qualified.as_str()).collect();
+        let near: Vec<String> = unknown
+            .iter()
+            .flat_map(|u| human::similar(u, all.iter().copied()))
+            .collect();
+        let hint = if near.is_empty() {
+            format!("read {shown} for its outline")
+        } else {
+            format!("did you mean {}?", near.join(", "))
+        };
+        return Block::failure(format!(
+            "{shown}: no declaration named {}. Nothing was read.\nhint: {hint}",
+            unknown.join(", ")
+        ));
+    }
+    spans.sort_unstable();
+    let mut merged: Vec<(usize, usize)> = Vec::new();
+    for (a, b) in spans {
+        match merged.last_mut() {
+            Some(last) if a <= last.1 + 1 => last.1 = last.1.max(b),
+            _ => merged.push((a, b)),
+        }
+    }
+    for (a, b) in merged {
+        for n in a..=b.min(text.len()) {
+            block
+                .rows
+                .push(row(n, text.line(n).unwrap_or(""), opts.max_line_length));
+        }
+    }
+    block
 }
 
 /// An image as image content, scaled to what a model sees.

@@ -1,0 +1,240 @@
+//! Languages: declarations, outlines, block ends, IMPORT and parse warnings
+//! on realistic samples (tests/fixtures/lang), through the MCP server.
+
+use std::path::Path;
+
+use serde_json::json;
+
+use crate::common::*;
+
+fn fixtures() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/lang")
+}
+
+/// Copies the samples into a fresh project.
+fn samples() -> tempfile::TempDir {
+    let dir = project();
+    for e in std::fs::read_dir(fixtures()).unwrap() {
+        let p = e.unwrap().path();
+        std::fs::copy(&p, dir.path().join(p.file_name().unwrap())).unwrap();
+    }
+    dir
+}
+
+/// Each language: a declaration selector and the first and last rows it must print.
+const DECLARATIONS: &[(&str, &str, &str, &str)] = &[
+    (
+        "Sample.java",
+        "Repo.toString",
+        "16:    @Override",
+        "19:    }",
+    ),
+    (
+        "Sample.java",
+        "State",
+        "25:    enum State { OPEN, DONE }",
+        "25:    enum State { OPEN, DONE }",
+    ),
+    (
+        "sample.kt",
+        "Greeter.greet",
+        "9:    fun greet(): String {",
+        "11:    }",
+    ),
+    ("sample.ts", "login", "3:/** Logs a user in. */", "7:}"),
+    (
+        "sample.ts",
+        "Auth.check",
+        "16:  check(user: User): boolean {",
+        "18:  }",
+    ),
+    ("sample.tsx", "User", "9:export interface User {", "11:}"),
+    (
+        "sample.js",
+        "Counter.increment",
+        "11:  increment() {",
+        "13:  }",
+    ),
+    (
+        "sample.go",
+        "Start",
+        "10:// Start starts the server.",
+        "14:}",
+    ),
+    (
+        "sample.py",
+        "Engine.make",
+        "10:    @staticmethod",
+        "12:        return Engine(\"x\")",
+    ),
+    (
+        "sample.rs",
+        "Engine.new",
+        "10:    /// Makes one.",
+        "13:    }",
+    ),
+    ("sample.c", "add", "11:/* Adds. */", "14:}"),
+    (
+        "sample.cpp",
+        "Widget.name",
+        "9:    std::string name() const { return \"w\"; }",
+        "9:    std::string name() const { return \"w\"; }",
+    ),
+    (
+        "sample.zig",
+        "Point.sum",
+        "8:    pub fn sum(self: Point) i32 {",
+        "10:    }",
+    ),
+];
+
+#[tokio::test]
+async fn declarations_print_with_their_comments_and_annotations() {
+    let dir = samples();
+    let nib = start(Era::Handshake, dir.path()).await;
+    for (file, name, first, last) in DECLARATIONS {
+        let t = nib
+            .ok(
+                "read",
+                json!({"paths": [format!("{file}:{name}")], "full": true}),
+            )
+            .await;
+        let rows: Vec<&str> = t.lines().skip(1).filter(|l| !l.starts_with('[')).collect();
+        assert_eq!(rows.first().copied(), Some(*first), "{file}:{name}\n{t}");
+        assert_eq!(rows.last().copied(), Some(*last), "{file}:{name}\n{t}");
+    }
+    let t = nib
+        .ok(
+            "read",
+            json!({"paths": ["sample.rs:Run,main"], "full": true}),
+        )
+        .await;
+    assert!(
+        t.contains("16:pub trait Run {") && t.contains("20:fn main() {"),
+        "{t}"
+    );
+    let t = nib.err("read", json!({"paths": ["sample.py:Engin"]})).await;
+    assert!(t.contains("did you mean Engine"), "{t}");
+    nib.stop().await;
+}
+
+#[tokio::test]
+async fn block_ends_come_from_the_syntax_tree() {
+    let dir = samples();
+    // A signature over several lines: indentation alone would end the block at line 2.
+    std::fs::write(
+        dir.path().join("multi.rs"),
+        "fn long(\n    a: u32,\n) -> u32 {\n    a\n}\nfn after() {}\n",
+    )
+    .unwrap();
+    let nib = start(Era::Handshake, dir.path()).await;
+    // Each: file, the line a block starts on, and the line it must end on.
+    let cases: &[(&str, usize, usize)] = &[
+        ("multi.rs", 1, 5),
+        ("sample.go", 11, 14),
+        ("sample.py", 7, 8),
+        ("sample.c", 12, 14),
+        ("sample.kt", 9, 11),
+        ("sample.zig", 8, 10),
+        ("Sample.java", 16, 19),
+        ("sample.rs", 11, 13),
+        ("sample.ts", 16, 18),
+        ("sample.tsx", 13, 19),
+        ("sample.js", 7, 9),
+        ("sample.cpp", 14, 17),
+    ];
+    for (file, line, end) in cases {
+        let before = std::fs::read_to_string(dir.path().join(file)).unwrap();
+        let t = nib.ok("read", json!({"paths": [file], "full": true})).await;
+        let tag = header_tag(&t);
+        nib.ok(
+            "edit",
+            json!({"input": format!("[{file}#{tag}]\nCUT {line}*\n")}),
+        )
+        .await;
+        let after = std::fs::read_to_string(dir.path().join(file)).unwrap();
+        let want: String = before
+            .lines()
+            .enumerate()
+            .filter(|(i, _)| *i + 1 < *line || *i + 1 > *end)
+            .map(|(_, l)| format!("{l}\n"))
+            .collect();
+        assert_eq!(
+            after, want,
+            "{file}: CUT {line}* should remove lines {line}-{end}"
+        );
+    }
+    nib.stop().await;
+}
+
+#[tokio::test]
+async fn large_files_outline_from_the_tree_with_an_import_tree() {
+    let dir = project();
+    let mut src = String::from("package com.acme.big;\n\n");
+    for i in 0..12 {
+        src.push_str(&format!("import com.acme.pkg{}.Type{i};\n", i % 3));
+    }
+    src.push_str("\n/** Big. */\npublic class Big {\n");
+    for i in 0..60 {
+        src.push_str(&format!("    public int method{i}(int x) {{\n        int y = x + {i};\n        return y;\n    }}\n\n"));
+    }
+    src.push_str("}\n");
+    std::fs::write(dir.path().join("Big.java"), &src).unwrap();
+    let nib = start(Era::Handshake, dir.path()).await;
+    let t = nib.ok("read", json!({"paths": ["Big.java"]})).await;
+    assert!(t.contains("[imports 3-14: 12 of them]"), "{t}");
+    assert!(
+        t.contains("  com.acme.pkg0: Type0, Type3, Type6, Type9"),
+        "{t}"
+    );
+    assert!(t.contains("\n1:package com.acme.big;"), "{t}");
+    assert!(
+        t.contains(":public class Big {") || t.contains(":/** Big. */"),
+        "{t}"
+    );
+    assert!(t.contains(":    public int method59(int x) {"), "{t}");
+    assert!(!t.contains("int y = x"), "bodies are left out: {t}");
+    nib.stop().await;
+}
+
+#[tokio::test]
+async fn imports_and_parse_warnings() {
+    let dir = samples();
+    let nib = start(Era::Handshake, dir.path()).await;
+    let t = nib.ok("read", json!({"paths": ["sample.kt:1"]})).await;
+    let tag = header_tag(&t);
+    nib.ok("edit", json!({"input": format!("[sample.kt#{tag}]\nIMPORT kotlin.math.max, kotlin.collections.List, java.io.File\n")}))
+        .await;
+    let text = std::fs::read_to_string(dir.path().join("sample.kt")).unwrap();
+    let imports: Vec<&str> = text.lines().filter(|l| l.starts_with("import ")).collect();
+    assert_eq!(
+        imports,
+        vec![
+            "import java.io.File",
+            "import kotlin.collections.List",
+            "import kotlin.math.max"
+        ]
+    );
+
+    let t = nib
+        .ok("read", json!({"paths": ["sample.rs"], "full": true}))
+        .await;
+    let tag = header_tag(&t);
+    let out = nib
+        .ok(
+            "edit",
+            json!({"input": format!("[sample.rs#{tag}]\nPUT 21:\n+    let _ = Engine::new(;\n")}),
+        )
+        .await;
+    assert!(
+        out.contains("no longer parses: the first error is on line 21"),
+        "{out}"
+    );
+    assert!(
+        std::fs::read_to_string(dir.path().join("sample.rs"))
+            .unwrap()
+            .contains("Engine::new(;"),
+        "the edit still applies"
+    );
+    nib.stop().await;
+}
