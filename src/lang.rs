@@ -337,8 +337,30 @@ fn start_row(lang: Lang, node: Node) -> (usize, usize) {
     (start, head)
 }
 
-/// Every declaration of a file, in order.
-pub fn declarations(lang: Lang, src: &[u8]) -> Vec<Decl> {
+type DeclCache = Mutex<(HashMap<(Lang, u64), Arc<Vec<Decl>>>, Vec<(Lang, u64)>)>;
+
+/// Every declaration of a file, in order (computed once per version).
+pub fn declarations(lang: Lang, src: &[u8]) -> Arc<Vec<Decl>> {
+    static DECLS: OnceLock<DeclCache> = OnceLock::new();
+    let cache = DECLS.get_or_init(DeclCache::default);
+    let key = (lang, xxhash_rust::xxh3::xxh3_64(src));
+    if let Some(d) = cache.lock().ok().and_then(|c| c.0.get(&key).cloned()) {
+        return d;
+    }
+    let decls = Arc::new(find_declarations(lang, src));
+    if let Ok(mut c) = cache.lock() {
+        let (map, order) = &mut *c;
+        map.insert(key, Arc::clone(&decls));
+        order.push(key);
+        if order.len() > CACHED_TREES {
+            let old = order.remove(0);
+            map.remove(&old);
+        }
+    }
+    decls
+}
+
+fn find_declarations(lang: Lang, src: &[u8]) -> Vec<Decl> {
     let Some(tree) = parse(lang, src) else {
         return Vec::new();
     };
@@ -481,8 +503,8 @@ mod tests {
 
     fn names(lang: Lang, src: &str) -> Vec<String> {
         declarations(lang, src.as_bytes())
-            .into_iter()
-            .map(|d| d.qualified)
+            .iter()
+            .map(|d| d.qualified.clone())
             .collect()
     }
 
@@ -525,7 +547,7 @@ pub fn outline(lang: Lang, src: &[u8]) -> Vec<usize> {
         }
         lines.push(child.start_position().row + 1);
     }
-    for d in declarations(lang, src) {
+    for d in declarations(lang, src).iter() {
         if d.depth <= 1 {
             lines.push(d.head);
         }

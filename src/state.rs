@@ -28,24 +28,25 @@ pub struct SeenLines {
 }
 
 impl SeenLines {
-    /// Adds lines `a..=b`.
+    /// Adds lines `a..=b` (merging with touching ranges; O(log n) to find them).
     pub fn insert_range(&mut self, a: usize, b: usize) {
         if a > b {
             return;
         }
-        let (mut lo, mut hi) = (a, b);
-        let mut kept = Vec::with_capacity(self.ranges.len() + 1);
-        for &(s, e) in &self.ranges {
-            if e.saturating_add(1) < lo || hi.saturating_add(1) < s {
-                kept.push((s, e));
-            } else {
-                lo = lo.min(s);
-                hi = hi.max(e);
-            }
+        // Ranges i..j touch or overlap a..=b.
+        let i = self
+            .ranges
+            .partition_point(|&(_, e)| e.saturating_add(1) < a);
+        let j = self
+            .ranges
+            .partition_point(|&(s, _)| s <= b.saturating_add(1));
+        if i >= j {
+            self.ranges.insert(i, (a, b));
+            return;
         }
-        kept.push((lo, hi));
-        kept.sort_unstable();
-        self.ranges = kept;
+        let lo = a.min(self.ranges[i].0);
+        let hi = b.max(self.ranges[j - 1].1);
+        self.ranges.splice(i..j, [(lo, hi)]);
     }
 
     /// Adds one line.

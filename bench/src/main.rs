@@ -20,6 +20,9 @@ use serde_json::{Value, json};
 
 type Result<T> = std::result::Result<T, String>;
 
+/// A function the generated 5,000-line file declares, for the declaration reads.
+const LANG_DECL: &str = "main";
+
 /// A named baseline: one run of it, timed.
 type Baseline<'a> = (String, Box<dyn FnMut() -> Result<Duration> + 'a>);
 /// The baselines of a scenario.
@@ -453,7 +456,9 @@ fn run() -> Result<()> {
 
     let mut rng = Rng(42);
     write(&work.join("f300.ts"), &source_file(&mut rng, 300, false))?;
-    write(&work.join("f5000.rs"), &source_file(&mut rng, 5000, true))?;
+    let mut big = source_file(&mut rng, 5000, true);
+    big.push_str("/// The benchmark's own declaration.\npub fn main() {\n    let x = 1;\n    let y = x + 1;\n    println!(\"{}\", y);\n}\n");
+    write(&work.join("f5000.rs"), &big)?;
     let tree = match &opts.tree {
         Some(t) => std::fs::canonicalize(t).map_err(|e| format!("{}: {e}", t.display()))?,
         None => {
@@ -640,6 +645,86 @@ fn run() -> Result<()> {
         let (s, c, b) = interleave(n.min(30), Some(&mut f), &mut bases)?;
         Row {
             scenario: "read + 5 sequential edits".into(),
+            nib: s,
+            chars: c,
+            baselines: b,
+        }
+        .print();
+    }
+
+    // Languages: the outline of a 5,000-line file, and a declaration read,
+    // cold (first parse) and warm (cached tree), against a line-range read.
+    {
+        let srv = &mut server;
+        // A fresh copy for the cold parse, so no cached tree helps it.
+        let mut k = 0u32;
+        let mut cold = || -> Result<(Duration, usize)> {
+            k += 1;
+            let name = format!("cold{k}.rs");
+            let body = std::fs::read(work.join("f5000.rs")).map_err(|e| e.to_string())?;
+            let mut body = body;
+            body.extend_from_slice(format!("\n// copy {k}\n").as_bytes());
+            std::fs::write(work.join(&name), body).map_err(|e| e.to_string())?;
+            let (d, text) = time(|| {
+                srv.call(
+                    "read",
+                    json!({"paths": [format!("{name}:{LANG_DECL}")], "full": true}),
+                )
+            })?;
+            Ok((d, text.chars().count()))
+        };
+        let (s, c, b) = interleave(n.min(20), Some(&mut cold), &mut [])?;
+        Row {
+            scenario: "declaration read, cold (first parse of 5,000 lines)".into(),
+            nib: s,
+            chars: c,
+            baselines: b,
+        }
+        .print();
+        let mut warm = || -> Result<(Duration, usize)> {
+            let (d, text) = time(|| {
+                srv.call(
+                    "read",
+                    json!({"paths": [format!("f5000.rs:{LANG_DECL}")], "full": true}),
+                )
+            })?;
+            Ok((d, text.chars().count()))
+        };
+        let warm_stat = interleave(n, Some(&mut warm), &mut [])?;
+        let srv2 = &mut server;
+        let mut range = || -> Result<(Duration, usize)> {
+            let (d, text) =
+                time(|| srv2.call("read", json!({"paths": ["f5000.rs:100-112"], "full": true})))?;
+            Ok((d, text.chars().count()))
+        };
+        let range_stat = interleave(n, Some(&mut range), &mut [])?;
+        let ratio = match (&warm_stat.0, &range_stat.0) {
+            (Some(w), Some(r)) => {
+                format!("{:.2}x", w.median.as_secs_f64() / r.median.as_secs_f64())
+            }
+            _ => "–".into(),
+        };
+        if let (Some(w), Some(r)) = (&warm_stat.0, &range_stat.0) {
+            println!(
+                "| declaration read, warm (cached tree) | {} ({}–{}) | {} | line-range read {} ({}–{}) | {ratio} |",
+                ms(w.median),
+                ms(w.p10),
+                ms(w.p90),
+                warm_stat.1.unwrap_or(0),
+                ms(r.median),
+                ms(r.p10),
+                ms(r.p90)
+            );
+        }
+        let srv = &mut server;
+        let mut outline = || -> Result<(Duration, usize)> {
+            let (d, text) =
+                time(|| srv.call("read", json!({"paths": ["f5000.rs"], "full": true})))?;
+            Ok((d, text.chars().count()))
+        };
+        let (s, c, b) = interleave(n, Some(&mut outline), &mut [])?;
+        Row {
+            scenario: "outline of a 5,000-line file".into(),
             nib: s,
             chars: c,
             baselines: b,

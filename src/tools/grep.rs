@@ -508,7 +508,7 @@ fn content(out: &mut String, found: &Found, opts: &Options, ctx: &Ctx) {
             // Where the language is parsed, a definition is a line a declaration starts on.
             let heads: Option<std::collections::HashSet<usize>> = pf.lang.map(|l| {
                 crate::lang::declarations(l, &text.encode())
-                    .into_iter()
+                    .iter()
                     .map(|d| d.head)
                     .collect()
             });
