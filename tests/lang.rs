@@ -238,3 +238,75 @@ async fn imports_and_parse_warnings() {
     );
     nib.stop().await;
 }
+
+#[tokio::test]
+async fn a_java_class_used_without_an_import_warns_with_the_hunk() {
+    let dir = project();
+    let app = dir.path().join("src/com/acme/app");
+    let util = dir.path().join("src/com/acme/util");
+    std::fs::create_dir_all(&app).unwrap();
+    std::fs::create_dir_all(&util).unwrap();
+    std::fs::write(
+        util.join("Widget.java"),
+        "package com.acme.util;\n\npublic class Widget {}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        app.join("Helper.java"),
+        "package com.acme.app;\n\nclass Helper {}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        app.join("Service.java"),
+        "package com.acme.app;\n\nimport java.util.List;\n\npublic class Service {\n    void run() {\n    }\n}\n",
+    )
+    .unwrap();
+    let nib = start(Era::Handshake, dir.path()).await;
+    let path = "src/com/acme/app/Service.java";
+    let t = nib.ok("read", json!({"paths": [path]})).await;
+    let tag = header_tag(&t);
+    let out = nib
+        .ok(
+            "edit",
+            json!({"input": format!("[{path}#{tag}]\nPUT 6:\n+        List<Widget> ws = new ArrayList<>();\n+        Helper h = new Helper();\n")}),
+        )
+        .await;
+    assert!(
+        out.contains("IMPORT com.acme.util.Widget, java.util.ArrayList"),
+        "{out}"
+    );
+    assert!(!out.contains("Helper is"), "same package: {out}");
+    assert!(
+        std::fs::read_to_string(app.join("Service.java"))
+            .unwrap()
+            .contains("List<Widget> ws"),
+        "the edit applies"
+    );
+
+    // The hunk the warning gives fixes it; nothing is left to warn about.
+    let t = nib.ok("read", json!({"paths": [path]})).await;
+    let tag = header_tag(&t);
+    let out = nib
+        .ok(
+            "edit",
+            json!({"input": format!("[{path}#{tag}]\nIMPORT com.acme.util.Widget, java.util.ArrayList\n")}),
+        )
+        .await;
+    assert!(!out.contains("without an import"), "{out}");
+    let t = nib.ok("read", json!({"paths": [path], "full": true})).await;
+    let tag = header_tag(&t);
+    let n = t
+        .lines()
+        .find(|l| l.contains("Helper h"))
+        .and_then(|l| l.split(':').next())
+        .unwrap()
+        .to_string();
+    let out = nib
+        .ok(
+            "edit",
+            json!({"input": format!("[{path}#{tag}]\nPUT {n}:\n+        Widget w = new Widget();\n")}),
+        )
+        .await;
+    assert!(!out.contains("without an import"), "now imported: {out}");
+    nib.stop().await;
+}

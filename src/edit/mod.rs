@@ -15,6 +15,7 @@
 
 pub mod apply;
 pub mod journal;
+pub mod missing_import;
 pub mod patch;
 pub mod warnings;
 
@@ -784,6 +785,21 @@ fn finish(
         notes.push(format!(
             "[warning: the file no longer parses: the first error is on line {line}]"
         ));
+    }
+
+    if crate::lang::Lang::of(path) == Some(crate::lang::Lang::Java) {
+        let rows: Vec<(usize, usize)> = landed
+            .iter()
+            .filter(|l| l.sent && l.len > 0)
+            .map(|l| (l.start + 1, l.start + l.len))
+            .collect();
+        if !rows.is_empty()
+            && let Some(found) = missing_import::unimported(&after_bytes, &rows)
+            && !found.names.is_empty()
+        {
+            let fixes = missing_import::resolve(&found, &ctx.workspace.roots(), &ctx.scope);
+            notes.extend(missing_import::warning(&fixes));
+        }
     }
 
     // Seen in the new version: what was seen, carried through the splice, the

@@ -226,7 +226,8 @@ pub fn definitions() -> Vec<ToolDef> {
             name: "read",
             description: "Read files or folders. Prints [PATH#TAG] then LINE:TEXT rows; the rows are \
                 edit anchors. Selectors: path:A, path:A-B, path:A+N, path:A-, path:-N, path:A-B,C-D \
-                (lines); path#TAG (what changed since that version); path@REV (a git revision; a \
+                (lines); path:name, path:Type.member, path:a,b (declarations with their comments, in \
+                Java, Kotlin, TS, JS, Go, Python, Rust, C, C++, Zig); path#TAG (what changed since that version); path@REV (a git revision; a \
                 folder gives the commit and its diff), path@A...B or path@A..B (the diff between them), \
                 .@A...B:FILE; file.db (tables), file.db:TABLE, file.db:TABLE:-15, file.db:SELECT ... \
                 (read-only). Images come back as images. Large files give an outline; lines you saw \
@@ -304,7 +305,8 @@ pub fn definitions() -> Vec<ToolDef> {
                 PUT N.=M: / PUT N: (replace with the + rows below), PUT <N: / PUT >N: (insert before/after), \
                 PUT >$: (append), PUT N*: / CUT N* / PUT >N*: (the block starting at N), CUT N.=M / CUT N \
                 (delete), SUB N: OLD (replace OLD on line N with the + rows), ~TEXT under a hunk checks \
-                that line N starts with TEXT. File ops: REM (to the trash), MV DEST, CP DEST. New files: \
+                that line N starts with TEXT. IMPORT a.b.C, ... adds Java or Kotlin imports. File ops: REM (to the trash), \
+                MV DEST, CP DEST. New files: \
                 *** Add File: PATH then + rows. Line numbers never shift between hunks. An edit may only \
                 anchor on lines you have seen. REAPPLY TOKEN applies a refused edit unchanged.",
             schema: json!({
