@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use tree_sitter::{Language, Node, Parser, Tree};
+use tree_sitter::{InputEdit, Language, Node, Parser, Point, Tree};
 
 /// The languages nib parses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -228,27 +228,125 @@ pub struct Decl {
 }
 
 type Pool = Mutex<HashMap<Lang, Vec<Parser>>>;
-type Cache = Mutex<(HashMap<(Lang, u64), Arc<Tree>>, Vec<(Lang, u64)>)>;
+type Key = (Lang, u64);
+
+/// A small cache of recent values, bounded by count and by a weight (the
+/// source bytes behind each value): the most recent entry always stays.
+struct Recent<V> {
+    map: HashMap<Key, (V, usize)>,
+    order: std::collections::VecDeque<Key>,
+    weight: usize,
+    max_len: usize,
+    max_weight: usize,
+}
+
+impl<V: Clone> Recent<V> {
+    fn new(max_len: usize, max_weight: usize) -> Recent<V> {
+        Recent {
+            map: HashMap::new(),
+            order: std::collections::VecDeque::new(),
+            weight: 0,
+            max_len,
+            max_weight,
+        }
+    }
+
+    fn get(&self, key: &Key) -> Option<V> {
+        self.map.get(key).map(|(v, _)| v.clone())
+    }
+
+    fn insert(&mut self, key: Key, value: V, weight: usize) {
+        if let Some((_, w)) = self.map.insert(key, (value, weight)) {
+            self.weight -= w;
+            self.order.retain(|k| *k != key);
+        }
+        self.order.push_back(key);
+        self.weight += weight;
+        while self.order.len() > 1
+            && (self.order.len() > self.max_len || self.weight > self.max_weight)
+        {
+            if let Some(old) = self.order.pop_front()
+                && let Some((_, w)) = self.map.remove(&old)
+            {
+                self.weight -= w;
+            }
+        }
+    }
+}
 
 fn pool() -> &'static Pool {
     static POOL: OnceLock<Pool> = OnceLock::new();
     POOL.get_or_init(Pool::default)
 }
 
-fn cache() -> &'static Cache {
-    static CACHE: OnceLock<Cache> = OnceLock::new();
-    CACHE.get_or_init(Cache::default)
+/// Trees cost tens of times their source in memory: keep about 1 MiB of
+/// source's worth (a 5,000-line file's tree is several MiB).
+fn cache() -> &'static Mutex<Recent<Arc<Tree>>> {
+    static CACHE: OnceLock<Mutex<Recent<Arc<Tree>>>> = OnceLock::new();
+    CACHE.get_or_init(|| Mutex::new(Recent::new(64, 1 << 20)))
 }
 
-/// Trees kept for reuse.
-const CACHED_TREES: usize = 64;
+fn tree_key(lang: Lang, source: &[u8]) -> Key {
+    (lang, xxhash_rust::xxh3::xxh3_64(source))
+}
+
+fn cached(key: Key) -> Option<Arc<Tree>> {
+    cache().lock().ok()?.get(&key)
+}
 
 /// The syntax tree of `source`, parsed once per version.
 pub fn parse(lang: Lang, source: &[u8]) -> Option<Arc<Tree>> {
-    let key = (lang, xxhash_rust::xxh3::xxh3_64(source));
-    if let Some(t) = cache().lock().ok()?.0.get(&key) {
-        return Some(Arc::clone(t));
+    let key = tree_key(lang, source);
+    match cached(key) {
+        Some(t) => Some(t),
+        None => parse_into_cache(lang, source, key, None),
     }
+}
+
+/// The syntax tree of `source`, an edit of `previous`: when the tree of
+/// `previous` is cached, tree-sitter reparses only around the changed bytes.
+pub fn parse_edited(lang: Lang, previous: &[u8], source: &[u8]) -> Option<Arc<Tree>> {
+    let key = tree_key(lang, source);
+    if let Some(t) = cached(key) {
+        return Some(t);
+    }
+    let old = cached(tree_key(lang, previous)).map(|t| {
+        let mut t = (*t).clone();
+        t.edit(&changed_span(previous, source));
+        t
+    });
+    parse_into_cache(lang, source, key, old.as_ref())
+}
+
+/// One edit covering every byte that differs: from the common prefix to the
+/// common suffix. Always correct, whatever the hunks were.
+fn changed_span(old: &[u8], new: &[u8]) -> InputEdit {
+    let prefix = old.iter().zip(new).take_while(|(a, b)| a == b).count();
+    let room = old.len().min(new.len()) - prefix;
+    let suffix = old
+        .iter()
+        .rev()
+        .zip(new.iter().rev())
+        .take(room)
+        .take_while(|(a, b)| a == b)
+        .count();
+    let point = |src: &[u8], at: usize| {
+        let before = &src[..at];
+        let row = memchr::memchr_iter(b'\n', before).count();
+        let column = at - memchr::memrchr(b'\n', before).map_or(0, |i| i + 1);
+        Point { row, column }
+    };
+    InputEdit {
+        start_byte: prefix,
+        old_end_byte: old.len() - suffix,
+        new_end_byte: new.len() - suffix,
+        start_position: point(old, prefix),
+        old_end_position: point(old, old.len() - suffix),
+        new_end_position: point(new, new.len() - suffix),
+    }
+}
+
+fn parse_into_cache(lang: Lang, source: &[u8], key: Key, old: Option<&Tree>) -> Option<Arc<Tree>> {
     let mut parser = pool()
         .lock()
         .ok()?
@@ -259,19 +357,13 @@ pub fn parse(lang: Lang, source: &[u8]) -> Option<Arc<Tree>> {
             p.set_language(&lang.grammar()?).ok()?;
             Some(p)
         })?;
-    let tree = parser.parse(source, None).map(Arc::new);
+    let tree = parser.parse(source, old).map(Arc::new);
     if let Ok(mut p) = pool().lock() {
         p.entry(lang).or_default().push(parser);
     }
     let tree = tree?;
     if let Ok(mut c) = cache().lock() {
-        let (map, order) = &mut *c;
-        map.insert(key, Arc::clone(&tree));
-        order.push(key);
-        if order.len() > CACHED_TREES {
-            let old = order.remove(0);
-            map.remove(&old);
-        }
+        c.insert(key, Arc::clone(&tree), source.len());
     }
     Some(tree)
 }
@@ -337,25 +429,18 @@ fn start_row(lang: Lang, node: Node) -> (usize, usize) {
     (start, head)
 }
 
-type DeclCache = Mutex<(HashMap<(Lang, u64), Arc<Vec<Decl>>>, Vec<(Lang, u64)>)>;
-
 /// Every declaration of a file, in order (computed once per version).
 pub fn declarations(lang: Lang, src: &[u8]) -> Arc<Vec<Decl>> {
-    static DECLS: OnceLock<DeclCache> = OnceLock::new();
-    let cache = DECLS.get_or_init(DeclCache::default);
-    let key = (lang, xxhash_rust::xxh3::xxh3_64(src));
-    if let Some(d) = cache.lock().ok().and_then(|c| c.0.get(&key).cloned()) {
+    static DECLS: OnceLock<Mutex<Recent<Arc<Vec<Decl>>>>> = OnceLock::new();
+    let cache = DECLS.get_or_init(|| Mutex::new(Recent::new(64, 16 << 20)));
+    let key = tree_key(lang, src);
+    if let Some(d) = cache.lock().ok().and_then(|c| c.get(&key)) {
         return d;
     }
     let decls = Arc::new(find_declarations(lang, src));
     if let Ok(mut c) = cache.lock() {
-        let (map, order) = &mut *c;
-        map.insert(key, Arc::clone(&decls));
-        order.push(key);
-        if order.len() > CACHED_TREES {
-            let old = order.remove(0);
-            map.remove(&old);
-        }
+        let weight = decls.iter().map(|d| d.qualified.len() + 64).sum();
+        c.insert(key, Arc::clone(&decls), weight);
     }
     decls
 }
@@ -443,7 +528,15 @@ pub fn block_end(lang: Lang, src: &[u8], line: usize) -> Option<usize> {
 
 /// The line (1-based) of the first parse error, if the text does not parse.
 pub fn first_error(lang: Lang, src: &[u8]) -> Option<usize> {
-    let tree = parse(lang, src)?;
+    first_error_in(&*parse(lang, src)?)
+}
+
+/// [`first_error`] of `after`, an edit of `before` (parsed incrementally).
+pub fn first_error_after_edit(lang: Lang, before: &[u8], after: &[u8]) -> Option<usize> {
+    first_error_in(&*parse_edited(lang, before, after)?)
+}
+
+fn first_error_in(tree: &Tree) -> Option<usize> {
     if !tree.root_node().has_error() {
         return None;
     }
@@ -506,6 +599,42 @@ mod tests {
             .iter()
             .map(|d| d.qualified.clone())
             .collect()
+    }
+
+    #[test]
+    fn an_incremental_parse_gives_the_tree_a_full_parse_gives() {
+        let before = "fn a() {\r\n    1\r\n}\r\n\r\nfn b(x: u32) -> u32 {\r\n    x\r\n}";
+        let edits = [
+            // Two hunks far apart, one of them at the very end without a newline.
+            before
+                .replace("    1", "    let é = 2;\r\n    é")
+                .replace("    x\r\n}", "    x + 1\r\n}\r\nfn c() {}"),
+            // A deletion, then a broken file.
+            before.replace("fn a() {\r\n    1\r\n}\r\n", ""),
+            before.replace("(x: u32)", "(x: u32"),
+        ];
+        for after in edits {
+            parse(Lang::Rust, before.as_bytes()).unwrap();
+            let inc = parse_edited(Lang::Rust, before.as_bytes(), after.as_bytes()).unwrap();
+            let mut p = Parser::new();
+            p.set_language(&Lang::Rust.grammar().unwrap()).unwrap();
+            let full = p.parse(after.as_bytes(), None).unwrap();
+            fn nodes(t: &Tree) -> Vec<(String, std::ops::Range<usize>, Point)> {
+                let mut out = Vec::new();
+                let mut stack = vec![t.root_node()];
+                while let Some(n) = stack.pop() {
+                    out.push((n.kind().to_string(), n.byte_range(), n.start_position()));
+                    let mut c = n.walk();
+                    stack.extend(n.children(&mut c));
+                }
+                out
+            }
+            assert_eq!(nodes(&inc), nodes(&full), "{after}");
+            assert_eq!(
+                first_error_after_edit(Lang::Rust, before.as_bytes(), after.as_bytes()),
+                first_error_in(&full)
+            );
+        }
     }
 
     #[test]

@@ -778,9 +778,12 @@ fn finish(
         }
     }
 
+    // The new version first: it is parsed incrementally from the old one's
+    // cached tree, and the old one is only looked at when the new one fails.
     if let Some(lang) = crate::lang::Lang::of(path)
-        && crate::lang::first_error(lang, &current.encode()).is_none()
-        && let Some(line) = crate::lang::first_error(lang, &after_bytes)
+        && let before = current.encode()
+        && let Some(line) = crate::lang::first_error_after_edit(lang, &before, &after_bytes)
+        && crate::lang::first_error(lang, &before).is_none()
     {
         notes.push(format!(
             "[warning: the file no longer parses: the first error is on line {line}]"
