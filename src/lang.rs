@@ -279,11 +279,12 @@ fn pool() -> &'static Pool {
     POOL.get_or_init(Pool::default)
 }
 
-/// Trees cost tens of times their source in memory: keep about 1 MiB of
-/// source's worth (a 5,000-line file's tree is several MiB).
+/// Trees cost tens of times their source in memory: keep about 256 KiB of
+/// source's worth (a 5,000-line file's tree is several MiB), and always the
+/// latest, which the next edit of that file reparses from.
 fn cache() -> &'static Mutex<Recent<Arc<Tree>>> {
     static CACHE: OnceLock<Mutex<Recent<Arc<Tree>>>> = OnceLock::new();
-    CACHE.get_or_init(|| Mutex::new(Recent::new(64, 1 << 20)))
+    CACHE.get_or_init(|| Mutex::new(Recent::new(64, 256 << 10)))
 }
 
 fn tree_key(lang: Lang, source: &[u8]) -> Key {
@@ -432,14 +433,17 @@ fn start_row(lang: Lang, node: Node) -> (usize, usize) {
 /// Every declaration of a file, in order (computed once per version).
 pub fn declarations(lang: Lang, src: &[u8]) -> Arc<Vec<Decl>> {
     static DECLS: OnceLock<Mutex<Recent<Arc<Vec<Decl>>>>> = OnceLock::new();
-    let cache = DECLS.get_or_init(|| Mutex::new(Recent::new(64, 16 << 20)));
+    let cache = DECLS.get_or_init(|| Mutex::new(Recent::new(64, 4 << 20)));
     let key = tree_key(lang, src);
     if let Some(d) = cache.lock().ok().and_then(|c| c.get(&key)) {
         return d;
     }
     let decls = Arc::new(find_declarations(lang, src));
     if let Ok(mut c) = cache.lock() {
-        let weight = decls.iter().map(|d| d.qualified.len() + 64).sum();
+        let weight = decls
+            .iter()
+            .map(|d| d.name.len() + d.qualified.len() + std::mem::size_of::<Decl>())
+            .sum();
         c.insert(key, Arc::clone(&decls), weight);
     }
     decls

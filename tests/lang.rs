@@ -48,7 +48,18 @@ const DECLARATIONS: &[(&str, &str, &str, &str)] = &[
         "16:  check(user: User): boolean {",
         "18:  }",
     ),
-    ("sample.tsx", "User", "9:export interface User {", "11:}"),
+    (
+        "sample.tsx",
+        "Panel.render",
+        "20:  render(items: string[]) {",
+        "28:  }",
+    ),
+    (
+        "sample.tsx",
+        "Badge",
+        "9:/** A label with a counter that goes up on click. */",
+        "17:}",
+    ),
     (
         "sample.js",
         "Counter.increment",
@@ -139,7 +150,7 @@ async fn block_ends_come_from_the_syntax_tree() {
         ("Sample.java", 16, 19),
         ("sample.rs", 11, 13),
         ("sample.ts", 16, 18),
-        ("sample.tsx", 13, 19),
+        ("sample.tsx", 10, 17),
         ("sample.js", 7, 9),
         ("sample.cpp", 14, 17),
     ];
@@ -308,5 +319,42 @@ async fn a_java_class_used_without_an_import_warns_with_the_hunk() {
         )
         .await;
     assert!(!out.contains("without an import"), "now imported: {out}");
+    nib.stop().await;
+}
+
+#[tokio::test]
+async fn each_language_outlines_from_the_tree() {
+    let dir = samples();
+    // Each: a file, a first-level member row the outline must print, and a
+    // line inside a body it must leave out. 300 comment lines make each
+    // sample long enough to be outlined.
+    let cases: &[(&str, &str, usize)] = &[
+        ("Sample.java", "21:    public List<Task> all() {", 22),
+        ("sample.c", "12:int add(int a, int b) {", 13),
+        ("sample.cpp", "6:class Widget {", 16),
+        ("sample.go", "11:func (s *Server) Start() error {", 12),
+        ("sample.js", "11:  increment() {", 8),
+        ("sample.kt", "9:    fun greet(): String {", 10),
+        ("sample.py", "7:    def __init__(self, name):", 8),
+        ("sample.rs", "11:    pub fn new() -> Engine {", 12),
+        ("sample.ts", "16:  check(user: User): boolean {", 5),
+        ("sample.tsx", "20:  render(items: string[]) {", 11),
+        ("sample.zig", "8:    pub fn sum(self: Point) i32 {", 9),
+    ];
+    for (file, _, _) in cases {
+        let comment = if file.ends_with(".py") { "#" } else { "//" };
+        let mut src = std::fs::read_to_string(dir.path().join(file)).unwrap();
+        for i in 0..300 {
+            src.push_str(&format!("{comment} padding {i}\n"));
+        }
+        std::fs::write(dir.path().join(file), src).unwrap();
+    }
+    let nib = start(Era::Handshake, dir.path()).await;
+    for (file, member, body) in cases {
+        let t = nib.ok("read", json!({"paths": [file]})).await;
+        assert!(t.contains("[outline: "), "{file}: {t}");
+        assert!(t.contains(&format!("\n{member}\n")), "{file}: {t}");
+        assert!(!t.contains(&format!("\n{body}:")), "{file}: {t}");
+    }
     nib.stop().await;
 }

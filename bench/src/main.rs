@@ -145,8 +145,13 @@ fn source_file(rng: &mut Rng, lines: usize, rust: bool) -> String {
                     ident(rng).to_lowercase(),
                     rng.below(1000)
                 ),
-                1 => format!(
+                1 if rust => format!(
                     "    if {} > limit {{ return None; }} // TODO check {}\n",
+                    v.to_lowercase(),
+                    rng.pick(WORDS)
+                ),
+                1 => format!(
+                    "    if ({} > limit) {{ return null; }} // TODO check {}\n",
                     v.to_lowercase(),
                     rng.pick(WORDS)
                 ),
@@ -161,7 +166,12 @@ fn source_file(rng: &mut Rng, lines: usize, rust: bool) -> String {
             out.push_str(&line);
             n += 1;
         }
-        out.push_str("    None\n}\n\n");
+        // Valid source in its language, as the files agents edit mostly are.
+        out.push_str(if rust {
+            "    None\n}\n\n"
+        } else {
+            "    return null;\n}\n\n"
+        });
         n += 3;
     }
     out
