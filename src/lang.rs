@@ -279,12 +279,12 @@ fn pool() -> &'static Pool {
     POOL.get_or_init(Pool::default)
 }
 
-/// Trees cost tens of times their source in memory: keep about 256 KiB of
-/// source's worth (a 5,000-line file's tree is several MiB), and always the
-/// latest, which the next edit of that file reparses from.
+/// Trees cost about 50 times their source in memory (a 5,000-line file's
+/// tree is 5–10 MiB): keep 128 KiB of source's worth, and always the latest,
+/// which the next edit of that file reparses from.
 fn cache() -> &'static Mutex<Recent<Arc<Tree>>> {
     static CACHE: OnceLock<Mutex<Recent<Arc<Tree>>>> = OnceLock::new();
-    CACHE.get_or_init(|| Mutex::new(Recent::new(64, 256 << 10)))
+    CACHE.get_or_init(|| Mutex::new(Recent::new(64, 128 << 10)))
 }
 
 fn tree_key(lang: Lang, source: &[u8]) -> Key {
@@ -433,7 +433,7 @@ fn start_row(lang: Lang, node: Node) -> (usize, usize) {
 /// Every declaration of a file, in order (computed once per version).
 pub fn declarations(lang: Lang, src: &[u8]) -> Arc<Vec<Decl>> {
     static DECLS: OnceLock<Mutex<Recent<Arc<Vec<Decl>>>>> = OnceLock::new();
-    let cache = DECLS.get_or_init(|| Mutex::new(Recent::new(64, 4 << 20)));
+    let cache = DECLS.get_or_init(|| Mutex::new(Recent::new(64, 1 << 20)));
     let key = tree_key(lang, src);
     if let Some(d) = cache.lock().ok().and_then(|c| c.get(&key)) {
         return d;
