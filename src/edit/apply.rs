@@ -139,22 +139,25 @@ fn starts_with_loosely(line: &str, expected: &str) -> bool {
         .starts_with(expected.trim_start().trim_end())
 }
 
+/// `n` when it names a line of a `len`-line text.
+fn in_range(len: usize, patch_line: usize, n: usize) -> Result<usize, Problem> {
+    if n == 0 || n > len {
+        Err(Problem::OutOfRange {
+            patch_line,
+            line: n,
+            len,
+        })
+    } else {
+        Ok(n)
+    }
+}
+
 /// Plans a section's hunks against `text` (the version the agent saw).
 pub fn plan(text: &Text, hunks: &[Hunk], subs: &dyn SubPolicy) -> Result<Plan, Problem> {
     let len = text.len();
     let mut plan = Plan::default();
     let line = |n: usize| text.line(n).unwrap_or("");
-    let check_line = |patch_line: usize, n: usize| {
-        if n == 0 || n > len {
-            Err(Problem::OutOfRange {
-                patch_line,
-                line: n,
-                len,
-            })
-        } else {
-            Ok(())
-        }
-    };
+    let check_line = |patch_line: usize, n: usize| in_range(len, patch_line, n);
     for (idx, hunk) in hunks.iter().enumerate() {
         let patch_line = hunk.patch_line();
         match hunk {
@@ -248,17 +251,7 @@ fn resolve_target(
     ctx: &dyn SubPolicy,
 ) -> Result<Op, Problem> {
     let len = text.len();
-    let in_range = |n: usize| {
-        if n == 0 || n > len {
-            Err(Problem::OutOfRange {
-                patch_line,
-                line: n,
-                len,
-            })
-        } else {
-            Ok(n)
-        }
-    };
+    let in_range = |n: usize| in_range(len, patch_line, n);
     let op = |start: usize, end: usize, anchors: Vec<usize>| Op {
         start,
         end,

@@ -258,12 +258,7 @@ fn apply_sections(
             out.push('\n');
         }
     }
-    ToolOutput {
-        text: with_notes(out, &notes),
-        is_error: false,
-        approval: None,
-        images: Vec::new(),
-    }
+    ToolOutput::ok(with_notes(out, &notes))
 }
 
 fn with_notes(mut out: String, notes: &[String]) -> String {

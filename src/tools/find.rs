@@ -218,12 +218,7 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
         }
     }
     super::push_notes(&mut out, &notes);
-    Ok(ToolOutput {
-        text: out,
-        is_error: false,
-        approval: None,
-        images: Vec::new(),
-    })
+    Ok(ToolOutput::ok(out))
 }
 
 fn plural(n: usize, one: &str, many: &str) -> String {

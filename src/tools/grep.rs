@@ -337,12 +337,7 @@ fn grep(opts: &Options, ctx: &Ctx, notes: Vec<String>) -> ToolOutput {
         if !opts.walk.no_ignore {
             out.push_str(&ignored_hint(opts, searched_set.as_ref(), ctx));
         }
-        return ToolOutput {
-            text: with_notes(out, &notes, opts),
-            is_error: false,
-            approval: None,
-            images: Vec::new(),
-        };
+        return ToolOutput::ok(with_notes(out, &notes, opts));
     }
     out.push_str(&format!(
         "{} in {}\n",
@@ -375,12 +370,7 @@ fn grep(opts: &Options, ctx: &Ctx, notes: Vec<String>) -> ToolOutput {
         }
         Mode::Content => content(&mut out, &found, opts, ctx),
     }
-    ToolOutput {
-        text: with_notes(out, &notes, opts),
-        is_error: false,
-        approval: None,
-        images: Vec::new(),
-    }
+    ToolOutput::ok(with_notes(out, &notes, opts))
 }
 
 fn with_notes(mut out: String, notes: &[String], opts: &Options) -> String {

@@ -204,12 +204,7 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
         out.push('\n');
     }
     super::push_notes(&mut out, &notes);
-    Ok(ToolOutput {
-        text: out,
-        is_error: false,
-        approval: None,
-        images: Vec::new(),
-    })
+    Ok(ToolOutput::ok(out))
 }
 
 /// `N~TEXT` rows: the outline lines, plus the first and last line.

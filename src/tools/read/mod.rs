@@ -580,15 +580,7 @@ fn declaration_block(
             unknown.join(", ")
         ));
     }
-    spans.sort_unstable();
-    let mut merged: Vec<(usize, usize)> = Vec::new();
-    for (a, b) in spans {
-        match merged.last_mut() {
-            Some(last) if a <= last.1 + 1 => last.1 = last.1.max(b),
-            _ => merged.push((a, b)),
-        }
-    }
-    for (a, b) in merged {
+    for (a, b) in selector::merge_spans(spans) {
         for n in a..=b.min(text.len()) {
             block
                 .rows

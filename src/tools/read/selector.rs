@@ -208,6 +208,11 @@ pub fn resolve(ranges: &[LineRange], len: usize) -> Result<Vec<(usize, usize)>, 
             spans.push((a, b));
         }
     }
+    Ok(merge_spans(spans))
+}
+
+/// Line spans sorted, with overlapping and touching ones joined.
+pub fn merge_spans(mut spans: Vec<(usize, usize)>) -> Vec<(usize, usize)> {
     spans.sort_unstable();
     let mut merged: Vec<(usize, usize)> = Vec::new();
     for (a, b) in spans {
@@ -216,7 +221,7 @@ pub fn resolve(ranges: &[LineRange], len: usize) -> Result<Vec<(usize, usize)>, 
             _ => merged.push((a, b)),
         }
     }
-    Ok(merged)
+    merged
 }
 
 #[cfg(test)]
