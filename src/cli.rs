@@ -31,6 +31,8 @@ pub enum Command {
     Setup(crate::setup::SetupArgs),
     /// Run a tool with these arguments.
     Tool(&'static str, Map<String, Value>),
+    /// Shape a saved log as nibash would show it.
+    Shape(Shape),
 }
 
 /// Usage text.
@@ -46,6 +48,10 @@ usage:
            [--no-ignore] [--skip N] [--replace R] PATTERN [PATH[:SELECTOR]...]
   nib find [--glob G]... [--min-size S] [--newer AGE] [--sort path|size|modified]
            [--no-ignore] [--skip N] [PATH...]
+  nib sh [--timeout T] [--background] [--expect TEXT] 'COMMAND'
+                                      run one nibash call
+  nib shape --log PATH --purpose TEXT [--exit N] [--command TEXT]
+                                      print what nibash would show of a saved log
   nib doctor                          which sandbox layers this machine offers
   nib setup [--user] [--dry-run] [--provider NAME=PROGRAM] [--decider KIND]
             [--summary LIST] [--opencode PROGRAM]
@@ -77,6 +83,8 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
         "write" => parse_write(rest),
         "grep" => parse_grep(rest),
         "find" => parse_find(rest),
+        "sh" => parse_sh(rest),
+        "shape" => parse_shape(rest),
         "edit" => match rest.first() {
             None => Ok(Command::Tool("edit", Map::new())),
             Some(extra) => Err(UsageError(format!(
@@ -85,6 +93,110 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
         },
         other => Err(UsageError(format!("unknown command \"{other}\""))),
     }
+}
+
+/// `nib sh [--timeout T] [--background] 'COMMAND'`.
+fn parse_sh(rest: &[String]) -> Result<Command, UsageError> {
+    let mut map = Map::new();
+    let mut it = rest.iter();
+    let mut command = None;
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--timeout" => {
+                map.insert("timeout".into(), json!(value(&mut it, "--timeout")?));
+            }
+            "--background" => {
+                map.insert("background".into(), json!(true));
+            }
+            "--expect" => {
+                map.insert("expect".into(), json!(value(&mut it, "--expect")?));
+            }
+            _ if command.is_none() => command = Some(a.clone()),
+            extra => {
+                return Err(UsageError(format!(
+                    "sh takes one command line (quote it); got also \"{extra}\""
+                )));
+            }
+        }
+    }
+    let command = command.ok_or_else(|| UsageError("sh needs a COMMAND".into()))?;
+    map.insert("command".into(), json!(command));
+    Ok(Command::Tool("nibash", map))
+}
+
+/// `nib shape --log PATH --purpose TEXT [--exit N] [--command TEXT]`.
+fn parse_shape(rest: &[String]) -> Result<Command, UsageError> {
+    let mut shape = Shape::default();
+    let mut it = rest.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--log" => shape.log = value(&mut it, "--log")?.into(),
+            "--purpose" => shape.purpose = value(&mut it, "--purpose")?.clone(),
+            "--exit" => {
+                shape.exit = Some(
+                    value(&mut it, "--exit")?
+                        .parse()
+                        .map_err(|_| UsageError("--exit needs a number".into()))?,
+                )
+            }
+            "--command" => shape.command = Some(value(&mut it, "--command")?.clone()),
+            other => return Err(UsageError(format!("shape has no option {other}"))),
+        }
+    }
+    if shape.log.as_os_str().is_empty() {
+        return Err(UsageError("shape needs --log PATH".into()));
+    }
+    Ok(Command::Shape(shape))
+}
+
+/// What `nib shape` shapes.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Shape {
+    /// The saved log.
+    pub log: std::path::PathBuf,
+    /// What the run was for (steers which rows stay).
+    pub purpose: String,
+    /// Its exit status.
+    pub exit: Option<i32>,
+    /// The command that wrote it.
+    pub command: Option<String>,
+}
+
+/// Prints what nibash would show of a saved log; returns the exit status.
+pub fn shape(s: &Shape) -> u8 {
+    let bytes = match std::fs::read(&s.log) {
+        Ok(b) => b,
+        Err(e) => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "nib shape: {}: {e}; nothing was shaped",
+                s.log.display()
+            );
+            return 1;
+        }
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let rows: Vec<&str> = text.lines().collect();
+    let words = crate::nibash::cut::expect_words(&s.purpose, &rows);
+    let mut out = String::new();
+    if let Some(c) = &s.command {
+        out.push_str(&format!("$ {c}\n"));
+    }
+    if crate::nibash::cut::is_long(&text) {
+        let extra = |row: &str| crate::nibash::cut::has_word(row, &words);
+        let keep = crate::nibash::cut::pick(&rows, crate::nibash::cut::Decider::from_env(), &extra);
+        out.push_str(&crate::nibash::cut::render(&rows, &keep, Some(&s.log)));
+    } else {
+        out.push_str(&text);
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    if let Some(c) = s.exit.filter(|c| *c != 0) {
+        out.push_str(&format!("[exit {c}]\n"));
+    }
+    let _ = std::io::stdout().write_all(out.as_bytes());
+    0
 }
 
 fn parse_read(rest: &[String]) -> Result<Command, UsageError> {
@@ -367,6 +479,7 @@ pub fn run_tool(config: Config, name: &str, mut args: Map<String, Value>) -> i32
     }
     let workspace = Workspace::new(config.project_dir.clone());
     let agent = Mutex::new(Agent::default());
+    let nibash = std::sync::Arc::default();
     let scope = match workspace.scope(config.sandbox, config.confirm_outside_roots) {
         Ok(s) => s,
         Err(e) => return fail(&format!("nib {name}: {e}; nothing was read or written")),
@@ -377,6 +490,8 @@ pub fn run_tool(config: Config, name: &str, mut args: Map<String, Value>) -> i32
         config: &config,
         scope,
         enforce_seen: false,
+        nibash: &nibash,
+        live: None,
     };
     match tools::call(name, Some(args), &ctx) {
         // The command line cannot ask a person: a write that needs approval is refused.

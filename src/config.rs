@@ -27,6 +27,9 @@ pub const NIB_SANDBOX_NETWORK: &str = "NIB_SANDBOX_NETWORK";
 /// Folders (`:` separated) bound read-only into the sandbox.
 pub const NIB_SANDBOX_BIND: &str = "NIB_SANDBOX_BIND";
 
+/// `0` turns nibash (and skim, nibash_status) off.
+pub const NIB_SHELL: &str = "NIB_SHELL";
+
 /// Paths inside each root that sandboxed programs may not change: they make code run.
 pub const PROTECTED_IN_ROOTS: &[&str] = &[
     ".git/hooks",
@@ -74,6 +77,8 @@ pub struct Config {
     pub sandbox_network: bool,
     /// [`NIB_SANDBOX_BIND`] folders.
     pub sandbox_bind: Vec<PathBuf>,
+    /// nibash is on ([`NIB_SHELL`] is not `0`).
+    pub shell: bool,
 }
 
 impl Config {
@@ -140,6 +145,8 @@ impl Config {
             state_dir: state_dir(),
             failpoint: std::env::var(NIB_FAILPOINT).ok().filter(|v| !v.is_empty()),
             sandbox: flag(NIB_SANDBOX),
+            shell: std::env::var(NIB_SHELL)
+                .map_or(true, |v| v != "0" && !v.eq_ignore_ascii_case("false")),
             confirm_outside_roots: flag(NIB_CONFIRM_OUTSIDE_ROOTS),
             sandbox_network: flag(NIB_SANDBOX_NETWORK),
             sandbox_bind: std::env::var_os(NIB_SANDBOX_BIND)

@@ -17,6 +17,7 @@ pub mod hashline;
 pub mod hook;
 pub mod human;
 pub mod lang;
+pub mod nibash;
 pub mod outline;
 pub mod search;
 pub mod server;

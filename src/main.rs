@@ -47,6 +47,13 @@ fn main() -> std::process::ExitCode {
     if raw.first().is_some_and(|a| a == nib_sandbox::WORKER_ARG) {
         nib_sandbox::worker_main(&raw[1..]);
     }
+    // A nibash worker, already confined: run one call's command line.
+    if raw
+        .first()
+        .is_some_and(|a| a == nib::nibash::worker::NIBASH_ARG)
+    {
+        nib::nibash::worker::main();
+    }
     let args: Vec<String> = std::env::args().skip(1).collect();
     // The hook runs on every tool call of the client: answer it first, with no setup.
     if args.first().is_some_and(|a| a == "hook") {
@@ -89,6 +96,7 @@ fn main() -> std::process::ExitCode {
     match command {
         cli::Command::Doctor => std::process::ExitCode::from(cli::doctor(&config) as u8),
         cli::Command::Hook => std::process::ExitCode::SUCCESS,
+        cli::Command::Shape(s) => std::process::ExitCode::from(cli::shape(&s)),
         cli::Command::Setup(args) => {
             let places = nib::setup::Places::from_env(&config.project_dir);
             let (out, code) = nib::setup::run(&places, &args);

@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
+    ProgressNotificationParam,
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequest,
     ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, Implementation,
     InputRequest, InputRequests, InputRequiredResult, ListRootsRequest, ListRootsResult,
@@ -54,6 +55,7 @@ struct Inner {
     workspace: Workspace,
     agents: Agents,
     last_save: Mutex<std::time::Instant>,
+    nibash: Arc<crate::nibash::Nibash>,
 }
 
 impl NibServer {
@@ -65,12 +67,13 @@ impl NibServer {
                 agents: Agents::new(&config.state_dir),
                 config,
                 last_save: Mutex::new(std::time::Instant::now()),
+                nibash: Arc::default(),
             }),
         }
     }
 
-    fn tool_list() -> Vec<Tool> {
-        tools::definitions()
+    fn tool_list(config: &Config) -> Vec<Tool> {
+        tools::definitions_for(config)
             .into_iter()
             .map(|d| {
                 let schema = match d.schema {
@@ -225,8 +228,33 @@ impl NibServer {
         agent: Arc<Mutex<Agent>>,
         name: String,
         arguments: Option<serde_json::Map<String, serde_json::Value>>,
+        context: &RequestContext<RoleServer>,
     ) -> Result<ToolOutput, McpError> {
         let this = self.clone();
+        let live = Arc::new(match context.meta.get_progress_token() {
+            Some(token) => {
+                let peer = context.peer.clone();
+                let handle = tokio::runtime::Handle::current();
+                crate::nibash::Live::with_progress(Box::new(move |secs, message| {
+                    let peer = peer.clone();
+                    let token = token.clone();
+                    handle.spawn(async move {
+                        let _ = peer
+                            .notify_progress(ProgressNotificationParam::new(token, secs).with_message(message))
+                            .await;
+                    });
+                }))
+            }
+            None => crate::nibash::Live::default(),
+        });
+        let ct = context.ct.clone();
+        let watcher = {
+            let live = Arc::clone(&live);
+            tokio::spawn(async move {
+                ct.cancelled().await;
+                live.cancel();
+            })
+        };
         let outcome = tokio::task::spawn_blocking(move || {
             let config = &this.inner.config;
             let scope = match this
@@ -247,10 +275,14 @@ impl NibServer {
                 config,
                 scope,
                 enforce_seen: true,
+                nibash: &this.inner.nibash,
+                live: Some(live.as_ref()),
             };
             tools::call(&name, arguments, &ctx)
         })
-        .await
+        .await;
+        watcher.abort();
+        let outcome = outcome
         .map_err(|e| {
             McpError::internal_error(format!("the tool stopped unexpectedly: {e}"), None)
         })?;
@@ -369,7 +401,9 @@ impl ServerHandler for NibServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(Self::tool_list()))
+        Ok(ListToolsResult::with_all_items(Self::tool_list(
+            &self.inner.config,
+        )))
     }
 
     async fn call_tool(
@@ -402,7 +436,7 @@ impl ServerHandler for NibServer {
         let mut asked = 0;
         loop {
             let out = self
-                .run_tool(Arc::clone(&agent), name.clone(), arguments.clone())
+                .run_tool(Arc::clone(&agent), name.clone(), arguments.clone(), &context)
                 .await?;
             let Some(req) = out.approval.clone() else {
                 self.save_soon();
@@ -493,7 +527,11 @@ mod tests {
 
     #[test]
     fn tool_names_are_client_safe_and_annotated() {
-        for t in NibServer::tool_list() {
+        let config = match Config::from_env() {
+            Ok(c) => c,
+            Err(e) => panic!("config: {e}"),
+        };
+        for t in NibServer::tool_list(&config) {
             assert!(
                 t.name
                     .chars()

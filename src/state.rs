@@ -287,6 +287,8 @@ pub struct Agent {
     pub tokens: Tokens,
     /// Writes waiting for, or holding, a person's approval.
     pub approvals: Approvals,
+    /// What `skim` has shown of each file.
+    pub skims: crate::nibash::skim::Skims,
 }
 
 #[cfg(test)]

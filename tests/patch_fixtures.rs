@@ -57,7 +57,9 @@ fn run_fixture(dir: &Path) -> Vec<String> {
             approval_timeout: std::time::Duration::from_secs(1),
             sandbox_network: false,
             sandbox_bind: Vec::new(),
+            shell: true,
         };
+        let nibash = std::sync::Arc::default();
         let workspace = Workspace::new(config.project_dir.clone());
         let agent = Mutex::new(Agent::default());
         let ctx = Ctx {
@@ -68,6 +70,8 @@ fn run_fixture(dir: &Path) -> Vec<String> {
                 .scope(config.sandbox, config.confirm_outside_roots)
                 .unwrap(),
             enforce_seen: true,
+            nibash: &nibash,
+            live: None,
         };
         let read = tools::call(
             "read",

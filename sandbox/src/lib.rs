@@ -33,7 +33,7 @@ pub use bwrap::{bwrap_argv, bwrap_usable};
 pub use env::scrub;
 pub use policy::{Layers, Limits, Policy};
 pub use seccomp::denied_syscalls;
-pub use spawn::{Output, Sandbox, SandboxError, Worker};
+pub use spawn::{Killer, Output, Sandbox, SandboxError, Worker};
 pub use worker::{WORKER_ARG, worker_main};
 
 /// What the sandbox can apply on this machine, for `nib doctor` and nibash_status.

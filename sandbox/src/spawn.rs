@@ -57,7 +57,7 @@ pub struct Sandbox {
 #[derive(Debug)]
 pub struct Worker {
     child: Child,
-    cgroup: Option<PidsCgroup>,
+    cgroup: Option<Arc<PidsCgroup>>,
     private_tmp: Option<PathBuf>,
     output_cap: u64,
 }
@@ -131,6 +131,33 @@ impl Sandbox {
         extra_env: &[(OsString, OsString)],
         channel: Option<std::os::fd::OwnedFd>,
     ) -> Result<Worker, SandboxError> {
+        self.start(program, cwd, extra_env, channel, None)
+    }
+
+    /// Like [`Sandbox::spawn_with_channel`], with stdout and stderr sent to
+    /// one pipe (in the order the program wrote them), whose read end is
+    /// returned for the caller to read as the program runs. Poll the worker
+    /// with [`Worker::try_wait`]; [`Worker::wait`] then finds no pipes to read.
+    pub fn spawn_merged(
+        &self,
+        program: &[OsString],
+        cwd: &Path,
+        extra_env: &[(OsString, OsString)],
+        channel: Option<std::os::fd::OwnedFd>,
+    ) -> Result<(Worker, std::io::PipeReader), SandboxError> {
+        let (reader, writer) = std::io::pipe().map_err(SandboxError::Spawn)?;
+        let worker = self.start(program, cwd, extra_env, channel, Some(writer))?;
+        Ok((worker, reader))
+    }
+
+    fn start(
+        &self,
+        program: &[OsString],
+        cwd: &Path,
+        extra_env: &[(OsString, OsString)],
+        channel: Option<std::os::fd::OwnedFd>,
+        merged: Option<std::io::PipeWriter>,
+    ) -> Result<Worker, SandboxError> {
         if program.is_empty() {
             return Err(SandboxError::Refused("no program to run".into()));
         }
@@ -178,10 +205,17 @@ impl Sandbox {
             .env_clear()
             .envs(env::scrub(std::env::vars_os()))
             .envs(extra_env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let cgroup = PidsCgroup::create(self.policy.limits.processes);
+            .stdin(Stdio::null());
+        match merged {
+            Some(w) => {
+                let second = w.try_clone().map_err(SandboxError::Spawn)?;
+                cmd.stdout(w).stderr(second);
+            }
+            None => {
+                cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+            }
+        }
+        let cgroup = PidsCgroup::create(self.policy.limits.processes).map(Arc::new);
         let procs = cgroup.as_ref().and_then(|c| {
             std::ffi::CString::new(c.procs_file().into_os_string().into_encoded_bytes()).ok()
         });
@@ -283,6 +317,65 @@ impl Worker {
         self.child.id()
     }
 
+    /// A handle that ends this worker's whole tree from another thread
+    /// while one waits for it ([`Worker::wait_blocking`]).
+    pub fn killer(&self) -> Killer {
+        Killer {
+            pid: self.child.id(),
+            cgroup: self.cgroup.clone(),
+        }
+    }
+
+    /// Blocks until the worker has ended, without reaping it: its pid stays
+    /// its own (a [`Killer`] cannot hit another process) until
+    /// [`Worker::wait_blocking`] reaps it.
+    pub fn wait_exited(&self) {
+        let pid: libc::id_t = self.child.id();
+        loop {
+            // SAFETY: waitid on our own child with a zeroed siginfo_t that
+            // lives across the call; WNOWAIT leaves the child unreaped.
+            let r = unsafe {
+                let mut info: libc::siginfo_t = std::mem::zeroed();
+                libc::waitid(libc::P_PID, pid, &mut info, libc::WEXITED | libc::WNOWAIT)
+            };
+            if r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                return;
+            }
+        }
+    }
+
+    /// Blocks until the worker ends and reaps it; then kills what it left behind.
+    pub fn wait_blocking(&mut self) -> Option<std::process::ExitStatus> {
+        let status = self.child.wait().ok();
+        if let Some(c) = &self.cgroup {
+            c.kill_all();
+        }
+        if let Some(t) = self.private_tmp.take() {
+            let _ = std::fs::remove_dir_all(t);
+        }
+        status
+    }
+
+    /// The worker's exit status, if it has ended (its leftovers are then
+    /// killed); `None` while it runs.
+    pub fn try_wait(&mut self) -> Option<std::process::ExitStatus> {
+        match self.child.try_wait() {
+            Ok(Some(s)) => {
+                if let Some(c) = &self.cgroup {
+                    c.kill_all();
+                }
+                Some(s)
+            }
+            Ok(None) => None,
+            // The child cannot be waited for (already reaped): treat it as
+            // ended by a signal so callers stop polling.
+            Err(_) => {
+                use std::os::unix::process::ExitStatusExt;
+                Some(std::process::ExitStatus::from_raw(libc::SIGKILL))
+            }
+        }
+    }
+
     /// Ends the whole tree: the worker (its namespace follows) and every
     /// process in its cgroup.
     pub fn kill(&mut self) {
@@ -345,6 +438,31 @@ impl Worker {
             let _ = std::fs::remove_dir_all(t);
         }
         output
+    }
+}
+
+/// Ends a worker's tree from another thread (see [`Worker::killer`]).
+#[derive(Clone, Debug)]
+pub struct Killer {
+    pid: u32,
+    cgroup: Option<Arc<PidsCgroup>>,
+}
+
+impl Killer {
+    /// Kills the worker (its PID namespace, and so its tree, ends with it)
+    /// and every process in its cgroup. Call it only before the waiting
+    /// thread has reaped the worker (the caller records when it has): a
+    /// reaped pid may already belong to another process.
+    pub fn kill(&self) {
+        if let Ok(pid) = i32::try_from(self.pid) {
+            // SAFETY: kill(2) takes plain integers; signalling our own child.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
+        }
+        if let Some(c) = &self.cgroup {
+            c.kill_all();
+        }
     }
 }
 

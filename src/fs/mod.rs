@@ -21,7 +21,7 @@
 //! go to the freedesktop trash by renaming from the folder fd ([`trash`]).
 
 pub mod beneath;
-mod trash;
+pub mod trash;
 
 use std::ffi::OsString;
 use std::fs::File;
@@ -79,6 +79,12 @@ pub enum FsError {
     /// A symlink where a write needs a file (NIB_SANDBOX=1).
     #[error("is a symbolic link; under NIB_SANDBOX=1 nib writes files, not through links")]
     Symlink,
+    /// A file that makes code run, which a shell command may not remove
+    /// under the sandbox.
+    #[error(
+        "makes code run (hooks, tool configuration); under NIB_SANDBOX=1 it changes only through nib's tools, with a person's approval"
+    )]
+    RunsCode,
     /// Any other I/O failure.
     #[error("{0}")]
     Io(std::io::Error),
@@ -618,6 +624,69 @@ pub fn remove(target: &WriteTarget) -> Result<(), FsError> {
 /// Moves the file at a target to the user's trash.
 pub fn trash(target: &WriteTarget) -> Result<(), FsError> {
     trash::move_to_trash(&target.parent, &target.name, &target.path)
+}
+
+/// Moves the entry at `path` (a file, a folder or a link, never followed) to
+/// the user's trash, for `rm` in nibash. Resolved like a write: beneath the
+/// roots under the sandbox, where files that make code run are refused; in
+/// confirm mode an entry outside the roots is refused (no one is asked from
+/// inside a shell command). `recursive` allows folders. Nothing is created.
+pub fn trash_entry(scope: &Scope, path: &Path, recursive: bool) -> Result<(), FsError> {
+    let name = path.file_name().ok_or(FsError::IsDirectory)?.to_os_string();
+    let parent_path = path.parent().unwrap_or(Path::new("/"));
+    let dir_flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let parent = match scope {
+        Scope::Sandbox(roots) | Scope::Confirm(roots) => {
+            match beneath::open(roots, parent_path, dir_flags, Mode::empty()) {
+                Ok((fd, _, rel)) => {
+                    if matches!(scope, Scope::Sandbox(_)) && runs_code(&rel.join(&name)) {
+                        return Err(FsError::RunsCode);
+                    }
+                    fd
+                }
+                Err(beneath::Miss::Outside) => return Err(FsError::OutsideRoots),
+                Err(beneath::Miss::Failed(e)) => return Err(e.into()),
+            }
+        }
+        Scope::Open => rustix::fs::open(parent_path, dir_flags, Mode::empty())?,
+    };
+    let st = match rustix::fs::statat(&parent, &name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) => stat_of(&st),
+        Err(rustix::io::Errno::NOENT) => return Err(FsError::NotFound),
+        Err(e) => return Err(e.into()),
+    };
+    if st.kind == Kind::Dir && !recursive {
+        return Err(FsError::IsDirectory);
+    }
+    trash::move_to_trash(&parent, &name, path)
+}
+
+/// Puts the newest trashed entry that was at `path` back there (nibash's
+/// `trash restore`), resolving its folder like a write's (created if it is
+/// gone). Something at the path now is replaced only with `force`.
+pub fn restore_entry(scope: &Scope, path: &Path, force: bool) -> Result<(), FsError> {
+    let (parent, name) = match scope {
+        Scope::Sandbox(roots) | Scope::Confirm(roots) => {
+            let (fd, i, name) = beneath::open_parent_creating(roots, path)?;
+            let rel = beneath::relative(&roots[i].path, path);
+            if matches!(scope, Scope::Sandbox(_)) && runs_code(&rel) {
+                return Err(FsError::RunsCode);
+            }
+            (fd, name)
+        }
+        Scope::Open => {
+            let name = path.file_name().ok_or(FsError::IsDirectory)?.to_os_string();
+            let parent = path.parent().unwrap_or(Path::new("/"));
+            std::fs::create_dir_all(parent)?;
+            let fd = rustix::fs::open(
+                parent,
+                OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )?;
+            (fd, name)
+        }
+    };
+    trash::restore(path, &parent, &name, force)
 }
 
 /// An id unique to this process and call, for temp and journal names.

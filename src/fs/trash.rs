@@ -5,8 +5,8 @@
 //! file is copied into the trash and then unlinked from its folder fd.
 //!
 //! The trash lives outside the roots by design: the broker trashes, a
-//! sandboxed worker never does. Restoring from it is the shell issue's `trash
-//! restore`; this file only puts files in.
+//! sandboxed worker never does. [`list`] reads what is there and [`restore`]
+//! puts one entry back (nibash's `trash list` and `trash restore`).
 
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
@@ -183,6 +183,115 @@ fn move_file(
     }
 }
 
+/// One entry of the trash.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Trashed {
+    /// Where it was.
+    pub original: PathBuf,
+    /// When it was trashed (`YYYY-MM-DDThh:mm:ss`).
+    pub deleted: String,
+    /// Its name under `files/`.
+    pub name: OsString,
+}
+
+fn percent_decode(text: &str) -> PathBuf {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && let Some(v) = text
+                .get(i + 1..i + 3)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+        {
+            out.push(v);
+            i += 3;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    PathBuf::from(OsStr::from_bytes(&out))
+}
+
+/// What the trash holds, oldest first.
+pub fn list() -> Result<Vec<Trashed>, FsError> {
+    let info = trash_home()?.join("info");
+    let mut out = Vec::new();
+    let entries = match std::fs::read_dir(&info) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+        Err(e) => return Err(e.into()),
+    };
+    for entry in entries.flatten() {
+        let file_name = entry.file_name();
+        let Some(name) = file_name.as_bytes().strip_suffix(b".trashinfo") else {
+            continue;
+        };
+        let Ok(body) = std::fs::read_to_string(entry.path()) else {
+            continue;
+        };
+        let field = |key: &str| {
+            body.lines()
+                .find_map(|l| l.strip_prefix(key))
+                .map(str::to_string)
+        };
+        if let Some(path) = field("Path=") {
+            out.push(Trashed {
+                original: percent_decode(&path),
+                deleted: field("DeletionDate=").unwrap_or_default(),
+                name: OsStr::from_bytes(name).to_os_string(),
+            });
+        }
+    }
+    out.sort_by(|a, b| a.deleted.cmp(&b.deleted).then(a.name.cmp(&b.name)));
+    Ok(out)
+}
+
+/// Moves the newest trashed entry that was at `original` back into the
+/// folder `parent` (resolved by the caller) as `name`. An entry there now is
+/// replaced only with `force` (it goes to the trash in its place).
+pub fn restore(
+    original: &Path,
+    parent: &OwnedFd,
+    name: &OsStr,
+    force: bool,
+) -> Result<(), FsError> {
+    let entry = list()?
+        .into_iter()
+        .rev()
+        .find(|t| t.original == original)
+        .ok_or(FsError::NotFound)?;
+    let home = trash_home()?;
+    let files_fd = rustix::fs::open(
+        home.join("files"),
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    if rustix::fs::statat(parent, name, AtFlags::SYMLINK_NOFOLLOW).is_ok() {
+        if !force {
+            return Err(FsError::Io(std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                "something is there now; trash restore -f PATH moves it to the trash and restores",
+            )));
+        }
+        move_to_trash(parent, name, original)?;
+    }
+    match rustix::fs::renameat(&files_fd, &entry.name, parent, name) {
+        Ok(()) => {}
+        Err(Errno::XDEV) => {
+            return Err(FsError::Io(std::io::Error::other(
+                "the trash is on another filesystem than the file's folder; copy it back from the trash by hand",
+            )));
+        }
+        Err(e) => return Err(e.into()),
+    }
+    let mut info_name = entry.name.clone();
+    info_name.push(".trashinfo");
+    let _ = std::fs::remove_file(home.join("info").join(info_name));
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -195,5 +304,6 @@ mod tests {
         assert_eq!(candidate(OsStr::new("a.txt"), 0), OsString::from("a.txt"));
         assert_eq!(candidate(OsStr::new("a.txt"), 2), OsString::from("a.2.txt"));
         assert_eq!(percent_encode(Path::new("/a b/c%")), "/a%20b/c%25");
+        assert_eq!(percent_decode("/a%20b/c%25"), PathBuf::from("/a b/c%"));
     }
 }

@@ -8,6 +8,7 @@
 pub mod args;
 pub mod find;
 pub mod grep;
+pub mod nibash;
 pub mod output;
 pub mod read;
 pub mod write;
@@ -39,6 +40,10 @@ pub struct Ctx<'a> {
     /// Refuse edits that anchor on unseen lines. On for MCP agents; off for
     /// the CLI, where a person or bot with a tagged patch is the author.
     pub enforce_seen: bool,
+    /// The shell's jobs and named directories.
+    pub nibash: &'a std::sync::Arc<crate::nibash::Nibash>,
+    /// The client's cancellation and progress, for calls that run long.
+    pub live: Option<&'a crate::nibash::Live>,
 }
 
 impl Ctx<'_> {
@@ -204,7 +209,16 @@ pub enum CallError {
 }
 
 /// The names of the tools, in the order they are listed.
-pub const TOOL_NAMES: &[&str] = &["read", "grep", "find", "edit", "write"];
+pub const TOOL_NAMES: &[&str] = &[
+    "read",
+    "grep",
+    "find",
+    "edit",
+    "write",
+    "nibash",
+    "nibash_status",
+    "skim",
+];
 
 /// One tool's definition as listed to clients.
 #[derive(Clone, Debug)]
@@ -217,6 +231,15 @@ pub struct ToolDef {
     pub schema: Value,
     /// It changes nothing.
     pub read_only: bool,
+}
+
+/// The tool definitions offered under this configuration: the shell tools
+/// (nibash, nibash_status, skim) only while the shell is on.
+pub fn definitions_for(config: &Config) -> Vec<ToolDef> {
+    definitions()
+        .into_iter()
+        .filter(|d| config.shell || !matches!(d.name, "nibash" | "nibash_status" | "skim"))
+        .collect()
 }
 
 /// All tool definitions.
@@ -334,6 +357,62 @@ pub fn definitions() -> Vec<ToolDef> {
             }),
             read_only: false,
         },
+        ToolDef {
+            name: "nibash",
+            description: "Run a command line in nibash, a bash interpreter. Every call starts afresh in the \
+                project directory (cd, variables and functions do not carry over); programs get empty stdin \
+                and no pager. cat, head, tail, grep, egrep, fgrep, rg, sed -n, cut -c and wc print \
+                [PATH#TAG] blocks of anchored rows (edit anchors) when their output reaches you and nib knows \
+                their options; piped, redirected or inside $(...) they are the system programs. rm and unlink \
+                move files to the trash (trash list, trash restore [-f] PATH). A command still running at its \
+                timeout (default 2 minutes, at most 10) goes on as a job %N; background: true or cmd & start \
+                one; jobs, wait %N and kill %N work across calls. Output over 400 rows or 30 KiB is cut to the \
+                rows that matter (numbered N|TEXT by log line) and saved whole to a log. hash -d name=dir \
+                names a folder.",
+            schema: json!({
+                "type": "object",
+                "properties": {
+                    "command": {"type": "string", "description": "The command line."},
+                    "description": {"type": "string", "description": "What it is for, in a few words."},
+                    "expect": {"type": "string", "description": "What you want to learn from it (did the build pass; which tests failed); steers which rows of long output stay."},
+                    "timeout": {"type": "integer", "description": "Seconds before it turns into a job (default 120, at most 600); values over 600 are read as milliseconds."},
+                    "background": {"type": "boolean", "description": "Start it as a job at once."}
+                },
+                "required": ["command"]
+            }),
+            read_only: false,
+        },
+        ToolDef {
+            name: "nibash_status",
+            description: "List running nibash calls and jobs with their last lines (tail), show one's output \
+                (view: %N), restore a trashed path (restore: PATH), and say which sandbox layers are in force.",
+            schema: json!({
+                "type": "object",
+                "properties": {
+                    "tail": {"type": "integer", "minimum": 0, "description": "Last lines shown per call (default 5)."},
+                    "view": {"type": "string", "description": "A call or job (%3) whose output to show."},
+                    "restore": {"type": "string", "description": "A path to put back from the trash."},
+                    "summaries": {"type": "string", "description": "on or off: summaries of long output."}
+                }
+            }),
+            read_only: true,
+        },
+        ToolDef {
+            name: "skim",
+            description: "Read long files (logs, test reports) for what expect asks (did the build pass; which \
+                tests failed and why), as plain N|TEXT rows shaped like nibash's long output; never edit \
+                anchors. Skimming again with the same expect shows only lines added since; with another \
+                expect, lines already shown are left out.",
+            schema: json!({
+                "type": "object",
+                "properties": {
+                    "paths": {"type": "array", "items": {"type": "string"}},
+                    "expect": {"type": "string", "description": "What to look for."}
+                },
+                "required": ["paths", "expect"]
+            }),
+            read_only: true,
+        },
     ]
 }
 
@@ -350,6 +429,9 @@ pub fn call(
         "grep" => Ok(grep::run(args, ctx)?),
         "find" => Ok(find::run(args, ctx)?),
         "write" => Ok(write::run(args, ctx)?),
+        "nibash" => Ok(nibash::run(args, ctx)?),
+        "nibash_status" => Ok(nibash::status(args, ctx)?),
+        "skim" => Ok(nibash::skim(args, ctx)?),
         other => Err(CallError::UnknownTool(other.to_string())),
     }
 }

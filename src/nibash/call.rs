@@ -1,0 +1,610 @@
+//! One nibash call on the broker side.
+//!
+//! Start the worker (`nib __nibash`) confined by `nib-sandbox` with the
+//! channel as fd 3 and stdout/stderr on one pipe; send the [`Request`]; then
+//! one consumer takes everything that happens — output, channel events, the
+//! worker's end — in order, from one queue fed by three small threads. The
+//! call answers when the command line is done; at its timeout (or at once
+//! for `background: true`) the consumer moves to a thread of its own and the
+//! call stays as job `%N`.
+//!
+//! Seen rows the worker reports are checked against the file before they
+//! count: the broker reads the file itself and compares the tag.
+
+use std::io::Read;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::time::{Duration, Instant};
+
+use super::Nibash;
+use super::channel::{Ask, Channel, Event, Reply, Request};
+use super::cut;
+use super::jobs::{Entry, ending_words};
+use crate::fs::Scope;
+use crate::hashline::Tag;
+use crate::text::Text;
+use crate::tools::{Ctx, ToolOutput};
+use crate::workspace::Workspace;
+
+/// The default timeout.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+/// The longest timeout.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(600);
+/// How long the answer waits for the rest of the output after the command
+/// line is done (a process it left may still hold the pipe).
+const DRAIN_GRACE: Duration = Duration::from_millis(300);
+/// How often a running call reports progress (when the client asked).
+const PROGRESS_EVERY: Duration = Duration::from_secs(1);
+
+/// The last non-empty line of some output, for progress messages.
+fn last_line(output: &[u8]) -> String {
+    let text = String::from_utf8_lossy(&output[output.len().saturating_sub(4096)..]);
+    text.lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .chars()
+        .take(200)
+        .collect()
+}
+
+/// What the agent asked to run.
+#[derive(Clone, Debug)]
+pub struct CallArgs {
+    /// The command line.
+    pub command: String,
+    /// What it is for, in the agent's words.
+    pub description: Option<String>,
+    /// What the agent expects to learn (steers which rows of long output stay).
+    pub expect: Option<String>,
+    /// When it turns into a job.
+    pub timeout: Duration,
+    /// Start it as a job at once.
+    pub background: bool,
+}
+
+enum Msg {
+    Out(Vec<u8>),
+    Eof,
+    Event(Event),
+    Exit(i32),
+    /// The client cancelled the call: end its whole tree.
+    Cancel,
+}
+
+/// Answers what a worker asks: trash and jobs.
+struct Asker {
+    scope: Scope,
+    nib: Arc<Nibash>,
+    workspace: Workspace,
+    trashed: Vec<PathBuf>,
+}
+
+impl Asker {
+    fn answer(&mut self, ask: Ask, deadline: Option<Instant>) -> Reply {
+        match ask {
+            Ask::Trash {
+                paths,
+                recursive,
+                force,
+            } => self.trash(&paths, recursive, force),
+            Ask::TrashList => match crate::fs::trash::list() {
+                Ok(items) if items.is_empty() => Reply {
+                    out: "the trash is empty\n".into(),
+                    ..Reply::default()
+                },
+                Ok(items) => Reply {
+                    out: items
+                        .iter()
+                        .map(|t| {
+                            format!("{}  {}\n", t.deleted, self.workspace.display(&t.original))
+                        })
+                        .collect(),
+                    ..Reply::default()
+                },
+                Err(e) => Reply {
+                    err: format!("trash list: {e}\n"),
+                    code: 1,
+                    ..Reply::default()
+                },
+            },
+            Ask::TrashRestore { path, force } => {
+                match crate::fs::restore_entry(&self.scope, &path, force) {
+                    Ok(()) => Reply {
+                        out: format!("restored {}\n", self.workspace.display(&path)),
+                        ..Reply::default()
+                    },
+                    Err(crate::fs::FsError::NotFound) => Reply {
+                        err: format!(
+                            "trash restore: {} is not in the trash (or its folder is gone); trash list shows what is\n",
+                            self.workspace.display(&path)
+                        ),
+                        code: 1,
+                        ..Reply::default()
+                    },
+                    Err(e) => Reply {
+                        err: format!(
+                            "trash restore: {}: {e}; nothing was restored\n",
+                            self.workspace.display(&path)
+                        ),
+                        code: 1,
+                        ..Reply::default()
+                    },
+                }
+            }
+            Ask::Jobs => Reply {
+                out: self
+                    .nib
+                    .jobs
+                    .jobs()
+                    .iter()
+                    .map(|e| {
+                        let s = e.state();
+                        format!(
+                            "[%{}] {} {}s  {}\n",
+                            e.id,
+                            if s.ended() {
+                                ending_words(&s)
+                            } else {
+                                "running".into()
+                            },
+                            e.age().as_secs(),
+                            e.command
+                        )
+                    })
+                    .collect(),
+                ..Reply::default()
+            },
+            Ask::Wait { jobs } => self.wait(jobs, deadline),
+            Ask::Kill { jobs, signal: _ } => {
+                let mut r = Reply::default();
+                for id in jobs {
+                    match self.nib.jobs.get(id) {
+                        Some(e) if e.kill() => r.out.push_str(&format!("[job %{id} killed]\n")),
+                        Some(_) => r.out.push_str(&format!("[job %{id} had already ended]\n")),
+                        None => {
+                            r.err.push_str(&format!("kill: %{id}: no such job\n"));
+                            r.code = 1;
+                        }
+                    }
+                }
+                r
+            }
+        }
+    }
+
+    fn trash(&mut self, paths: &[PathBuf], recursive: bool, force: bool) -> Reply {
+        let mut r = Reply::default();
+        for p in paths {
+            match crate::fs::trash_entry(&self.scope, p, recursive) {
+                Ok(()) => self.trashed.push(p.clone()),
+                Err(crate::fs::FsError::NotFound) if force => {}
+                Err(crate::fs::FsError::IsDirectory) => {
+                    r.err.push_str(&format!(
+                        "rm: cannot remove '{}': is a folder (rm -r moves it to the trash); nothing else changed\n",
+                        self.workspace.display(p)
+                    ));
+                    r.code = 1;
+                }
+                Err(e) => {
+                    r.err.push_str(&format!(
+                        "rm: cannot remove '{}': {e}\n",
+                        self.workspace.display(p)
+                    ));
+                    r.code = 1;
+                }
+            }
+        }
+        r
+    }
+
+    fn wait(&mut self, ids: Vec<u32>, deadline: Option<Instant>) -> Reply {
+        let entries: Vec<Arc<Entry>> = if ids.is_empty() {
+            self.nib.jobs.jobs()
+        } else {
+            let mut v = Vec::new();
+            for id in &ids {
+                match self.nib.jobs.get(*id) {
+                    Some(e) => v.push(e),
+                    None => {
+                        return Reply {
+                            err: format!("wait: %{id}: no such job (jobs lists them)\n"),
+                            code: 127,
+                            ..Reply::default()
+                        };
+                    }
+                }
+            }
+            v
+        };
+        let mut r = Reply::default();
+        for e in entries {
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            let ended = e.wait_for(left, |s| s.ended());
+            let mut s = e.state();
+            let from = s.shown.min(s.output.len());
+            r.out.push_str(&String::from_utf8_lossy(&s.output[from..]));
+            if !r.out.is_empty() && !r.out.ends_with('\n') {
+                r.out.push('\n');
+            }
+            s.shown = s.output.len();
+            if ended {
+                s.reported = true;
+                r.out.push_str(&format!(
+                    "[job %{} {}: {}]\n",
+                    e.id,
+                    ending_words(&s),
+                    e.command
+                ));
+                r.code = s.code().unwrap_or(0);
+                drop(s);
+                self.nib.jobs.remove(e.id);
+            } else {
+                r.out.push_str(&format!(
+                    "[job %{} is still running after {}s: {}]\n",
+                    e.id,
+                    e.age().as_secs(),
+                    e.command
+                ));
+                r.code = 0;
+            }
+        }
+        r
+    }
+}
+
+/// Rows a worker printed as anchors: path, tag, line ranges.
+type SeenReport = (PathBuf, String, Vec<(usize, usize)>);
+
+/// Takes everything a worker does, in order.
+struct Consumer {
+    entry: Arc<Entry>,
+    rx: Receiver<Msg>,
+    replies: Option<Channel>,
+    asker: Asker,
+    seen: Vec<SeenReport>,
+    done_at: Option<Instant>,
+    cancelled: bool,
+}
+
+impl Consumer {
+    /// Handles one message, waiting at most until `until`. Returns false when
+    /// nothing more can come.
+    fn step(&mut self, until: Option<Instant>, deadline: Option<Instant>) -> bool {
+        let msg = match until {
+            None => match self.rx.recv() {
+                Ok(m) => m,
+                Err(_) => return false,
+            },
+            Some(t) => match self
+                .rx
+                .recv_timeout(t.saturating_duration_since(Instant::now()))
+            {
+                Ok(m) => m,
+                Err(RecvTimeoutError::Timeout) => return true,
+                Err(RecvTimeoutError::Disconnected) => return false,
+            },
+        };
+        self.handle(msg, deadline);
+        true
+    }
+
+    fn handle(&mut self, msg: Msg, deadline: Option<Instant>) {
+        match msg {
+            Msg::Out(b) => self.entry.update(|s| s.append(&b)),
+            Msg::Eof => self.entry.update(|s| s.eof = true),
+            Msg::Exit(code) => self.entry.record_exit(code),
+            Msg::Cancel => {
+                self.cancelled = true;
+                self.entry.kill();
+            }
+            Msg::Event(Event::Seen { path, tag, lines }) => self.seen.push((path, tag, lines)),
+            Msg::Event(Event::Name { name, dir }) => self.asker.nib.set_name(name, dir),
+            Msg::Event(Event::Done {
+                code,
+                background,
+                hidden,
+            }) => {
+                self.done_at = Some(Instant::now());
+                self.entry.update(|s| {
+                    s.done = Some(code);
+                    s.background = background;
+                    s.hidden = hidden;
+                });
+            }
+            Msg::Event(Event::Ask { id, ask }) => {
+                let mut reply = self.asker.answer(ask, deadline);
+                reply.id = id;
+                if let Some(c) = &mut self.replies {
+                    let _ = c.send(&reply);
+                }
+            }
+        }
+    }
+
+    /// Runs until the worker ended and its output is read (a job's thread).
+    fn finish(mut self) {
+        while !self.entry.state().ended() {
+            if !self.step(None, None) {
+                break;
+            }
+        }
+    }
+}
+
+fn spawn_reader(mut pipe: std::io::PipeReader, tx: Sender<Msg>) {
+    std::thread::spawn(move || {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            match pipe.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    if tx.send(Msg::Out(buf[..n].to_vec())).is_err() {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        let _ = tx.send(Msg::Eof);
+    });
+}
+
+fn spawn_events(mut chan: Channel, tx: Sender<Msg>) {
+    std::thread::spawn(move || {
+        while let Ok(Some(ev)) = chan.recv::<Event>() {
+            if tx.send(Msg::Event(ev)).is_err() {
+                break;
+            }
+        }
+    });
+}
+
+fn spawn_waiter(mut worker: nib_sandbox::Worker, entry: Arc<Entry>, tx: Sender<Msg>) {
+    std::thread::spawn(move || {
+        worker.wait_exited();
+        entry.forget_killer();
+        let status = worker.wait_blocking();
+        let code = status
+            .map(|s| {
+                use std::os::unix::process::ExitStatusExt;
+                s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(9))
+            })
+            .unwrap_or(1);
+        let _ = tx.send(Msg::Exit(code));
+    });
+}
+
+/// Runs one call and returns the tool's answer.
+pub fn run(ctx: &Ctx, nib: &Arc<Nibash>, args: CallArgs) -> ToolOutput {
+    let finished_jobs = nib.jobs.take_finished_report();
+    let entry = nib.jobs.start(&args.command, args.description.clone());
+    let cwd = ctx.workspace.project_dir().to_path_buf();
+    let request = Request {
+        command: args.command.clone(),
+        cwd: cwd.clone(),
+        names: nib.names(),
+        job: entry.id,
+    };
+    let started = match start_worker(ctx, &request, &cwd) {
+        Ok(s) => s,
+        Err(e) => {
+            nib.jobs.remove(entry.id);
+            return ToolOutput::error(format!(
+                "{finished_jobs}nibash: {e}; nothing ran.\nhint: run `nib doctor` to see which sandbox layers this machine offers\n"
+            ));
+        }
+    };
+    let (worker, pipe, broker_side) = started;
+    entry.set_killer(worker.killer());
+    let (tx, rx) = mpsc::channel();
+    let replies = broker_side.sender().ok().and_then(|s| Channel::new(s).ok());
+    spawn_reader(pipe, tx.clone());
+    spawn_events(broker_side, tx.clone());
+    let tx_cancel = tx.clone();
+    spawn_waiter(worker, Arc::clone(&entry), tx);
+    let mut consumer = Consumer {
+        entry: Arc::clone(&entry),
+        rx,
+        replies,
+        asker: Asker {
+            scope: ctx.scope.clone(),
+            nib: Arc::clone(nib),
+            workspace: Workspace::new(cwd.clone()),
+            trashed: Vec::new(),
+        },
+        seen: Vec::new(),
+        done_at: None,
+        cancelled: false,
+    };
+    if let Some(live) = ctx.live {
+        let cancel = tx_cancel;
+        live.on_cancel(Box::new(move || {
+            let _ = cancel.send(Msg::Cancel);
+        }));
+    }
+    let deadline = (!args.background).then(|| Instant::now() + args.timeout);
+    let mut next_progress = Instant::now() + PROGRESS_EVERY;
+    loop {
+        let finished = {
+            let s = entry.state();
+            s.call_finished() || (consumer.cancelled && s.ended())
+        };
+        if finished {
+            break;
+        }
+        let now = Instant::now();
+        if !consumer.cancelled && deadline.is_none_or(|d| now >= d) {
+            break;
+        }
+        if now >= next_progress {
+            if let Some(live) = ctx.live {
+                let last = last_line(&entry.state().output);
+                live.progress(entry.age().as_secs_f64(), last);
+            }
+            next_progress = now + PROGRESS_EVERY;
+        }
+        if let Some(t) = consumer.done_at
+            && now >= t + DRAIN_GRACE
+        {
+            break;
+        }
+        let mut until = deadline.map(|d| d.min(next_progress));
+        if let Some(t) = consumer.done_at {
+            until = until.map(|d| d.min(t + DRAIN_GRACE));
+        }
+        if consumer.cancelled {
+            until = Some(now + Duration::from_millis(100));
+        }
+        if !consumer.step(until, deadline) {
+            break;
+        }
+    }
+    // Take what is already queued (output written just before the end).
+    while let Ok(msg) = consumer.rx.try_recv() {
+        consumer.handle(msg, deadline);
+    }
+    answer(ctx, nib, &args, consumer, finished_jobs)
+}
+
+type Started = (nib_sandbox::Worker, std::io::PipeReader, Channel);
+
+fn start_worker(ctx: &Ctx, request: &Request, cwd: &Path) -> Result<Started, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find nib's own binary: {e}"))?;
+    let (ours, theirs) = UnixStream::pair().map_err(|e| format!("no channel: {e}"))?;
+    let mut chan = Channel::new(ours).map_err(|e| format!("no channel: {e}"))?;
+    chan.send(request).map_err(|e| format!("no channel: {e}"))?;
+    let policy = ctx.config.sandbox_policy(&ctx.workspace.roots());
+    let sandbox = nib_sandbox::Sandbox::new(&exe, policy);
+    let argv = vec![
+        exe.clone().into_os_string(),
+        super::worker::NIBASH_ARG.into(),
+    ];
+    let (worker, pipe) = sandbox
+        .spawn_merged(&argv, cwd, &[], Some(theirs.into()))
+        .map_err(|e| e.to_string())?;
+    Ok((worker, pipe, chan))
+}
+
+/// Builds the answer from what the call printed, and leaves a job running
+/// when the call did not end.
+fn answer(
+    ctx: &Ctx,
+    nib: &Arc<Nibash>,
+    args: &CallArgs,
+    consumer: Consumer,
+    finished_jobs: String,
+) -> ToolOutput {
+    let entry = Arc::clone(&consumer.entry);
+    if consumer.cancelled {
+        nib.jobs.remove(entry.id);
+        return ToolOutput::error(format!(
+            "{finished_jobs}nibash: the call was cancelled; its processes were ended\n"
+        ));
+    }
+    let (bytes, code, is_job, hidden, dropped) = {
+        let mut s = entry.state();
+        let is_job = !s.call_finished() || s.background;
+        s.is_job = is_job;
+        let bytes = s.output.clone();
+        s.shown = s.output.len();
+        (bytes, s.code(), is_job, s.hidden.clone(), s.dropped)
+    };
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    let mut out = finished_jobs;
+    let long = cut::is_long(&text);
+    if long {
+        let name = format!("nibash-{}-{}", std::process::id(), entry.id);
+        let log = cut::save_log(&name, &bytes).ok();
+        let rows: Vec<&str> = text.lines().collect();
+        let words = cut::expect_words(args.expect.as_deref().unwrap_or_default(), &rows);
+        let extra = |row: &str| cut::has_word(row, &words);
+        let keep = cut::pick(&rows, cut::Decider::from_env(), &extra);
+        out.push_str(&format!(
+            "[output: {} lines, {} bytes; cut to {} rows{}]\n",
+            rows.len(),
+            bytes.len(),
+            keep.len(),
+            log.as_ref()
+                .map(|p| format!(", whole in {}", p.display()))
+                .unwrap_or_default()
+        ));
+        out.push_str(&cut::render(&rows, &keep, log.as_deref()));
+    } else {
+        out.push_str(&text);
+        if !out.is_empty() && !out.ends_with('\n') {
+            out.push('\n');
+        }
+        record_seen(ctx, &consumer.seen);
+    }
+    if dropped > 0 {
+        out.push_str(&format!("[{dropped} more bytes of output were not kept]\n"));
+    }
+    if !consumer.asker.trashed.is_empty() {
+        let names: Vec<String> = consumer
+            .asker
+            .trashed
+            .iter()
+            .map(|p| ctx.workspace.display(p))
+            .collect();
+        out.push_str(&format!(
+            "[moved to the trash: {}; `trash restore PATH` puts one back]\n",
+            names.join(", ")
+        ));
+    }
+    if is_job {
+        let why = if args.background {
+            "started as a job".to_string()
+        } else if entry.state().background {
+            "left jobs running".to_string()
+        } else {
+            format!("still running after {}s", args.timeout.as_secs())
+        };
+        out.push_str(&format!(
+            "[{why}: job %{id}; `wait %{id}` shows its output when it ends, `kill %{id}` stops it, nibash_status shows it now]\n",
+            id = entry.id
+        ));
+        std::thread::spawn(move || consumer.finish());
+    } else {
+        nib.jobs.remove(entry.id);
+        if let Some(h) = hidden {
+            out.push_str(&format!("[{h}]\n"));
+        } else if let Some(c) = code
+            && c != 0
+        {
+            out.push_str(&format!("[exit {c}]\n"));
+        }
+    }
+    ToolOutput::ok(out)
+}
+
+/// Counts the rows nib's own commands printed as seen, for files whose
+/// content still has the printed tag.
+fn record_seen(ctx: &Ctx, seen: &[SeenReport]) {
+    for (path, tag, lines) in seen {
+        let Some(tag) = Tag::parse(tag) else { continue };
+        let Ok(file) = crate::fs::read_file(&ctx.scope, path, crate::tools::read::TEXT_LIMIT)
+        else {
+            continue;
+        };
+        if Tag::of(&file.bytes) != tag {
+            continue;
+        }
+        let text = Arc::new(Text::decode(&file.bytes));
+        let n = text.len();
+        ctx.with_seen(|s| {
+            s.record(
+                path,
+                tag,
+                &text,
+                lines
+                    .iter()
+                    .flat_map(|&(a, b)| a..=b.min(n))
+                    .filter(|&k| k >= 1),
+            )
+        });
+    }
+}

@@ -1,0 +1,188 @@
+//! The channel between the broker and a nibash worker: one JSON object per
+//! line over a Unix socketpair (fd 3 in the worker).
+//!
+//! The broker writes one [`Request`] first; the worker then sends [`Event`]s
+//! as the call runs and ends with [`Event::Done`]. Events that need an answer
+//! (trash, job control) carry an id, and the broker answers with a [`Reply`]
+//! of the same id. Both sides use these types; only this module knows the
+//! framing.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// What the broker asks a worker to run.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Request {
+    /// The command line.
+    pub command: String,
+    /// The directory it starts in (the project directory).
+    pub cwd: PathBuf,
+    /// The named directories (`hash -d`), name → folder.
+    pub names: BTreeMap<String, PathBuf>,
+    /// The job number this call gets if it leaves jobs running (`$!` is `%N`).
+    pub job: u32,
+}
+
+/// What a worker tells the broker.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Event {
+    /// nib's own command printed these lines of `path` (at `tag`) to the model.
+    Seen {
+        /// The file, absolute.
+        path: PathBuf,
+        /// The tag printed in its header.
+        tag: String,
+        /// Inclusive line ranges printed as anchored rows.
+        lines: Vec<(usize, usize)>,
+    },
+    /// A request the broker answers with a [`Reply`] of the same id.
+    Ask {
+        /// Matches the reply.
+        id: u64,
+        /// What is asked.
+        ask: Ask,
+    },
+    /// `hash -d name=dir` defined a named directory.
+    Name {
+        /// The name.
+        name: String,
+        /// The folder, absolute.
+        dir: PathBuf,
+    },
+    /// The command line finished; `background` when jobs it started still run.
+    Done {
+        /// Its exit status.
+        code: i32,
+        /// Jobs started with `&` are still running.
+        background: bool,
+        /// A failure the status hides, for the closing line.
+        hidden: Option<String>,
+    },
+}
+
+/// What a worker asks the broker to do.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ask {
+    /// Move these paths (absolute) to the trash.
+    Trash {
+        /// The paths.
+        paths: Vec<PathBuf>,
+        /// Folders are trashed whole (`rm -r`).
+        recursive: bool,
+        /// Missing paths are not an error (`rm -f`).
+        force: bool,
+    },
+    /// `trash list`.
+    TrashList,
+    /// `trash restore [-f] PATH`.
+    TrashRestore {
+        /// The original path.
+        path: PathBuf,
+        /// Replace a file that is there now.
+        force: bool,
+    },
+    /// `jobs`.
+    Jobs,
+    /// `wait [%N…]`: the jobs' output since last shown, and their status.
+    Wait {
+        /// Job numbers; empty waits for all.
+        jobs: Vec<u32>,
+    },
+    /// `kill [-SIG] %N…`.
+    Kill {
+        /// Job numbers.
+        jobs: Vec<u32>,
+        /// Signal number.
+        signal: i32,
+    },
+}
+
+/// The broker's answer to an [`Event::Ask`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reply {
+    /// The id of the question.
+    pub id: u64,
+    /// Text for stdout.
+    pub out: String,
+    /// Text for stderr.
+    pub err: String,
+    /// The exit status of the command that asked.
+    pub code: i32,
+}
+
+/// One side of the channel.
+pub struct Channel {
+    reader: BufReader<UnixStream>,
+    writer: UnixStream,
+}
+
+impl Channel {
+    /// Wraps a connected socket.
+    pub fn new(stream: UnixStream) -> std::io::Result<Channel> {
+        let writer = stream.try_clone()?;
+        Ok(Channel {
+            reader: BufReader::new(stream),
+            writer,
+        })
+    }
+
+    /// Sends one message.
+    pub fn send<T: Serialize>(&mut self, msg: &T) -> std::io::Result<()> {
+        let mut line = serde_json::to_vec(msg).map_err(std::io::Error::other)?;
+        line.push(b'\n');
+        self.writer.write_all(&line)
+    }
+
+    /// Receives one message; `None` when the other side closed.
+    pub fn recv<T: for<'de> Deserialize<'de>>(&mut self) -> std::io::Result<Option<T>> {
+        let mut line = String::new();
+        if self.reader.read_line(&mut line)? == 0 {
+            return Ok(None);
+        }
+        serde_json::from_str(&line)
+            .map(Some)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+    }
+
+    /// A second handle for sending from another thread.
+    pub fn sender(&self) -> std::io::Result<UnixStream> {
+        self.writer.try_clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_cross_the_channel_whole() {
+        let (a, b) = match UnixStream::pair() {
+            Ok(p) => p,
+            Err(e) => panic!("socketpair: {e}"),
+        };
+        let (mut a, mut b) = match (Channel::new(a), Channel::new(b)) {
+            (Ok(a), Ok(b)) => (a, b),
+            _ => panic!("channel"),
+        };
+        let ev = Event::Ask {
+            id: 7,
+            ask: Ask::Trash {
+                paths: vec![PathBuf::from("/p/a b\nc")],
+                recursive: true,
+                force: false,
+            },
+        };
+        a.send(&ev).ok();
+        let got: Option<Event> = b.recv().ok().flatten();
+        assert_eq!(got, Some(ev));
+        drop(a);
+        let end: Option<Event> = b.recv().ok().flatten();
+        assert_eq!(end, None);
+    }
+}

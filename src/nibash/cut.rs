@@ -1,0 +1,272 @@
+//! Long output: which rows of a long text stay in the answer, and the log
+//! that keeps the whole of it.
+//!
+//! Output over [`MAX_ROWS`] rows or [`MAX_BYTES`] is cut. A [`Decider`]
+//! picks the rows that stay; they print as `N|TEXT`, numbered by log line,
+//! with one `[… lines A-B cut …]` row per gap, so `read LOG:A-B plain:true`
+//! shows a gap. The same shaping serves nibash's output, `skim` and
+//! `nib shape`. Pure functions, except [`save_log`].
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// Rows over which output is cut.
+pub const MAX_ROWS: usize = 400;
+/// Bytes over which output is cut.
+pub const MAX_BYTES: usize = 30 * 1024;
+/// Rows around a keyword row that stay with it.
+const AROUND: usize = 3;
+/// At most this many rows are kept for keywords (the rest of the budget is
+/// the head and tail).
+const KEYWORD_BUDGET: usize = 200;
+/// A kept row is cut to this many characters.
+const ROW_CHARS: usize = 500;
+
+/// How rows are picked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decider {
+    /// The first 30 and last 100 rows, plus rows naming errors or failures
+    /// with 3 rows around each.
+    Keywords,
+    /// The first 100 and last 200 rows.
+    Fixed,
+}
+
+impl Decider {
+    /// From `NIB_DECIDER` (default keywords; unknown values fall back to it).
+    pub fn from_env() -> Decider {
+        match std::env::var("NIB_DECIDER").as_deref() {
+            Ok("fixed") => Decider::Fixed,
+            _ => Decider::Keywords,
+        }
+    }
+
+    fn head_tail(self) -> (usize, usize) {
+        match self {
+            Decider::Keywords => (30, 100),
+            Decider::Fixed => (100, 200),
+        }
+    }
+}
+
+/// Whether a row names an error or a failure (build tools, test runners,
+/// compilers, shells).
+pub fn names_failure(row: &str) -> bool {
+    let lower = row.to_ascii_lowercase();
+    const WORDS: &[&str] = &[
+        "error",
+        "fail",
+        "fatal",
+        "panic",
+        "exception",
+        "traceback",
+        "assert",
+        "undefined reference",
+        "segmentation fault",
+        "cannot find",
+        "not found",
+        "no such file",
+        "denied",
+        "timed out",
+        "make: ***",
+        "--- fail",
+        "✕",
+        "✗",
+    ];
+    WORDS.iter().any(|w| lower.contains(w)) && !is_all_clear(&lower)
+}
+
+/// Summary rows that say nothing failed (`0 failed`, `errors: 0`).
+fn is_all_clear(lower: &str) -> bool {
+    (lower.contains(" 0 failed") || lower.contains("0 errors") || lower.contains("failed: 0"))
+        && !lower.contains(" 1 failed")
+}
+
+/// The words of what the agent expects (a call's `expect`, skim's, shape's
+/// `--purpose`) that pick out few rows: a word on more than one row in 20
+/// (`tests` in a test log) says nothing about which rows matter.
+pub fn expect_words(expect: &str, rows: &[&str]) -> Vec<String> {
+    let lower_rows: Vec<String> = rows.iter().map(|r| r.to_ascii_lowercase()).collect();
+    let most = (rows.len() / 20).max(1);
+    expect
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.len() > 3)
+        .map(str::to_ascii_lowercase)
+        .filter(|w| lower_rows.iter().filter(|r| r.contains(w.as_str())).count() <= most)
+        .collect()
+}
+
+/// Whether a row holds one of `words` (from [`expect_words`]).
+pub fn has_word(row: &str, words: &[String]) -> bool {
+    let lower = row.to_ascii_lowercase();
+    words.iter().any(|w| lower.contains(w.as_str()))
+}
+
+/// Whether the text is long enough to be cut.
+pub fn is_long(text: &str) -> bool {
+    text.len() > MAX_BYTES || text.lines().count() > MAX_ROWS
+}
+
+/// The line numbers (1-based) a decider keeps of `rows`, leaving out those
+/// in `skip`.
+pub fn pick(rows: &[&str], decider: Decider, extra: &dyn Fn(&str) -> bool) -> BTreeSet<usize> {
+    let n = rows.len();
+    let (head, tail) = decider.head_tail();
+    let mut keep: BTreeSet<usize> = (1..=head.min(n)).collect();
+    keep.extend(n.saturating_sub(tail) + 1..=n);
+    if decider == Decider::Keywords {
+        let mut budget = KEYWORD_BUDGET;
+        for (i, row) in rows.iter().enumerate() {
+            if budget == 0 {
+                break;
+            }
+            if names_failure(row) || extra(row) {
+                let line = i + 1;
+                for k in line.saturating_sub(AROUND).max(1)..=(line + AROUND).min(n) {
+                    if keep.insert(k) {
+                        budget = budget.saturating_sub(1);
+                    }
+                }
+            }
+        }
+    }
+    keep
+}
+
+/// Renders the kept rows as `N|TEXT` with one row per gap naming the log.
+pub fn render(rows: &[&str], keep: &BTreeSet<usize>, log: Option<&Path>) -> String {
+    let mut out = String::new();
+    let mut next = 1;
+    let where_ = |a: usize, b: usize| match log {
+        Some(p) => format!("read {}:{a}-{b} plain:true", p.display()),
+        None => "not shown".to_string(),
+    };
+    for &k in keep {
+        if k > next {
+            out.push_str(&format!(
+                "[… lines {next}-{} cut; {} …]\n",
+                k - 1,
+                where_(next, k - 1)
+            ));
+        }
+        let row = rows.get(k - 1).copied().unwrap_or_default();
+        out.push_str(&format!("{k}|{}\n", clip(row)));
+        next = k + 1;
+    }
+    if next <= rows.len() {
+        out.push_str(&format!(
+            "[… lines {next}-{} cut; {} …]\n",
+            rows.len(),
+            where_(next, rows.len())
+        ));
+    }
+    out
+}
+
+fn clip(row: &str) -> String {
+    if row.chars().count() <= ROW_CHARS {
+        return row.to_string();
+    }
+    let kept: String = row.chars().take(ROW_CHARS).collect();
+    format!("{kept}[… {} more chars]", row.chars().count() - ROW_CHARS)
+}
+
+/// Shapes a long text: the rows a decider keeps, numbered by line, gaps
+/// naming the log. Short text comes back unchanged.
+pub fn shape(text: &str, decider: Decider, log: Option<&Path>) -> String {
+    if !is_long(text) {
+        return text.to_string();
+    }
+    let rows: Vec<&str> = text.lines().collect();
+    let keep = pick(&rows, decider, &|_| false);
+    render(&rows, &keep, log)
+}
+
+/// The folder for logs: `$XDG_RUNTIME_DIR/nib`, else `nib-logs` in the temp folder.
+pub fn log_dir() -> PathBuf {
+    match std::env::var_os("XDG_RUNTIME_DIR").filter(|v| !v.is_empty()) {
+        Some(d) => PathBuf::from(d).join("nib"),
+        None => std::env::temp_dir().join("nib-logs"),
+    }
+}
+
+/// Saves the whole output to a new log file (owner-only) and returns its path.
+pub fn save_log(name: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
+    use std::io::Write;
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    let dir = log_dir();
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)?;
+    let path = dir.join(format!("{name}.log"));
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&path)?;
+    f.write_all(bytes)?;
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn numbered(n: usize) -> String {
+        (1..=n).map(|i| format!("row {i}\n")).collect()
+    }
+
+    #[test]
+    fn short_output_is_unchanged() {
+        let t = numbered(400);
+        assert_eq!(shape(&t, Decider::Keywords, None), t);
+    }
+
+    #[test]
+    fn keywords_keep_head_tail_and_failures_with_context() {
+        let mut t = numbered(1000);
+        t = t.replace("row 500\n", "error: row 500 broke\n");
+        let rows: Vec<&str> = t.lines().collect();
+        let keep = pick(&rows, Decider::Keywords, &|_| false);
+        let expected: BTreeSet<usize> = (1..=30).chain(497..=503).chain(901..=1000).collect();
+        assert_eq!(keep, expected);
+        let out = render(&rows, &keep, Some(Path::new("/l/x.log")));
+        assert!(
+            out.contains(
+                "30|row 30\n[… lines 31-496 cut; read /l/x.log:31-496 plain:true …]\n497|row 497\n"
+            ),
+            "{out}"
+        );
+        assert!(out.contains("500|error: row 500 broke\n"));
+        assert!(out.ends_with("1000|row 1000\n"));
+    }
+
+    #[test]
+    fn fixed_keeps_first_100_and_last_200() {
+        let t = numbered(1000).replace("row 500\n", "error\n");
+        let rows: Vec<&str> = t.lines().collect();
+        let keep = pick(&rows, Decider::Fixed, &|_| false);
+        let expected: BTreeSet<usize> = (1..=100).chain(801..=1000).collect();
+        assert_eq!(keep, expected);
+    }
+
+    #[test]
+    fn all_clear_summaries_are_not_failures() {
+        assert!(!names_failure(
+            "test result: ok. 12 passed; 0 failed; 0 ignored"
+        ));
+        assert!(names_failure("test result: FAILED. 11 passed; 1 failed"));
+        assert!(names_failure("make: *** [Makefile:3: all] Error 1"));
+        assert!(!names_failure("compiling nib v0.1.0"));
+    }
+
+    #[test]
+    fn bytes_alone_make_output_long() {
+        let t = "x".repeat(MAX_BYTES + 1);
+        assert!(is_long(&t));
+        let out = shape(&t, Decider::Keywords, None);
+        assert!(out.starts_with("1|") && out.contains("more chars"), "{out}");
+    }
+}

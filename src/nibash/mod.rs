@@ -1,0 +1,100 @@
+//! nibash: the shell tool. A bash interpreter (brush) runs in a confined
+//! worker per call; the broker side here starts it, feeds it the call,
+//! answers what it asks, and turns its output into the tool's answer.
+//!
+//! - [`channel`]: the messages between broker and worker, and their framing.
+//! - [`worker`]: what runs inside the sandbox (the shell, nib's own
+//!   commands, the builtins that ask the broker).
+//! - [`call`]: one call on the broker side: spawn, serve the channel, wait
+//!   until the command line is done or its timeout turns it into a job.
+//! - [`jobs`]: the calls still running and the jobs that carry over between
+//!   calls, with their output.
+//! - [`cut`]: long output — which rows stay, and the log of the whole.
+//! - [`skim`]: reading long files (logs, reports) for what a question asks.
+//!
+//! The tool arguments and the answer's wording live in `tools::nibash`.
+
+pub mod call;
+pub mod channel;
+pub mod cut;
+pub mod jobs;
+pub mod skim;
+pub mod worker;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// A reporter of progress: seconds so far, and the latest output line.
+pub type ProgressFn = Box<dyn Fn(f64, String) + Send + Sync>;
+
+/// What the server hands a running call: the client's cancellation, and
+/// where progress goes (when the client asked for progress).
+#[derive(Default)]
+pub struct Live {
+    cancelled: AtomicBool,
+    on_cancel: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+    progress: Option<ProgressFn>,
+}
+
+impl Live {
+    /// A call whose progress goes to `f`.
+    pub fn with_progress(f: ProgressFn) -> Live {
+        Live {
+            progress: Some(f),
+            ..Live::default()
+        }
+    }
+
+    /// The client cancelled the call.
+    pub fn cancel(&self) {
+        self.cancelled.store(true, Ordering::SeqCst);
+        let f = self.on_cancel.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(f) = f {
+            f();
+        }
+    }
+
+    /// Runs `f` when the call is cancelled (at once if it already was).
+    pub fn on_cancel(&self, f: Box<dyn FnOnce() + Send>) {
+        let mut slot = self.on_cancel.lock().unwrap_or_else(|p| p.into_inner());
+        if self.cancelled.load(Ordering::SeqCst) {
+            drop(slot);
+            f();
+        } else {
+            *slot = Some(f);
+        }
+    }
+
+    /// Reports progress, if the client wants it.
+    pub fn progress(&self, seconds: f64, message: String) {
+        if let Some(p) = &self.progress {
+            p(seconds, message);
+        }
+    }
+}
+
+/// What the broker keeps between nibash calls: jobs and named directories.
+#[derive(Default)]
+pub struct Nibash {
+    /// Running calls and jobs.
+    pub jobs: jobs::Jobs,
+    /// Named directories from `hash -d`.
+    pub names: Mutex<BTreeMap<String, PathBuf>>,
+}
+
+impl Nibash {
+    /// The named directories now.
+    pub fn names(&self) -> BTreeMap<String, PathBuf> {
+        self.names.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Defines (or redefines) a named directory.
+    pub fn set_name(&self, name: String, dir: PathBuf) {
+        self.names
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(name, dir);
+    }
+}

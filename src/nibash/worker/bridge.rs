@@ -1,0 +1,335 @@
+//! Builtins that change brush's behaviour to nibash's, inside the worker:
+//!
+//! - `cd`, `pushd`, `popd`: a failure ends the call unless the command line
+//!   handles it (`if`, `&&`, `||`), as under `set -e`.
+//! - `rm`, `unlink`, `trash`: deletes go to the user's trash, which the
+//!   broker performs after its own path checks (the trash is outside the roots).
+//! - `jobs`, `wait`, `kill`: `%N` names a job of an earlier call, which the
+//!   broker holds; the shell's own jobs (started in this call) work as in bash.
+//! - `hash -d`: named directories, kept by the broker across calls.
+//! - `type`: nib's own commands name the system program they stand for.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use brush_core::builtins::CommandExecuteFunc;
+use brush_core::commands::CommandArg;
+use brush_core::{ExecutionContext, ExecutionControlFlow, ExecutionResult};
+
+use super::own::Answer;
+use super::{Se, ask, original, send};
+use crate::nibash::channel::{Ask, Event, Reply};
+
+/// The builtins this module provides, by name.
+pub fn builtins() -> Vec<(&'static str, CommandExecuteFunc<Se>)> {
+    vec![
+        ("cd", directory_change),
+        ("pushd", directory_change),
+        ("popd", directory_change),
+        ("rm", remove),
+        ("unlink", remove),
+        ("trash", trash),
+        ("jobs", job_control),
+        ("wait", job_control),
+        ("kill", job_control),
+        ("hash", hash),
+        ("type", type_),
+    ]
+}
+
+fn strings(args: &[CommandArg]) -> Vec<String> {
+    args.iter().map(ToString::to_string).collect()
+}
+
+async fn call_original(
+    ctx: ExecutionContext<'_, Se>,
+    args: Vec<CommandArg>,
+) -> Result<ExecutionResult, brush_core::Error> {
+    match original(&ctx.command_name) {
+        Some(f) => f(ctx, args).await,
+        None => super::own::system(ctx, args).await,
+    }
+}
+
+fn directory_change(ctx: ExecutionContext<'_, Se>, args: Vec<CommandArg>) -> Answer<'_> {
+    Box::pin(async move {
+        let handled = ctx.params.suppress_errexit;
+        let name = ctx.command_name.clone();
+        let target = args.get(1).map(ToString::to_string).unwrap_or_default();
+        let mut err = ctx.stderr();
+        let mut result = match call_original(ctx, args).await {
+            Ok(r) => r,
+            Err(e) => {
+                let why = match e.as_io_error() {
+                    Some(io) if io.kind() == std::io::ErrorKind::NotFound => {
+                        "No such file or directory".to_string()
+                    }
+                    Some(io) if io.kind() == std::io::ErrorKind::NotADirectory => {
+                        "Not a directory".to_string()
+                    }
+                    Some(io) if io.kind() == std::io::ErrorKind::PermissionDenied => {
+                        "Permission denied".to_string()
+                    }
+                    _ => e.to_string(),
+                };
+                let _ = writeln!(err, "{name}: {target}: {why}");
+                ExecutionResult::new(1)
+            }
+        };
+        if !result.is_success() && !handled {
+            // As under set -e: a failed cd that nothing checks ends the call,
+            // so later commands do not run in the wrong folder.
+            let _ = writeln!(
+                err,
+                "[nibash: the call ends here: {name} failed and the command line does not handle it (use if, && or ||)]"
+            );
+            result.next_control_flow = ExecutionControlFlow::ExitShell;
+        }
+        Ok(result)
+    })
+}
+
+fn reply(ctx: &ExecutionContext<'_, Se>, r: &Reply) -> ExecutionResult {
+    if !r.out.is_empty() {
+        let _ = ctx.stdout().write_all(r.out.as_bytes());
+    }
+    if !r.err.is_empty() {
+        let _ = ctx.stderr().write_all(r.err.as_bytes());
+    }
+    ExecutionResult::new(u8::try_from(r.code).unwrap_or(1))
+}
+
+/// `rm [-rRfdv] [--] PATH…` and `unlink PATH`.
+fn remove(ctx: ExecutionContext<'_, Se>, args: Vec<CommandArg>) -> Answer<'_> {
+    Box::pin(async move {
+        let argv = strings(&args);
+        let (mut recursive, mut force) = (false, false);
+        let mut paths: Vec<PathBuf> = Vec::new();
+        let mut options_done = ctx.command_name == "unlink";
+        for a in argv.iter().skip(1) {
+            if !options_done && a == "--" {
+                options_done = true;
+            } else if !options_done && a.starts_with('-') && a.len() > 1 {
+                for f in a[1..].chars() {
+                    match f {
+                        'r' | 'R' => recursive = true,
+                        'f' => force = true,
+                        'd' | 'v' | 'i' | 'I' => {}
+                        _ if a.starts_with("--") => {}
+                        _ => {
+                            let _ = writeln!(
+                                ctx.stderr(),
+                                "{}: unknown option -{f}; nothing was removed",
+                                ctx.command_name
+                            );
+                            return Ok(ExecutionResult::new(1));
+                        }
+                    }
+                }
+                if a == "--recursive" {
+                    recursive = true;
+                } else if a == "--force" {
+                    force = true;
+                }
+            } else {
+                paths.push(ctx.shell.absolute_path(a));
+            }
+        }
+        if paths.is_empty() {
+            if force {
+                return Ok(ExecutionResult::success());
+            }
+            let _ = writeln!(ctx.stderr(), "{}: missing operand", ctx.command_name);
+            return Ok(ExecutionResult::new(1));
+        }
+        let r = ask(Ask::Trash {
+            paths,
+            recursive,
+            force,
+        });
+        Ok(reply(&ctx, &r))
+    })
+}
+
+/// `trash list` and `trash restore [-f] PATH`.
+fn trash(ctx: ExecutionContext<'_, Se>, args: Vec<CommandArg>) -> Answer<'_> {
+    Box::pin(async move {
+        let argv = strings(&args);
+        let r = match argv.get(1).map(String::as_str) {
+            None | Some("list") => ask(Ask::TrashList),
+            Some("restore") => {
+                let force = argv.iter().any(|a| a == "-f");
+                match argv.iter().skip(2).find(|a| *a != "-f") {
+                    Some(p) => ask(Ask::TrashRestore {
+                        path: ctx.shell.absolute_path(p),
+                        force,
+                    }),
+                    None => Reply {
+                        err: "trash restore: which path? usage: trash restore [-f] PATH\n".into(),
+                        code: 2,
+                        ..Reply::default()
+                    },
+                }
+            }
+            Some(other) => Reply {
+                err: format!(
+                    "trash: unknown verb {other}; use trash list or trash restore [-f] PATH\n"
+                ),
+                code: 2,
+                ..Reply::default()
+            },
+        };
+        Ok(reply(&ctx, &r))
+    })
+}
+
+/// `%N` arguments that name no job of this shell: jobs of earlier calls.
+fn broker_jobs(ctx: &mut ExecutionContext<'_, Se>, argv: &[String]) -> Option<Vec<u32>> {
+    let mut ids = Vec::new();
+    for a in argv.iter().skip(1) {
+        if let Some(n) = a.strip_prefix('%').and_then(|n| n.parse::<u32>().ok())
+            && ctx.shell.jobs_mut().resolve_job_spec(a).is_none()
+        {
+            ids.push(n);
+        }
+    }
+    Some(ids)
+}
+
+fn job_control(mut ctx: ExecutionContext<'_, Se>, args: Vec<CommandArg>) -> Answer<'_> {
+    Box::pin(async move {
+        let argv = strings(&args);
+        let theirs = broker_jobs(&mut ctx, &argv).unwrap_or_default();
+        let own_jobs = !ctx.shell.jobs().jobs.is_empty();
+        let job_args = argv.iter().skip(1).filter(|a| !a.starts_with('-')).count();
+        match ctx.command_name.as_str() {
+            "jobs" => {
+                let mut code = 0;
+                if own_jobs {
+                    code = u8::from(
+                        call_original(ctx_reborrow(&mut ctx), args.clone())
+                            .await?
+                            .exit_code,
+                    );
+                }
+                let r = ask(Ask::Jobs);
+                let rc = reply(&ctx, &r);
+                Ok(ExecutionResult::new(code.max(u8::from(rc.exit_code))))
+            }
+            "wait" if !theirs.is_empty() || (job_args == 0 && !own_jobs) => {
+                let r = ask(Ask::Wait { jobs: theirs });
+                Ok(reply(&ctx, &r))
+            }
+            "kill" if !theirs.is_empty() => {
+                let signal = argv
+                    .iter()
+                    .skip(1)
+                    .find_map(|a| a.strip_prefix('-'))
+                    .and_then(signal_number)
+                    .unwrap_or(libc::SIGTERM);
+                let r = ask(Ask::Kill {
+                    jobs: theirs,
+                    signal,
+                });
+                Ok(reply(&ctx, &r))
+            }
+            _ => call_original(ctx, args).await,
+        }
+    })
+}
+
+fn ctx_reborrow<'a>(ctx: &'a mut ExecutionContext<'_, Se>) -> ExecutionContext<'a, Se> {
+    ExecutionContext {
+        shell: ctx.shell,
+        command_name: ctx.command_name.clone(),
+        params: ctx.params.clone(),
+    }
+}
+
+fn signal_number(s: &str) -> Option<i32> {
+    if let Ok(n) = s.parse() {
+        return Some(n);
+    }
+    let name = s.strip_prefix("SIG").unwrap_or(s);
+    Some(match name {
+        "HUP" => libc::SIGHUP,
+        "INT" => libc::SIGINT,
+        "QUIT" => libc::SIGQUIT,
+        "KILL" => libc::SIGKILL,
+        "TERM" => libc::SIGTERM,
+        "USR1" => libc::SIGUSR1,
+        "USR2" => libc::SIGUSR2,
+        "STOP" => libc::SIGSTOP,
+        "CONT" => libc::SIGCONT,
+        _ => return None,
+    })
+}
+
+/// `hash -d [name=dir]…`; other uses of hash are brush's.
+fn hash(ctx: ExecutionContext<'_, Se>, args: Vec<CommandArg>) -> Answer<'_> {
+    Box::pin(async move {
+        let argv = strings(&args);
+        if argv.get(1).map(String::as_str) != Some("-d") {
+            return call_original(ctx, args).await;
+        }
+        let defs = &argv[2..];
+        if defs.is_empty() {
+            let names = super::request()
+                .map(|r| r.names.clone())
+                .unwrap_or_default();
+            let mut out = ctx.stdout();
+            for (name, dir) in names {
+                let _ = writeln!(out, "hash -d {name}={}", dir.display());
+            }
+            return Ok(ExecutionResult::success());
+        }
+        for d in defs {
+            let Some((name, dir)) = d.split_once('=') else {
+                let _ = writeln!(ctx.stderr(), "hash -d: {d}: expected name=dir");
+                return Ok(ExecutionResult::new(1));
+            };
+            let dir = ctx.shell.absolute_path(dir);
+            if name.is_empty() || !dir.is_dir() {
+                let _ = writeln!(
+                    ctx.stderr(),
+                    "hash -d: {}: not a folder; no name was defined",
+                    dir.display()
+                );
+                return Ok(ExecutionResult::new(1));
+            }
+            send(&Event::Name {
+                name: name.to_string(),
+                dir,
+            });
+        }
+        Ok(ExecutionResult::success())
+    })
+}
+
+/// `type NAME…`: nib's own commands are described as the system program.
+fn type_(ctx: ExecutionContext<'_, Se>, args: Vec<CommandArg>) -> Answer<'_> {
+    Box::pin(async move {
+        let argv = strings(&args);
+        let names: Vec<&String> = argv.iter().skip(1).collect();
+        if names.is_empty()
+            || names
+                .iter()
+                .any(|n| n.starts_with('-') || !super::own::NAMES.contains(&n.as_str()))
+        {
+            return call_original(ctx, args).await;
+        }
+        let mut code = 0;
+        for n in names {
+            match ctx.shell.find_first_executable_in_path_using_cache(n) {
+                Some(p) => {
+                    let _ = writeln!(ctx.stdout(), "{n} is {}", p.display());
+                }
+                None => {
+                    let _ = writeln!(ctx.stderr(), "type: {n}: not found");
+                    code = 1;
+                }
+            }
+        }
+        Ok(ExecutionResult::new(code))
+    })
+}

@@ -1,0 +1,243 @@
+//! The worker side of nibash: what runs inside the sandbox for one call.
+//!
+//! `nib __nibash` is started by the broker through `nib-sandbox` with the
+//! channel as fd 3. It reads the [`Request`], builds a brush shell that
+//! starts afresh in the project directory, registers nib's own commands
+//! ([`own`]) and the builtins that need the broker ([`bridge`]), runs the
+//! command line and reports [`Event::Done`]. Everything it starts inherits the
+//! worker's confinement; it never touches the user's authority itself, it
+//! asks the broker (trash, jobs of earlier calls).
+//!
+//! One worker runs one call, so the channel is a process-wide handle.
+
+pub mod bridge;
+pub mod own;
+
+use std::collections::HashMap;
+use std::os::fd::FromRawFd;
+use std::os::unix::net::UnixStream;
+use std::sync::{Mutex, OnceLock};
+
+use brush_builtins::BuiltinSet;
+use brush_core::builtins::{CommandExecuteFunc, Registration};
+use brush_core::extensions::DefaultShellExtensions;
+use brush_core::{ProfileLoadBehavior, RcLoadBehavior, Shell, SourceInfo};
+
+use super::channel::{Ask, Channel, Event, Reply, Request};
+
+/// The argument that starts a nibash worker.
+pub const NIBASH_ARG: &str = "__nibash";
+
+/// The shell extensions nibash uses (brush's defaults).
+pub type Se = DefaultShellExtensions;
+
+/// The builtin functions nib wraps, as brush registered them.
+pub(crate) fn original(name: &str) -> Option<CommandExecuteFunc<Se>> {
+    static ORIGINALS: OnceLock<HashMap<String, CommandExecuteFunc<Se>>> = OnceLock::new();
+    ORIGINALS
+        .get_or_init(|| {
+            brush_builtins::default_builtins::<Se>(BuiltinSet::BashMode)
+                .into_iter()
+                .map(|(k, v)| (k, v.execute_func))
+                .collect()
+        })
+        .get(name)
+        .copied()
+}
+
+static CHANNEL: OnceLock<Mutex<Channel>> = OnceLock::new();
+static REQUEST: OnceLock<Request> = OnceLock::new();
+
+/// The request this worker runs.
+pub(crate) fn request() -> Option<&'static Request> {
+    REQUEST.get()
+}
+
+/// Sends an event to the broker (ignored when there is no broker, as in tests).
+pub(crate) fn send(event: &Event) {
+    if let Some(c) = CHANNEL.get() {
+        let mut c = c.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = c.send(event);
+    }
+}
+
+/// Asks the broker and waits for its answer.
+pub(crate) fn ask(question: Ask) -> Reply {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let Some(c) = CHANNEL.get() else {
+        return Reply {
+            id,
+            err: "nibash: no broker to ask (this command works only inside a nibash call)\n".into(),
+            code: 1,
+            ..Reply::default()
+        };
+    };
+    let mut c = c.lock().unwrap_or_else(|p| p.into_inner());
+    if c.send(&Event::Ask { id, ask: question }).is_err() {
+        return Reply {
+            id,
+            err: "nibash: the broker is gone\n".into(),
+            code: 1,
+            ..Reply::default()
+        };
+    }
+    match c.recv::<Reply>() {
+        Ok(Some(r)) => r,
+        _ => Reply {
+            id,
+            err: "nibash: the broker did not answer\n".into(),
+            code: 1,
+            ..Reply::default()
+        },
+    }
+}
+
+fn registration(f: CommandExecuteFunc<Se>) -> Registration<Se> {
+    Registration {
+        execute_func: f,
+        content_func: |name, _, _| Ok(format!("{name}: nib's own command (see the nibash tool)\n")),
+        disabled: false,
+        special_builtin: false,
+        declaration_builtin: false,
+    }
+}
+
+/// The builtins of a nibash shell: brush's, with nib's own commands and the
+/// broker-backed ones in place.
+fn builtins() -> HashMap<String, Registration<Se>> {
+    let mut m = brush_builtins::default_builtins::<Se>(BuiltinSet::BashMode);
+    for name in own::NAMES {
+        m.insert((*name).to_string(), registration(own::run));
+    }
+    for (name, f) in bridge::builtins() {
+        m.insert(name.to_string(), registration(f));
+    }
+    m
+}
+
+/// Builds the shell for one call.
+pub async fn shell(req: &Request) -> Result<Shell<Se>, brush_core::Error> {
+    Shell::builder()
+        .builtins(builtins())
+        .working_dir(req.cwd.clone())
+        .shell_name("nibash".to_string())
+        .no_editing(true)
+        // A pipeline's last stage runs in the shell, so `… | read v` sets v.
+        .enable_shopt_option("lastpipe")
+        .profile(ProfileLoadBehavior::Skip)
+        .rc(RcLoadBehavior::Skip)
+        .build()
+        .await
+}
+
+/// Runs the request's command line; returns its exit status and whether
+/// jobs it started with `&` still run.
+async fn run(req: &Request) -> (i32, bool, Option<String>) {
+    let mut shell = match shell(req).await {
+        Ok(s) => s,
+        Err(e) => {
+            complain(&format!("nibash: cannot start the shell: {e}"));
+            return (125, false, None);
+        }
+    };
+    let params = shell.default_exec_params();
+    let source = SourceInfo::from("nibash");
+    let code = match shell
+        .run_string(req.command.clone(), &source, &params)
+        .await
+    {
+        Ok(r) => i32::from(u8::from(r.exit_code)),
+        Err(e) => {
+            complain(&format!("nibash: {e}"));
+            1
+        }
+    };
+    let hidden = hidden_failure(&shell, code);
+    let _ = shell.jobs_mut().poll();
+    let background = !shell.jobs().jobs.is_empty();
+    if background {
+        // The broker answers the call now; the worker stays as the job.
+        send(&Event::Done {
+            code,
+            background,
+            hidden: hidden.clone(),
+        });
+        let _ = shell.jobs_mut().wait_all().await;
+    }
+    (code, background, hidden)
+}
+
+/// A failure the exit status hides: an earlier stage of the last pipeline.
+fn hidden_failure(shell: &Shell<Se>, code: i32) -> Option<String> {
+    let statuses = shell.last_pipeline_statuses();
+    if statuses.len() < 2 {
+        return None;
+    }
+    let failed: Vec<String> = statuses[..statuses.len() - 1]
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| **s != 0)
+        .map(|(i, s)| format!("stage {} exited {s}", i + 1))
+        .collect();
+    (!failed.is_empty()).then(|| {
+        format!(
+            "exit {code}, but an earlier pipeline stage failed: {}",
+            failed.join(", ")
+        )
+    })
+}
+
+/// Writes a line to the worker's stderr (which the broker shows).
+fn complain(msg: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{msg}");
+}
+
+/// `nib __nibash`: the worker entry. Never returns.
+#[allow(unsafe_code)]
+pub fn main() -> ! {
+    // SAFETY: the sandbox hands the channel to the worker as fd 3 and closes
+    // every other fd above 2; nothing else in this process owns fd 3.
+    let stream = unsafe { UnixStream::from_raw_fd(3) };
+    let mut channel = match Channel::new(stream) {
+        Ok(c) => c,
+        Err(e) => {
+            complain(&format!("nibash: no channel to the broker: {e}"));
+            std::process::exit(125)
+        }
+    };
+    let req: Request = match channel.recv() {
+        Ok(Some(r)) => r,
+        Ok(None) => std::process::exit(125),
+        Err(e) => {
+            complain(&format!("nibash: bad request from the broker: {e}"));
+            std::process::exit(125)
+        }
+    };
+    let _ = CHANNEL.set(Mutex::new(channel));
+    let _ = REQUEST.set(req.clone());
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            complain(&format!("nibash: cannot start: {e}"));
+            std::process::exit(125)
+        }
+    };
+    let (code, background, hidden) = runtime.block_on(run(&req));
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    if !background {
+        send(&Event::Done {
+            code,
+            background: false,
+            hidden,
+        });
+    }
+    std::process::exit(code)
+}

@@ -1,0 +1,227 @@
+//! The shell tools' arguments and answers: `nibash` (run a command line),
+//! `nibash_status` (what runs, the sandbox in force) and `skim` (a long file
+//! read for a question). The work is in `crate::nibash`.
+
+use std::time::Duration;
+
+use super::args::{ArgError, Args};
+use super::{Ctx, ToolOutput};
+use crate::nibash::call::{self, CallArgs};
+use crate::nibash::jobs::ending_words;
+
+/// Reads a timeout: seconds, or milliseconds when over 600 (as other
+/// agents' shell tools take), or text such as `90s`, `5m`, `1500ms`.
+pub fn parse_timeout(v: &str) -> Option<Duration> {
+    let v = v.trim();
+    let (num, unit) = match v.find(|c: char| !c.is_ascii_digit() && c != '.') {
+        Some(i) => (&v[..i], v[i..].trim()),
+        None => (v, ""),
+    };
+    let n: f64 = num.parse().ok()?;
+    if !n.is_finite() || n < 0.0 {
+        return None;
+    }
+    let secs = match unit {
+        "" if n > 600.0 => n / 1000.0,
+        "" | "s" | "sec" | "secs" => n,
+        "ms" => n / 1000.0,
+        "m" | "min" | "mins" => n * 60.0,
+        _ => return None,
+    };
+    Some(Duration::from_secs_f64(secs).min(call::MAX_TIMEOUT))
+}
+
+/// Runs `nibash`.
+pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
+    args.alias("cmd", "command");
+    args.alias("run_in_background", "background");
+    let command = args.required_string("command")?;
+    let description = args.string("description")?;
+    let expect = args.string("expect")?;
+    let timeout = match args.string("timeout")? {
+        None => call::DEFAULT_TIMEOUT,
+        Some(t) => parse_timeout(&t).ok_or_else(|| {
+            ArgError(format!(
+                "\"timeout\" is seconds (at most 600), or milliseconds when over 600, or text like 90s or 5m; not \"{t}\""
+            ))
+        })?,
+    };
+    let background = args.bool("background")?.unwrap_or(false);
+    let notes = args.finish();
+    if !ctx.config.shell {
+        return Ok(ToolOutput::error(
+            "nibash is off (NIB_SHELL=0); nothing ran.\nhint: start nib without NIB_SHELL=0 to use the shell\n".into(),
+        ));
+    }
+    let mut out = call::run(
+        ctx,
+        ctx.nibash,
+        CallArgs {
+            command,
+            description,
+            expect,
+            timeout,
+            background,
+        },
+    );
+    super::push_notes(&mut out.text, &notes);
+    Ok(out)
+}
+
+/// Runs `nibash_status`.
+pub fn status(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
+    let tail = args.usize("tail")?.unwrap_or(5);
+    let view = args.string("view")?;
+    let restore = args.string("restore")?;
+    let summaries = args.string("summaries")?;
+    let mut notes = args.finish();
+    let mut out = String::new();
+    if let Some(path) = restore {
+        let p = ctx.workspace.resolve(&path);
+        match crate::fs::restore_entry(&ctx.scope, &p, false) {
+            Ok(()) => out.push_str(&format!("restored {}\n", ctx.workspace.display(&p))),
+            Err(e) => {
+                return Ok(ToolOutput::error(format!(
+                    "{}: {e}; nothing was restored.\nhint: `trash list` in nibash shows what the trash holds\n",
+                    ctx.workspace.display(&p)
+                )));
+            }
+        }
+    }
+    if summaries.is_some() {
+        notes.push("summaries are not offered by this build (no summarizer is configured)".into());
+    }
+    let nib = ctx.nibash;
+    if let Some(v) = view {
+        let id: Option<u32> = v.trim_start_matches('%').parse().ok();
+        let Some(e) = id.and_then(|id| nib.jobs.get(id)) else {
+            return Ok(ToolOutput::error(format!(
+                "no call or job {v}; nibash_status without view lists them\n"
+            )));
+        };
+        let s = e.state();
+        out.push_str(&format!(
+            "%{} {} {}s: {}\n",
+            e.id,
+            ending_words(&s),
+            e.age().as_secs(),
+            e.command
+        ));
+        let text = String::from_utf8_lossy(&s.output).into_owned();
+        out.push_str(&crate::nibash::cut::shape(
+            &text,
+            crate::nibash::cut::Decider::Keywords,
+            None,
+        ));
+        super::push_notes(&mut out, &notes);
+        return Ok(ToolOutput::ok(out));
+    }
+    let layers = nib_sandbox::probe();
+    if ctx.config.sandbox {
+        out.push_str(&format!(
+            "sandbox: NIB_SANDBOX=1; bubblewrap {}, Landlock ABI {}, seccomp {}, network {}\n",
+            if layers.bwrap { "on" } else { "not usable" },
+            layers.landlock_abi,
+            if layers.seccomp { "on" } else { "off" },
+            if ctx.config.sandbox_network {
+                "allowed"
+            } else {
+                "off"
+            },
+        ));
+    } else {
+        out.push_str(
+            "sandbox: off (NIB_SANDBOX unset): programs run with your authority, in their own session and process tree\n",
+        );
+    }
+    out.push_str("command rules: none (nib.json rules are not enforced by this build)\n");
+    let entries = nib.jobs.all();
+    if entries.is_empty() {
+        out.push_str("no calls or jobs are running\n");
+    }
+    for e in entries {
+        let s = e.state();
+        let what = if s.ended() {
+            ending_words(&s)
+        } else if s.is_job {
+            "running (job)".into()
+        } else {
+            "running".into()
+        };
+        out.push_str(&format!(
+            "%{} {what} {}s: {}{}\n",
+            e.id,
+            e.age().as_secs(),
+            e.command,
+            e.description
+                .as_ref()
+                .map(|d| format!("  ({d})"))
+                .unwrap_or_default()
+        ));
+        if tail > 0 {
+            let text = String::from_utf8_lossy(&s.output);
+            let lines: Vec<&str> = text.lines().collect();
+            for l in &lines[lines.len().saturating_sub(tail)..] {
+                out.push_str(&format!("  | {l}\n"));
+            }
+        }
+    }
+    super::push_notes(&mut out, &notes);
+    Ok(ToolOutput::ok(out))
+}
+
+/// Runs `skim`.
+pub fn skim(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
+    args.alias("path", "paths");
+    args.alias("file_path", "paths");
+    let paths = args.string_list("paths")?.unwrap_or_default();
+    let expect = args
+        .string("expect")?
+        .unwrap_or_else(|| "did it pass; if not, what failed and why".into());
+    let notes = args.finish();
+    if paths.is_empty() {
+        return Err(ArgError(
+            "\"paths\" names the files to skim (logs, test reports)".into(),
+        ));
+    }
+    let mut out = String::new();
+    let mut failed = 0;
+    for p in &paths {
+        let path = ctx.workspace.resolve(p);
+        let shown = ctx.workspace.display(&path);
+        match crate::fs::read_file(&ctx.scope, &path, crate::tools::read::TEXT_LIMIT) {
+            Ok(f) => {
+                let text = String::from_utf8_lossy(&f.bytes);
+                let canonical = crate::fs::canonical(&path).unwrap_or(path.clone());
+                let part = ctx.with_agent(|a| a.skims.skim(&canonical, &shown, &text, &expect));
+                out.push_str(&part);
+            }
+            Err(e) => {
+                failed += 1;
+                out.push_str(&format!("[{shown}: {e}; not skimmed]\n"));
+            }
+        }
+    }
+    super::push_notes(&mut out, &notes);
+    Ok(if failed == paths.len() {
+        ToolOutput::error(out)
+    } else {
+        ToolOutput::ok(out)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeouts_read_as_seconds_or_milliseconds_and_are_capped() {
+        assert_eq!(parse_timeout("30"), Some(Duration::from_secs(30)));
+        assert_eq!(parse_timeout("120000"), Some(Duration::from_secs(120)));
+        assert_eq!(parse_timeout("5m"), Some(Duration::from_secs(300)));
+        assert_eq!(parse_timeout("1500ms"), Some(Duration::from_millis(1500)));
+        assert_eq!(parse_timeout("3600"), Some(Duration::from_millis(3600)));
+        assert_eq!(parse_timeout("60m"), Some(call::MAX_TIMEOUT));
+        assert_eq!(parse_timeout("soon"), None);
+    }
+}
