@@ -23,12 +23,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
-    ProgressNotificationParam,
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequest,
     ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, Implementation,
     InputRequest, InputRequests, InputRequiredResult, ListRootsRequest, ListRootsResult,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities,
+    ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
@@ -240,7 +239,9 @@ impl NibServer {
                     let token = token.clone();
                     handle.spawn(async move {
                         let _ = peer
-                            .notify_progress(ProgressNotificationParam::new(token, secs).with_message(message))
+                            .notify_progress(
+                                ProgressNotificationParam::new(token, secs).with_message(message),
+                            )
                             .await;
                     });
                 }))
@@ -282,8 +283,7 @@ impl NibServer {
         })
         .await;
         watcher.abort();
-        let outcome = outcome
-        .map_err(|e| {
+        let outcome = outcome.map_err(|e| {
             McpError::internal_error(format!("the tool stopped unexpectedly: {e}"), None)
         })?;
         match outcome {
@@ -436,7 +436,12 @@ impl ServerHandler for NibServer {
         let mut asked = 0;
         loop {
             let out = self
-                .run_tool(Arc::clone(&agent), name.clone(), arguments.clone(), &context)
+                .run_tool(
+                    Arc::clone(&agent),
+                    name.clone(),
+                    arguments.clone(),
+                    &context,
+                )
                 .await?;
             let Some(req) = out.approval.clone() else {
                 self.save_soon();

@@ -11,6 +11,7 @@ mod confine;
 mod edit;
 mod grep;
 mod lang;
+mod nibash;
 mod patch_fixtures;
 mod protocol;
 mod read;

@@ -18,17 +18,51 @@ async fn both_eras_list_annotated_tools() {
         let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
         assert_eq!(
             names,
-            vec!["read", "grep", "find", "edit", "write"],
+            vec![
+                "read",
+                "grep",
+                "find",
+                "edit",
+                "write",
+                "nibash",
+                "nibash_status",
+                "skim"
+            ],
             "{era:?}"
         );
         for t in &tools {
             let a = t.annotations.as_ref().expect("annotations");
-            let read_only = matches!(t.name.as_ref(), "read" | "grep" | "find");
+            let read_only = matches!(
+                t.name.as_ref(),
+                "read" | "grep" | "find" | "nibash_status" | "skim"
+            );
             assert_eq!(a.read_only_hint, Some(read_only), "{era:?} {}", t.name);
             assert_eq!(a.destructive_hint, Some(!read_only), "{era:?} {}", t.name);
         }
         nib.stop().await;
     }
+}
+
+#[tokio::test]
+async fn nib_shell_0_offers_no_shell_tools() {
+    let dir = project();
+    let nib = start_with(
+        Era::Handshake,
+        dir.path(),
+        TestClient::new(Roots::Undeclared),
+        &[("NIB_SHELL", "0")],
+    )
+    .await;
+    let tools = nib.client.list_all_tools().await.expect("tools/list");
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(names, vec!["read", "grep", "find", "edit", "write"]);
+    let text = nib.err("nibash", json!({"command": "touch canary"})).await;
+    assert!(text.contains("NIB_SHELL=0"), "{text}");
+    assert!(
+        !dir.path().join("canary").exists(),
+        "nothing may run with the shell off"
+    );
+    nib.stop().await;
 }
 
 #[tokio::test]
@@ -133,7 +167,7 @@ fn malformed_lines_get_json_rpc_errors_and_stdout_stays_protocol_only() {
     raw.send(r#"{"jsonrpc":"2.0","id":8,"method":"tools/list"}"#);
     let list = raw.recv();
     assert_eq!(list["id"], 8, "the server still answers: {list}");
-    assert_eq!(list["result"]["tools"].as_array().map(Vec::len), Some(5));
+    assert_eq!(list["result"]["tools"].as_array().map(Vec::len), Some(8));
 }
 
 #[test]

@@ -50,7 +50,11 @@ impl Live {
     /// The client cancelled the call.
     pub fn cancel(&self) {
         self.cancelled.store(true, Ordering::SeqCst);
-        let f = self.on_cancel.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let f = self
+            .on_cancel
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
         if let Some(f) = f {
             f();
         }

@@ -1,0 +1,488 @@
+//! nibash over MCP: nib's own commands and when they give way to the system
+//! programs, seen rows as edit anchors, jobs across calls, timeouts that
+//! become jobs, cancellation, the trash, failed cd, hidden failures, long
+//! output, parallel calls, nibash_status and skim — unconfined and under
+//! NIB_SANDBOX=1 alike.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::common::*;
+
+/// The two ways nibash runs: plain, and confined.
+const MODES: [&[(&str, &str)]; 2] = [&[], &[("NIB_SANDBOX", "1")]];
+
+async fn start_mode(dir: &Path, env: &[(&str, &str)]) -> Nib {
+    start_with(Era::Handshake, dir, TestClient::new(Roots::Undeclared), env).await
+}
+
+async fn sh(nib: &Nib, command: &str) -> String {
+    nib.ok("nibash", json!({ "command": command })).await
+}
+
+fn lines(n: usize) -> String {
+    (1..=n).map(|i| format!("line {i}\n")).collect()
+}
+
+/// What the system program prints for a command line (the reference).
+fn system(dir: &Path, command: &str) -> String {
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(command)
+        .current_dir(dir)
+        .output()
+        .expect("bash runs");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[tokio::test]
+async fn own_commands_print_anchored_rows_to_the_model_and_plain_text_elsewhere() {
+    for env in MODES {
+        let dir = project();
+        std::fs::write(dir.path().join("a.txt"), lines(12)).unwrap();
+        let tag = expected_tag(lines(12).as_bytes());
+        let nib = start_mode(dir.path(), env).await;
+        let header = format!("[a.txt#{tag}]");
+
+        let cat = sh(&nib, "cat a.txt").await;
+        assert!(
+            cat.starts_with(&format!("{header}\n1:line 1\n")),
+            "{env:?}\n{cat}"
+        );
+        assert!(cat.contains("12:line 12\n"), "{cat}");
+
+        let head = sh(&nib, "head -n 3 a.txt").await;
+        assert_eq!(
+            head,
+            format!("{header}\n1:line 1\n2:line 2\n3:line 3\n"),
+            "{env:?}"
+        );
+        let tail = sh(&nib, "tail -2 a.txt").await;
+        assert_eq!(tail, format!("{header}\n11:line 11\n12:line 12\n"));
+        let sed = sh(&nib, "sed -n '4,5p' a.txt").await;
+        assert_eq!(sed, format!("{header}\n4:line 4\n5:line 5\n"));
+        let grep = sh(&nib, "grep -n 'line 1[01]' a.txt").await;
+        assert!(
+            grep.contains(&header) && grep.contains("*10:line 10") && grep.contains("*11:line 11"),
+            "{grep}"
+        );
+        let rg = sh(&nib, "rg 'line 7$'").await;
+        assert!(rg.contains(&header) && rg.contains("*7:line 7"), "{rg}");
+        let wc = sh(&nib, "wc -l a.txt").await;
+        assert_eq!(wc, format!("{header} 12 lines\n"));
+        let cut = sh(&nib, "cut -c 1-4 a.txt").await;
+        assert!(cut.starts_with(&format!("{header}\n1|line\n")), "{cut}");
+
+        // Piped, redirected, inside $(…), or with an option nib does not know:
+        // exactly what the system program prints.
+        for cmd in [
+            "cat a.txt | head -2",
+            "head -n 3 a.txt | cat",
+            "x=$(cat a.txt); echo \"$x\" | tail -1",
+            "grep 'line 1' a.txt | wc -l",
+            "sed -n '2p' a.txt | cat",
+            "cat -A a.txt | head -1",
+            "tail -c 8 a.txt",
+            "cat a.txt > copy.txt; cat copy.txt | wc -c",
+        ] {
+            let ours = sh(&nib, cmd).await;
+            let theirs = system(dir.path(), cmd);
+            assert_eq!(ours, theirs, "{env:?} {cmd}");
+        }
+        let copy = std::fs::read_to_string(dir.path().join("copy.txt")).unwrap();
+        assert_eq!(copy, lines(12), "a redirected cat writes the plain file");
+
+        let ty = sh(&nib, "type cat").await;
+        assert!(
+            ty.starts_with("cat is /") && !ty.contains("builtin"),
+            "{ty}"
+        );
+        nib.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn rows_from_cat_are_edit_anchors_and_unseen_lines_are_not() {
+    for env in MODES {
+        let dir = project();
+        std::fs::write(dir.path().join("a.txt"), lines(20)).unwrap();
+        let nib = start_mode(dir.path(), env).await;
+        let tag = expected_tag(lines(20).as_bytes());
+        // Line 15 was never shown: refused.
+        let refused = nib
+            .err(
+                "edit",
+                json!({"input": format!("[a.txt#{tag}]\nPUT 15:\n+fifteen\n")}),
+            )
+            .await;
+        assert!(refused.contains("not seen"), "{refused}");
+        let shown = sh(&nib, "sed -n '14,16p' a.txt").await;
+        assert!(shown.contains("15:line 15"), "{shown}");
+        nib.ok(
+            "edit",
+            json!({"input": format!("[a.txt#{tag}]\nPUT 15:\n+fifteen\n")}),
+        )
+        .await;
+        let after = std::fs::read_to_string(dir.path().join("a.txt")).unwrap();
+        assert!(
+            after.contains("line 14\nfifteen\nline 16\n"),
+            "{env:?}\n{after}"
+        );
+        // Rows piped through the system program are not anchors.
+        let tag2 = expected_tag(after.as_bytes());
+        sh(&nib, "cat a.txt | sed -n '3p'").await;
+        let refused = nib
+            .err(
+                "edit",
+                json!({"input": format!("[a.txt#{tag2}]\nPUT 3:\n+three\n")}),
+            )
+            .await;
+        assert!(refused.contains("not seen"), "{refused}");
+        nib.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn jobs_carry_over_between_calls_and_wait_and_kill_work_on_them() {
+    for env in MODES {
+        let dir = project();
+        let nib = start_mode(dir.path(), env).await;
+        let started = nib
+            .ok(
+                "nibash",
+                json!({"command": "sleep 0.5; echo finished", "background": true}),
+            )
+            .await;
+        let id = job_id(&started);
+        let jobs = sh(&nib, "jobs").await;
+        assert!(jobs.contains(&format!("[%{id}] running")), "{env:?} {jobs}");
+        let waited = sh(&nib, &format!("wait %{id}")).await;
+        assert!(
+            waited.contains("finished") && waited.contains(&format!("[job %{id} exited 0")),
+            "{waited}"
+        );
+
+        // `cmd &` also leaves a job; kill ends its whole tree before it writes.
+        let started = sh(&nib, "(sleep 2; touch canary) & echo started").await;
+        assert!(started.contains("started"), "{started}");
+        let id = job_id(&started);
+        let killed = sh(&nib, &format!("kill %{id}")).await;
+        assert!(killed.contains(&format!("[job %{id} killed]")), "{killed}");
+        std::thread::sleep(Duration::from_millis(2500));
+        assert!(
+            !dir.path().join("canary").exists(),
+            "{env:?}: a killed job went on running"
+        );
+        nib.stop().await;
+    }
+}
+
+fn job_id(text: &str) -> u32 {
+    let at = text
+        .find("job %")
+        .unwrap_or_else(|| panic!("no job in {text}"));
+    text[at + 5..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect::<String>()
+        .parse()
+        .unwrap_or_else(|_| panic!("no job number in {text}"))
+}
+
+#[tokio::test]
+async fn a_command_still_running_at_its_timeout_goes_on_as_a_job() {
+    let dir = project();
+    let nib = start_mode(dir.path(), &[]).await;
+    let t = std::time::Instant::now();
+    let out = nib
+        .ok("nibash", json!({"command": "echo early; sleep 2; echo late > done.txt; echo late", "timeout": 1}))
+        .await;
+    assert!(
+        t.elapsed() < Duration::from_millis(1900),
+        "the call waited for the command"
+    );
+    assert!(
+        out.contains("early") && out.contains("still running after 1s"),
+        "{out}"
+    );
+    let id = job_id(&out);
+    let waited = sh(&nib, &format!("wait %{id}")).await;
+    assert!(
+        waited.lines().any(|l| l == "late") && !waited.lines().any(|l| l == "early"),
+        "wait shows only what was not shown yet: {waited}"
+    );
+    assert!(
+        dir.path().join("done.txt").exists(),
+        "the job was not stopped at the timeout"
+    );
+    nib.stop().await;
+}
+
+#[tokio::test]
+async fn a_cancelled_call_ends_its_whole_process_tree() {
+    let dir = project();
+    let nib = start_mode(dir.path(), &[]).await;
+    let params = rmcp::model::CallToolRequestParams::new("nibash".to_string()).with_arguments(
+        json!({"command": "(sleep 1.5; touch canary) & sleep 1.5; touch canary2"})
+            .as_object()
+            .cloned()
+            .unwrap(),
+    );
+    let handle = nib
+        .client
+        .send_cancellable_request(
+            rmcp::model::ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params)),
+            rmcp::service::PeerRequestOptions::no_options(),
+        )
+        .await
+        .expect("request sent");
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    handle
+        .cancel(Some("test".into()))
+        .await
+        .expect("cancel sent");
+    tokio::time::sleep(Duration::from_millis(2000)).await;
+    assert!(
+        !dir.path().join("canary").exists(),
+        "a background process outlived the cancel"
+    );
+    assert!(
+        !dir.path().join("canary2").exists(),
+        "the command outlived the cancel"
+    );
+    // The server still serves.
+    assert_eq!(sh(&nib, "echo alive").await, "alive\n");
+    nib.stop().await;
+}
+
+#[tokio::test]
+async fn rm_moves_files_to_the_trash_and_trash_restore_puts_them_back() {
+    for env in MODES {
+        let dir = project();
+        std::fs::write(dir.path().join("a.txt"), "keep me\n").unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        std::fs::write(dir.path().join("sub/b.txt"), "b\n").unwrap();
+        let nib = start_mode(dir.path(), env).await;
+        let out = sh(&nib, "rm a.txt && rm -r sub && ls").await;
+        assert!(
+            out.contains("moved to the trash: a.txt, sub"),
+            "{env:?} {out}"
+        );
+        assert!(!dir.path().join("a.txt").exists() && !dir.path().join("sub").exists());
+        assert_eq!(
+            std::fs::read_to_string(nib.trash_files().join("a.txt")).unwrap(),
+            "keep me\n"
+        );
+        let refused = nib
+            .call("nibash", json!({"command": "rm nothing-here"}))
+            .await
+            .0;
+        assert!(
+            refused.contains("cannot remove") && refused.contains("[exit 1]"),
+            "{refused}"
+        );
+        let listed = sh(&nib, "trash list").await;
+        assert!(
+            listed.contains("a.txt") && listed.contains("sub"),
+            "{listed}"
+        );
+        let restored = sh(&nib, "trash restore a.txt").await;
+        assert!(restored.contains("restored a.txt"), "{restored}");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("a.txt")).unwrap(),
+            "keep me\n"
+        );
+        nib.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn a_failed_cd_ends_the_call_unless_the_command_line_handles_it() {
+    for env in MODES {
+        let dir = project();
+        let nib = start_mode(dir.path(), env).await;
+        let out = nib
+            .call("nibash", json!({"command": "cd nowhere; touch canary"}))
+            .await
+            .0;
+        assert!(out.contains("nowhere") && out.contains("[exit 1]"), "{out}");
+        assert!(
+            !dir.path().join("canary").exists(),
+            "{env:?}: ran on after a failed cd"
+        );
+        sh(
+            &nib,
+            "cd nowhere || touch handled; if cd nowhere2; then :; fi; touch after",
+        )
+        .await;
+        assert!(dir.path().join("handled").exists() && dir.path().join("after").exists());
+        nib.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn failures_the_exit_status_hides_are_named() {
+    let dir = project();
+    let nib = start_mode(dir.path(), &[]).await;
+    let out = sh(&nib, "false | true").await;
+    assert!(
+        out.contains("[exit 0, but an earlier pipeline stage failed: stage 1 exited 1]"),
+        "{out}"
+    );
+    let out = nib.call("nibash", json!({"command": "exit 3"})).await.0;
+    assert!(out.ends_with("[exit 3]\n"), "{out}");
+    nib.stop().await;
+}
+
+#[tokio::test]
+async fn long_output_is_cut_to_the_rows_that_matter_and_saved_whole() {
+    let dir = project();
+    let nib = start_mode(dir.path(), &[]).await;
+    let out = sh(&nib, "for i in $(seq 1 1000); do if [ $i = 500 ]; then echo \"error: step $i broke\"; else echo \"step $i\"; fi; done").await;
+    assert!(
+        out.contains("1|step 1\n") && out.contains("30|step 30\n"),
+        "{out}"
+    );
+    assert!(!out.contains("|step 31\n"), "{out}");
+    assert!(
+        out.contains("497|step 497\n500|error: step 500 broke\n")
+            || out.contains("500|error: step 500 broke\n"),
+        "{out}"
+    );
+    assert!(out.contains("1000|step 1000\n"), "{out}");
+    let log = out
+        .split("whole in ")
+        .nth(1)
+        .and_then(|s| s.split(']').next())
+        .unwrap_or_else(|| panic!("no log named in {out}"));
+    let saved = std::fs::read_to_string(log).unwrap();
+    assert_eq!(saved.lines().count(), 1000);
+    assert_eq!(saved.lines().nth(499), Some("error: step 500 broke"));
+    assert!(out.lines().count() < 200, "{}", out.lines().count());
+    nib.stop().await;
+}
+
+#[tokio::test]
+async fn calls_start_afresh_and_run_in_parallel_without_sharing_state() {
+    for env in MODES {
+        let dir = project();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        let nib = start_mode(dir.path(), env).await;
+        sh(&nib, "cd sub; export NIB_T=1; f() { echo f; }").await;
+        let out = sh(&nib, "pwd; echo \"t=$NIB_T\"; type f 2>&1 | head -1").await;
+        let project_dir = std::fs::canonicalize(dir.path()).unwrap();
+        assert!(
+            out.starts_with(&format!("{}\nt=\n", project_dir.display())),
+            "{env:?} {out}"
+        );
+        let t = std::time::Instant::now();
+        let (a, b) = tokio::join!(
+            sh(&nib, "x=one; sleep 0.8; echo \"x=$x\""),
+            sh(&nib, "sleep 0.8; echo \"x=$x\"")
+        );
+        assert_eq!((a.as_str(), b.as_str()), ("x=one\n", "x=\n"));
+        assert!(
+            t.elapsed() < Duration::from_millis(1500),
+            "the calls ran one after the other"
+        );
+        nib.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn confined_programs_cannot_write_outside_the_roots() {
+    let dir = project();
+    let outside = tempfile::tempdir().unwrap();
+    let canary = outside.path().join("canary");
+    let nib = start_mode(dir.path(), &[("NIB_SANDBOX", "1")]).await;
+    let out = nib
+        .call(
+            "nibash",
+            json!({"command": format!("touch {} ; echo done", canary.display())}),
+        )
+        .await
+        .0;
+    assert!(out.contains("done"), "{out}");
+    assert!(
+        !canary.exists(),
+        "a sandboxed program wrote outside the roots"
+    );
+    let out = nib
+        .call("nibash", json!({"command": format!("rm -f {}/x; rm {}", outside.path().display(), outside.path().join("keep").display())}))
+        .await
+        .0;
+    assert!(
+        out.contains("outside the roots") || out.contains("No such file"),
+        "{out}"
+    );
+    nib.stop().await;
+}
+
+#[tokio::test]
+async fn named_directories_carry_over_and_status_lists_jobs_and_layers() {
+    let dir = project();
+    std::fs::create_dir(dir.path().join("deep")).unwrap();
+    let nib = start_mode(dir.path(), &[]).await;
+    sh(&nib, "hash -d deep=deep").await;
+    let listed = sh(&nib, "hash -d").await;
+    assert!(
+        listed.contains("hash -d deep=") && listed.contains("/deep"),
+        "{listed}"
+    );
+    let started = nib
+        .ok("nibash", json!({"command": "echo working; sleep 2", "background": true, "description": "a slow one"}))
+        .await;
+    let id = job_id(&started);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let status = nib.ok("nibash_status", json!({})).await;
+    assert!(status.contains("sandbox: off"), "{status}");
+    assert!(
+        status.contains(&format!("%{id} running (job)")) && status.contains("(a slow one)"),
+        "{status}"
+    );
+    assert!(status.contains("  | working"), "{status}");
+    let view = nib
+        .ok("nibash_status", json!({"view": format!("%{id}")}))
+        .await;
+    assert!(view.contains("working"), "{view}");
+    nib.stop().await;
+}
+
+#[tokio::test]
+async fn skim_reads_a_test_log_for_what_failed_then_only_what_is_new() {
+    let dir = project();
+    let mut log = String::new();
+    for i in 0..600 {
+        log.push_str(&format!("test case_{i} ... ok\n"));
+    }
+    log.push_str(
+        "---- case_x stdout ----\nthread 'case_x' panicked at src/lib.rs:3:5:\nexpected 2, got 3\n",
+    );
+    log.push_str("test result: FAILED. 600 passed; 1 failed\n");
+    std::fs::write(dir.path().join("test.log"), &log).unwrap();
+    let nib = start_mode(dir.path(), &[]).await;
+    let out = nib
+        .ok(
+            "skim",
+            json!({"paths": ["test.log"], "expect": "which tests failed and why"}),
+        )
+        .await;
+    assert!(
+        out.contains("failed: the rows below") && out.contains("|expected 2, got 3"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("[test.log#"),
+        "skim rows are never anchors: {out}"
+    );
+    let again = nib
+        .ok(
+            "skim",
+            json!({"paths": ["test.log"], "expect": "which tests failed and why"}),
+        )
+        .await;
+    assert!(again.contains("no lines added"), "{again}");
+    nib.stop().await;
+}
