@@ -212,7 +212,12 @@ struct Server {
 
 impl Server {
     fn spawn(nib: &Path, dir: &Path, state: &Path) -> Result<Server> {
+        Server::spawn_with(nib, dir, state, &[])
+    }
+
+    fn spawn_with(nib: &Path, dir: &Path, state: &Path, env: &[(&str, &str)]) -> Result<Server> {
         let mut child = Command::new(nib)
+            .envs(env.iter().copied())
             .current_dir(dir)
             .env("NIB_DIRECTORY", dir)
             .env("NIB_STATE_DIR", state)
@@ -942,13 +947,44 @@ fn run() -> Result<()> {
             .print();
         }
     }
-    Row {
-        scenario: "nibash `true` / `cat`".into(),
-        nib: None,
-        chars: None,
-        baselines: Vec::new(),
+    // nibash end to end: a call of `true` and of `cat` on a 300-line file,
+    // without and with the sandbox, against bash running the same line.
+    for confined in [false, true] {
+        let mut sandboxed;
+        let srv: &mut Server = if confined {
+            sandboxed = Server::spawn_with(&nib, &work, &state, &[("NIB_SANDBOX", "1")])?;
+            sandboxed.initialize()?;
+            &mut sandboxed
+        } else {
+            &mut server
+        };
+        let mode = if confined {
+            "NIB_SANDBOX=1"
+        } else {
+            "no sandbox"
+        };
+        for (what, line) in [("`true`", "true"), ("`cat` of 300 lines", "cat f300.ts")] {
+            let mut f = || -> Result<(Duration, usize)> {
+                let (d, text) = time(|| srv.call("nibash", json!({"command": line})))?;
+                Ok((d, text.chars().count()))
+            };
+            let mut bases: Baselines<'_> = vec![(
+                format!("bash -c '{line}'"),
+                Box::new(|| run_program(&work, &["bash", "-c", line])),
+            )];
+            let (s, c, b) = interleave(n.min(40), Some(&mut f), &mut bases)?;
+            Row {
+                scenario: format!("nibash {what}, {mode}"),
+                nib: s,
+                chars: c,
+                baselines: b,
+            }
+            .print();
+        }
+        if confined {
+            peak_kib = peak_kib.max(srv.peak_kib().unwrap_or(0));
+        }
     }
-    .print();
 
     peak_kib = peak_kib.max(server.peak_kib().unwrap_or(0));
     println!(
