@@ -88,6 +88,12 @@ async fn own_commands_print_anchored_rows_to_the_model_and_plain_text_elsewhere(
             "cat a.txt > copy.txt; cat copy.txt | wc -c",
         ] {
             let ours = sh(&nib, cmd).await;
+            // The list of changed files nib adds is not the program's output.
+            let ours: String = ours
+                .lines()
+                .filter(|l| !l.starts_with("[changed: "))
+                .map(|l| format!("{l}\n"))
+                .collect();
             let theirs = system(dir.path(), cmd);
             assert_eq!(ours, theirs, "{env:?} {cmd}");
         }
@@ -484,5 +490,67 @@ async fn skim_reads_a_test_log_for_what_failed_then_only_what_is_new() {
         )
         .await;
     assert!(again.contains("no lines added"), "{again}");
+    nib.stop().await;
+}
+
+#[tokio::test]
+async fn changed_files_are_listed_with_tags_and_small_changes_to_seen_files_print_as_rows() {
+    for env in MODES {
+        let dir = project();
+        std::fs::write(dir.path().join("a.txt"), lines(30)).unwrap();
+        let nib = start_mode(dir.path(), env).await;
+        sh(&nib, "cat a.txt").await;
+        let out = sh(
+            &nib,
+            "sed -i 's/^line 3$/LINE 3/' a.txt; echo fresh > new.txt",
+        )
+        .await;
+        let a = std::fs::read(dir.path().join("a.txt")).unwrap();
+        let a_tag = expected_tag(&a);
+        let new_tag = expected_tag(b"fresh\n");
+        assert!(
+            out.contains(&format!("[changed: a.txt#{a_tag}, new.txt#{new_tag}]")),
+            "{env:?}\n{out}"
+        );
+        assert!(
+            out.contains(&format!(
+                "[a.txt#{a_tag}] changed since you saw it:\n3:LINE 3\n"
+            )),
+            "{out}"
+        );
+        // The printed row is an anchor now.
+        nib.ok(
+            "edit",
+            json!({"input": format!("[a.txt#{a_tag}]\nPUT 3:\n+three\n")}),
+        )
+        .await;
+        let quiet = sh(&nib, "true").await;
+        assert_eq!(quiet, "", "nothing changed, nothing listed");
+        nib.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn jobs_that_ended_are_reported_at_the_next_call() {
+    let dir = project();
+    let nib = start_mode(dir.path(), &[]).await;
+    let started = nib
+        .ok(
+            "nibash",
+            json!({"command": "echo bg-output", "background": true}),
+        )
+        .await;
+    let id = job_id(&started);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let next = sh(&nib, "echo next").await;
+    assert!(
+        next.starts_with(&format!("[job %{id} exited 0: echo bg-output; "))
+            && next.contains("wait %"),
+        "{next}"
+    );
+    let waited = sh(&nib, &format!("wait %{id}")).await;
+    assert!(waited.contains("bg-output"), "{waited}");
+    let later = sh(&nib, "echo later").await;
+    assert_eq!(later, "later\n", "a job is reported once");
     nib.stop().await;
 }

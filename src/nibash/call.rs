@@ -381,6 +381,7 @@ fn spawn_waiter(mut worker: nib_sandbox::Worker, entry: Arc<Entry>, tx: Sender<M
 /// Runs one call and returns the tool's answer.
 pub fn run(ctx: &Ctx, nib: &Arc<Nibash>, args: CallArgs) -> ToolOutput {
     let finished_jobs = nib.jobs.take_finished_report();
+    let started_at = super::changes::file_clock_now();
     let entry = nib.jobs.start(&args.command, args.description.clone());
     let cwd = ctx.workspace.project_dir().to_path_buf();
     let request = Request {
@@ -467,7 +468,7 @@ pub fn run(ctx: &Ctx, nib: &Arc<Nibash>, args: CallArgs) -> ToolOutput {
     while let Ok(msg) = consumer.rx.try_recv() {
         consumer.handle(msg, deadline);
     }
-    answer(ctx, nib, &args, consumer, finished_jobs)
+    answer(ctx, nib, &args, consumer, finished_jobs, started_at)
 }
 
 type Started = (nib_sandbox::Worker, std::io::PipeReader, Channel);
@@ -497,6 +498,7 @@ fn answer(
     args: &CallArgs,
     consumer: Consumer,
     finished_jobs: String,
+    started_at: std::time::SystemTime,
 ) -> ToolOutput {
     let entry = Arc::clone(&consumer.entry);
     if consumer.cancelled {
@@ -543,6 +545,11 @@ fn answer(
     if dropped > 0 {
         out.push_str(&format!("[{dropped} more bytes of output were not kept]\n"));
     }
+    out.push_str(&super::changes::report(
+        ctx,
+        started_at,
+        &consumer.asker.trashed,
+    ));
     if !consumer.asker.trashed.is_empty() {
         let names: Vec<String> = consumer
             .asker

@@ -7,6 +7,7 @@
 //!   commands, the builtins that ask the broker).
 //! - [`call`]: one call on the broker side: spawn, serve the channel, wait
 //!   until the command line is done or its timeout turns it into a job.
+//! - [`changes`]: the files a call changed, listed after it with new tags.
 //! - [`jobs`]: the calls still running and the jobs that carry over between
 //!   calls, with their output.
 //! - [`cut`]: long output — which rows stay, and the log of the whole.
@@ -15,6 +16,7 @@
 //! The tool arguments and the answer's wording live in `tools::nibash`.
 
 pub mod call;
+pub mod changes;
 pub mod channel;
 pub mod cut;
 pub mod jobs;

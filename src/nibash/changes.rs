@@ -1,0 +1,207 @@
+//! Files a nibash call changed: after each call the broker walks the roots
+//! (git-ignored files and `.git/` left out, as grep and find do) for files
+//! modified since the call started, lists them with their new tags, and
+//! prints the changed rows of files the agent had seen when the change is
+//! small — those rows then count as seen, so the agent can edit on.
+//!
+//! The walk is bounded ([`WALK_LIMIT`] entries); a tree larger than that is
+//! reported as not fully checked rather than slowing every call.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use crate::hashline::{self, Tag};
+use crate::text::Text;
+use crate::tools::Ctx;
+
+/// Entries walked at most after a call.
+pub const WALK_LIMIT: usize = 50_000;
+/// Files listed at most.
+const LISTED: usize = 30;
+/// A change of at most this many rows to a file the agent saw prints as rows.
+const SMALL_CHANGE: usize = 12;
+/// The clock file timestamps are taken from (the kernel's coarse real-time
+/// clock, which can lag the precise one by a tick): a file written after
+/// this reading has a modification time at or after it.
+pub fn file_clock_now() -> SystemTime {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::RealtimeCoarse);
+    match (u64::try_from(t.tv_sec), u32::try_from(t.tv_nsec)) {
+        (Ok(s), Ok(n)) => SystemTime::UNIX_EPOCH + Duration::new(s, n),
+        _ => SystemTime::now(),
+    }
+}
+
+/// Files under `roots` modified at or after `since` (a [`file_clock_now`]
+/// reading), in path order; and whether the walk stopped at its limit.
+pub fn changed_since(roots: &[PathBuf], since: SystemTime) -> (Vec<PathBuf>, bool) {
+    let mut out = Vec::new();
+    let mut walked = 0;
+    for root in roots {
+        let walk = ignore::WalkBuilder::new(root)
+            .hidden(false)
+            .git_ignore(true)
+            .git_global(false)
+            .git_exclude(true)
+            .parents(false)
+            .require_git(false)
+            .follow_links(false)
+            .filter_entry(|e| e.file_name() != ".git")
+            .build();
+        for entry in walk.flatten() {
+            walked += 1;
+            if walked > WALK_LIMIT {
+                out.sort();
+                return (out, true);
+            }
+            if !entry.file_type().is_some_and(|t| t.is_file()) {
+                continue;
+            }
+            let modified = entry.metadata().ok().and_then(|m| m.modified().ok());
+            if modified.is_some_and(|m| m >= since) {
+                out.push(entry.into_path());
+            }
+        }
+    }
+    out.sort();
+    (out, false)
+}
+
+/// The answer's section on changed files (empty when none changed).
+pub fn report(ctx: &Ctx, since: SystemTime, skip: &[PathBuf]) -> String {
+    let (paths, cut_short) = changed_since(&ctx.workspace.roots(), since);
+    let paths: Vec<PathBuf> = paths.into_iter().filter(|p| !skip.contains(p)).collect();
+    let mut listed = Vec::new();
+    let mut rows = String::new();
+    for p in paths.iter().take(LISTED) {
+        let shown = ctx.workspace.display(p);
+        let Ok(file) = crate::fs::read_file(&ctx.scope, p, crate::tools::read::TEXT_LIMIT) else {
+            listed.push(shown);
+            continue;
+        };
+        let tag = Tag::of(&file.bytes);
+        if known_to_agent(ctx, p, tag, &file.bytes) {
+            // Written through nib's own tools (or already shown): not news.
+            continue;
+        }
+        listed.push(format!("{shown}#{tag}"));
+        if let Some(part) = small_change(ctx, p, &shown, tag, &file.bytes) {
+            rows.push_str(&part);
+        }
+    }
+    if listed.is_empty() && !cut_short {
+        return String::new();
+    }
+    let mut out = String::new();
+    if !listed.is_empty() {
+        let more = paths.len().saturating_sub(LISTED);
+        out.push_str(&format!(
+            "[changed: {}{}]\n",
+            listed.join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        ));
+    }
+    out.push_str(&rows);
+    if cut_short {
+        out.push_str(&format!(
+            "[changed files: the roots hold over {WALK_LIMIT} entries, so not all were checked]\n"
+        ));
+    }
+    out
+}
+
+/// Whether the agent's newest version of the file is exactly this content.
+fn known_to_agent(ctx: &Ctx, path: &Path, tag: Tag, bytes: &[u8]) -> bool {
+    let Ok(canonical) = crate::fs::canonical(path) else {
+        return false;
+    };
+    ctx.with_seen(|s| {
+        s.versions(&canonical)
+            .next()
+            .is_some_and(|v| v.tag == tag && *v.text == Text::decode(bytes))
+    })
+}
+
+/// The changed rows of a file the agent saw, when the change is small; the
+/// rows printed count as seen in the new version.
+fn small_change(ctx: &Ctx, path: &Path, shown: &str, tag: Tag, bytes: &[u8]) -> Option<String> {
+    let canonical = crate::fs::canonical(path).ok()?;
+    let old = ctx.with_seen(|s| s.versions(&canonical).next().map(|v| Arc::clone(&v.text)))?;
+    let new = Arc::new(Text::decode(bytes));
+    if *old == *new {
+        return None;
+    }
+    let mut changed: Vec<usize> = Vec::new();
+    let mut removed = 0;
+    for op in crate::text::diff_ops(&old, &new) {
+        match op {
+            similar::DiffOp::Equal { .. } => {}
+            similar::DiffOp::Delete { old_len, .. } => removed += old_len,
+            similar::DiffOp::Insert {
+                new_index, new_len, ..
+            } => changed.extend(new_index + 1..=new_index + new_len),
+            similar::DiffOp::Replace {
+                new_index, new_len, ..
+            } => changed.extend(new_index + 1..=new_index + new_len),
+        }
+    }
+    if changed.len() + removed > SMALL_CHANGE {
+        return None;
+    }
+    let mut out = format!(
+        "{} changed since you saw it{}:\n",
+        hashline::header(shown, tag),
+        if removed > 0 {
+            format!(" ({removed} lines removed)")
+        } else {
+            String::new()
+        }
+    );
+    for &n in &changed {
+        out.push_str(&hashline::anchored_row(n, new.line(n).unwrap_or_default()));
+        out.push('\n');
+    }
+    ctx.with_seen(|s| s.record(&canonical, tag, &new, changed.iter().copied()));
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_files_modified_since_the_start_are_found_and_ignored_ones_are_not() {
+        let d = match tempfile::tempdir() {
+            Ok(d) => d,
+            Err(e) => panic!("{e}"),
+        };
+        let root = d.path().to_path_buf();
+        let _ = std::fs::write(root.join("old.txt"), "x");
+        let _ = std::fs::write(root.join(".gitignore"), "ignored.txt\n");
+        let old = SystemTime::now() - Duration::from_secs(60);
+        let f = std::fs::File::options()
+            .write(true)
+            .open(root.join("old.txt"));
+        if let Ok(f) = f {
+            let _ = f.set_modified(old);
+        }
+        if let Ok(f) = std::fs::File::options()
+            .write(true)
+            .open(root.join(".gitignore"))
+        {
+            let _ = f.set_modified(old);
+        }
+        let _ = std::fs::create_dir(root.join(".git"));
+        let start = file_clock_now();
+        let _ = std::fs::write(root.join("new.txt"), "y");
+        let _ = std::fs::write(root.join("ignored.txt"), "y");
+        let _ = std::fs::write(root.join(".git/index"), "y");
+        let (found, cut) = changed_since(std::slice::from_ref(&root), start);
+        assert_eq!(found, vec![root.join("new.txt")]);
+        assert!(!cut);
+    }
+}
