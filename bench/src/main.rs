@@ -985,6 +985,33 @@ fn run() -> Result<()> {
             peak_kib = peak_kib.max(srv.peak_kib().unwrap_or(0));
         }
     }
+    // After each call nibash walks the roots for changed files: its cost in
+    // a project the size of the tree.
+    {
+        let mut in_tree = Server::spawn(&nib, &tree, &state)?;
+        in_tree.initialize()?;
+        let srv = &mut in_tree;
+        let mut f = || -> Result<(Duration, usize)> {
+            let (d, text) = time(|| srv.call("nibash", json!({"command": "true"})))?;
+            Ok((d, text.chars().count()))
+        };
+        let tree_dir = tree.clone();
+        let mut bases: Baselines<'_> = vec![(
+            "bash -c 'true'".into(),
+            Box::new(move || run_program(&tree_dir, &["bash", "-c", "true"])),
+        )];
+        let (s, c, b) = interleave(n.min(40), Some(&mut f), &mut bases)?;
+        Row {
+            scenario: format!(
+                "nibash `true` in the tree ({} files), no sandbox",
+                count_files(&tree)
+            ),
+            nib: s,
+            chars: c,
+            baselines: b,
+        }
+        .print();
+    }
 
     peak_kib = peak_kib.max(server.peak_kib().unwrap_or(0));
     println!(

@@ -381,7 +381,7 @@ fn spawn_waiter(mut worker: nib_sandbox::Worker, entry: Arc<Entry>, tx: Sender<M
 /// Runs one call and returns the tool's answer.
 pub fn run(ctx: &Ctx, nib: &Arc<Nibash>, args: CallArgs) -> ToolOutput {
     let finished_jobs = nib.jobs.take_finished_report();
-    let started_at = super::changes::file_clock_now();
+    let started_at = super::changes::start(ctx);
     let entry = nib.jobs.start(&args.command, args.description.clone());
     let cwd = ctx.workspace.project_dir().to_path_buf();
     let request = Request {
@@ -498,7 +498,7 @@ fn answer(
     args: &CallArgs,
     consumer: Consumer,
     finished_jobs: String,
-    started_at: std::time::SystemTime,
+    started_at: super::changes::Start,
 ) -> ToolOutput {
     let entry = Arc::clone(&consumer.entry);
     if consumer.cancelled {
@@ -547,7 +547,7 @@ fn answer(
     }
     out.push_str(&super::changes::report(
         ctx,
-        started_at,
+        &started_at,
         &consumer.asker.trashed,
     ));
     if !consumer.asker.trashed.is_empty() {

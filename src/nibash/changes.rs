@@ -4,8 +4,9 @@
 //! prints the changed rows of files the agent had seen when the change is
 //! small — those rows then count as seen, so the agent can edit on.
 //!
-//! The walk is bounded ([`WALK_LIMIT`] entries); a tree larger than that is
-//! reported as not fully checked rather than slowing every call.
+//! The files come from the roots' watcher (`watch`) when it has them all;
+//! otherwise from a walk, bounded ([`WALK_LIMIT`] entries): a tree larger
+//! than that is reported as not fully checked rather than slowing every call.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -67,9 +68,31 @@ pub fn changed_since(roots: &[PathBuf], since: SystemTime) -> (Vec<PathBuf>, boo
     (out, false)
 }
 
+/// Where a call started, for finding what it changed.
+pub struct Start {
+    time: SystemTime,
+    watch: Option<(std::sync::Arc<super::watch::Watcher>, u64)>,
+}
+
+/// Notes the start of a call (a watcher mark, and the file clock for a walk).
+pub fn start(ctx: &Ctx) -> Start {
+    let watch = ctx.nibash.watcher(&ctx.workspace.roots()).map(|w| {
+        let m = w.mark();
+        (w, m)
+    });
+    Start {
+        time: file_clock_now(),
+        watch,
+    }
+}
+
 /// The answer's section on changed files (empty when none changed).
-pub fn report(ctx: &Ctx, since: SystemTime, skip: &[PathBuf]) -> String {
-    let (paths, cut_short) = changed_since(&ctx.workspace.roots(), since);
+pub fn report(ctx: &Ctx, start: &Start, skip: &[PathBuf]) -> String {
+    let watched = start.watch.as_ref().and_then(|(w, m)| w.changed_since(*m));
+    let (paths, cut_short) = match watched {
+        Some(p) => (p, false),
+        None => changed_since(&ctx.workspace.roots(), start.time),
+    };
     let paths: Vec<PathBuf> = paths.into_iter().filter(|p| !skip.contains(p)).collect();
     let mut listed = Vec::new();
     let mut rows = String::new();

@@ -10,6 +10,8 @@
 //! - [`changes`]: the files a call changed, listed after it with new tags.
 //! - [`jobs`]: the calls still running and the jobs that carry over between
 //!   calls, with their output.
+//! - [`watch`]: inotify on the roots' folders, so finding changed files
+//!   costs nothing per call.
 //! - [`cut`]: long output — which rows stay, and the log of the whole.
 //! - [`skim`]: reading long files (logs, reports) for what a question asks.
 //!
@@ -21,6 +23,7 @@ pub mod channel;
 pub mod cut;
 pub mod jobs;
 pub mod skim;
+pub mod watch;
 pub mod worker;
 
 use std::collections::BTreeMap;
@@ -88,12 +91,28 @@ pub struct Nibash {
     pub jobs: jobs::Jobs,
     /// Named directories from `hash -d`.
     pub names: Mutex<BTreeMap<String, PathBuf>>,
+    /// The watcher of the roots it was made for (`None` inside: none possible).
+    watcher: Mutex<Option<(Vec<PathBuf>, Option<std::sync::Arc<watch::Watcher>>)>>,
 }
 
 impl Nibash {
     /// The named directories now.
     pub fn names(&self) -> BTreeMap<String, PathBuf> {
         self.names.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The watcher for these roots (made on first use, remade when the roots
+    /// change), or `None` when the roots cannot be watched.
+    pub fn watcher(&self, roots: &[PathBuf]) -> Option<std::sync::Arc<watch::Watcher>> {
+        let mut slot = self.watcher.lock().unwrap_or_else(|p| p.into_inner());
+        match &*slot {
+            Some((r, w)) if r.as_slice() == roots => w.clone(),
+            _ => {
+                let w = watch::Watcher::new(roots).map(std::sync::Arc::new);
+                *slot = Some((roots.to_vec(), w.clone()));
+                w
+            }
+        }
     }
 
     /// Defines (or redefines) a named directory.
