@@ -554,3 +554,48 @@ async fn jobs_that_ended_are_reported_at_the_next_call() {
     assert_eq!(later, "later\n", "a job is reported once");
     nib.stop().await;
 }
+
+#[tokio::test]
+async fn git_rm_git_clean_and_find_delete_move_files_to_the_trash() {
+    for env in MODES {
+        let dir = project();
+        let p = dir.path();
+        let git = |args: &[&str]| {
+            let ok = std::process::Command::new("git")
+                .args(["-c", "user.email=t@example.com", "-c", "user.name=t"])
+                .args(args)
+                .current_dir(p)
+                .output()
+                .expect("git runs")
+                .status
+                .success();
+            assert!(ok, "git {args:?}");
+        };
+        git(&["init", "-q"]);
+        std::fs::write(p.join("tracked.txt"), "tracked\n").unwrap();
+        git(&["add", "tracked.txt"]);
+        git(&["commit", "-qm", "init"]);
+        std::fs::write(p.join("untracked.txt"), "u\n").unwrap();
+        std::fs::create_dir(p.join("build")).unwrap();
+        std::fs::write(p.join("build/out.o"), "o\n").unwrap();
+        std::fs::write(p.join("notes.tmp"), "n\n").unwrap();
+        let nib = start_mode(p, env).await;
+        let out = sh(&nib, "git rm -q tracked.txt && git status --short").await;
+        assert!(out.contains("D  tracked.txt"), "{env:?} {out}");
+        let out = sh(&nib, "find . -name '*.tmp' -delete").await;
+        assert!(out.contains("moved to the trash: notes.tmp"), "{out}");
+        let out = sh(&nib, "git clean -fd").await;
+        assert!(
+            out.contains("Removing untracked.txt") && out.contains("Removing build/"),
+            "{out}"
+        );
+        for gone in ["tracked.txt", "untracked.txt", "build", "notes.tmp"] {
+            assert!(!p.join(gone).exists(), "{gone} is still there");
+            assert!(
+                nib.trash_files().join(gone).exists(),
+                "{gone} is not in the trash"
+            );
+        }
+        nib.stop().await;
+    }
+}

@@ -306,7 +306,13 @@ fn hash(ctx: ExecutionContext<'_, Se>, args: Vec<CommandArg>) -> Answer<'_> {
     })
 }
 
-/// `type NAME…`: nib's own commands are described as the system program.
+/// Builtins that stand in for a system program of the same name.
+const STAND_INS: &[&str] = &[
+    "cat", "head", "tail", "grep", "egrep", "fgrep", "rg", "sed", "cut", "wc", "rm", "unlink",
+    "git", "find",
+];
+
+/// `type NAME…`: nib's stand-ins are described as the system program.
 fn type_(ctx: ExecutionContext<'_, Se>, args: Vec<CommandArg>) -> Answer<'_> {
     Box::pin(async move {
         let argv = strings(&args);
@@ -314,7 +320,7 @@ fn type_(ctx: ExecutionContext<'_, Se>, args: Vec<CommandArg>) -> Answer<'_> {
         if names.is_empty()
             || names
                 .iter()
-                .any(|n| n.starts_with('-') || !super::own::NAMES.contains(&n.as_str()))
+                .any(|n| n.starts_with('-') || !STAND_INS.contains(&n.as_str()))
         {
             return call_original(ctx, args).await;
         }

@@ -3,7 +3,8 @@
 //! `nib __nibash` is started by the broker through `nib-sandbox` with the
 //! channel as fd 3. It reads the [`Request`], builds a brush shell that
 //! starts afresh in the project directory, registers nib's own commands
-//! ([`own`]) and the builtins that need the broker ([`bridge`]), runs the
+//! ([`own`]), the builtins that need the broker ([`bridge`]) and the deletes
+//! that go to the trash ([`deletes`]), runs the
 //! command line and reports [`Event::Done`]. Everything it starts inherits the
 //! worker's confinement; it never touches the user's authority itself, it
 //! asks the broker (trash, jobs of earlier calls).
@@ -11,6 +12,7 @@
 //! One worker runs one call, so the channel is a process-wide handle.
 
 pub mod bridge;
+pub mod deletes;
 pub mod own;
 
 use std::collections::HashMap;
@@ -113,6 +115,8 @@ fn builtins() -> HashMap<String, Registration<Se>> {
     for (name, f) in bridge::builtins() {
         m.insert(name.to_string(), registration(f));
     }
+    m.insert("git".into(), registration(deletes::git));
+    m.insert("find".into(), registration(deletes::find));
     m
 }
 
