@@ -84,6 +84,9 @@ impl Live {
     }
 }
 
+/// A watcher and the roots it watches (`None`: they cannot be watched).
+type WatcherFor = (Vec<PathBuf>, Option<std::sync::Arc<watch::Watcher>>);
+
 /// What the broker keeps between nibash calls: jobs and named directories.
 #[derive(Default)]
 pub struct Nibash {
@@ -92,7 +95,7 @@ pub struct Nibash {
     /// Named directories from `hash -d`.
     pub names: Mutex<BTreeMap<String, PathBuf>>,
     /// The watcher of the roots it was made for (`None` inside: none possible).
-    watcher: Mutex<Option<(Vec<PathBuf>, Option<std::sync::Arc<watch::Watcher>>)>>,
+    watcher: Mutex<Option<WatcherFor>>,
 }
 
 impl Nibash {

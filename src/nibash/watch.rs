@@ -149,11 +149,7 @@ impl Watcher {
         let mut buf = [MaybeUninit::<u8>::uninit(); 16 * 1024];
         let mut reader = inotify::Reader::new(&self.fd, &mut buf);
         let mut new_dirs = Vec::new();
-        loop {
-            let ev = match reader.next() {
-                Ok(ev) => ev,
-                Err(_) => break,
-            };
+        while let Ok(ev) = reader.next() {
             let mask = ev.events();
             if mask.contains(ReadFlags::QUEUE_OVERFLOW) {
                 s.lost_at.get_or_insert(s.seq);
