@@ -331,6 +331,21 @@ async fn a_failed_cd_ends_the_call_unless_the_command_line_handles_it() {
 #[tokio::test]
 async fn failures_the_exit_status_hides_are_named() {
     let dir = project();
+    for env in MODES {
+        let nib = start_mode(dir.path(), env).await;
+        let out = nib
+            .call("nibash", json!({"command": "cat missing.txt 2>/dev/null"}))
+            .await
+            .0;
+        assert_eq!(
+            out,
+            "[exit 1, its stderr discarded: \"cat: missing.txt: No such file or directory\"]\n",
+            "{env:?}"
+        );
+        let out = sh(&nib, "cat missing.txt 2>/dev/null || echo handled; tmp=$(mktemp); echo ok > $tmp; cat $tmp | cat").await;
+        assert_eq!(out, "handled\nok\n", "{env:?}: the temp folder is writable");
+        nib.stop().await;
+    }
     let nib = start_mode(dir.path(), &[]).await;
     let out = sh(&nib, "false | true").await;
     assert!(

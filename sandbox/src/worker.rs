@@ -39,9 +39,16 @@ pub fn worker_main(args: &[OsString]) -> ! {
         Ok(p) => p,
         Err(e) => die(&format!("bad policy: {e}"), REFUSED),
     };
-    let private_tmp = (!tmp.is_empty()).then(|| PathBuf::from(tmp));
+    let in_bwrap_early = std::env::var_os(bwrap::IN_BWRAP).is_some();
+    // Inside bubblewrap, /tmp is its private tmpfs: the worker's temp folder,
+    // writable under Landlock too. Outside, the broker made a private folder.
+    let private_tmp = if tmp.is_empty() && in_bwrap_early {
+        Some(PathBuf::from("/tmp"))
+    } else {
+        (!tmp.is_empty()).then(|| PathBuf::from(tmp))
+    };
     let program = &args[3..];
-    let in_bwrap = std::env::var_os(bwrap::IN_BWRAP).is_some();
+    let in_bwrap = in_bwrap_early;
 
     // Programs built for the sandbox must not build the filter after fork:
     // do it now, while allocation is still allowed.

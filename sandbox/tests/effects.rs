@@ -280,6 +280,9 @@ fn the_private_tmp_never_reaches_the_hosts_tmp() {
         let name = format!("/tmp/nib-sandbox-canary-{}-{mode:?}", std::process::id());
         let _ = run(&policy(mode, &w.root), &w.root, &["write", &name], T);
         assert!(!Path::new(&name).exists(), "{mode:?}");
+        // The worker's own temp folder is writable in every mode.
+        let o = run(&policy(mode, &w.root), &w.root, &["write-temp"], T);
+        assert_eq!(o.code, Some(0), "{mode:?}: {}", out(&o));
     }
 }
 

@@ -21,6 +21,16 @@ fn main() {
         println!("{} {what}", if ok { "OK" } else { "DENIED" });
     };
     match arg(0).as_str() {
+        "write-temp" => {
+            let p = std::env::temp_dir().join("probe-temp-file");
+            match std::fs::write(&p, "temp\n") {
+                Ok(()) => println!("wrote {}", p.display()),
+                Err(e) => {
+                    println!("temp write failed: {e}");
+                    std::process::exit(1)
+                }
+            }
+        }
         "write" => match std::fs::write(arg(1), "written by the probe\n") {
             Ok(()) => report(true, arg(1)),
             Err(e) => report(false, e.to_string()),

@@ -13,6 +13,7 @@
 
 pub mod bridge;
 pub mod deletes;
+pub mod discarded;
 pub mod own;
 
 use std::collections::HashMap;
@@ -146,18 +147,31 @@ async fn run(req: &Request) -> (i32, bool, Option<String>) {
         }
     };
     let params = shell.default_exec_params();
-    let source = SourceInfo::from("nibash");
-    let code = match shell
-        .run_string(req.command.clone(), &source, &params)
-        .await
-    {
+    let mut captures = discarded::Captures::new(&std::env::temp_dir());
+    let result = match shell.parse_string(req.command.clone()) {
+        Ok(mut program) => {
+            captures.rewrite(&mut program);
+            shell.run_program(program, &params).await
+        }
+        // A parse error is reported as bash would.
+        Err(_) => {
+            let source = SourceInfo::from("nibash");
+            shell
+                .run_string(req.command.clone(), &source, &params)
+                .await
+        }
+    };
+    let code = match result {
         Ok(r) => i32::from(u8::from(r.exit_code)),
         Err(e) => {
             complain(&format!("nibash: {e}"));
             1
         }
     };
-    let hidden = hidden_failure(&shell, code);
+    let hidden = match captures.last_line().filter(|_| code != 0) {
+        Some(line) => Some(format!("exit {code}, its stderr discarded: {line:?}")),
+        None => hidden_failure(&shell, code),
+    };
     let _ = shell.jobs_mut().poll();
     let background = !shell.jobs().jobs.is_empty();
     if background {
