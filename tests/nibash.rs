@@ -614,3 +614,43 @@ async fn git_rm_git_clean_and_find_delete_move_files_to_the_trash() {
         nib.stop().await;
     }
 }
+
+#[tokio::test]
+async fn dollar_bang_is_the_calls_job_spec_and_named_directories_expand() {
+    for env in MODES {
+        let dir = project();
+        std::fs::create_dir_all(dir.path().join("deep/er")).unwrap();
+        std::fs::write(dir.path().join("deep/er/x.txt"), "x\n").unwrap();
+        let nib = start_mode(dir.path(), env).await;
+        // Within the call: wait and kill take it.
+        let t = std::time::Instant::now();
+        let out = sh(&nib, "sleep 0.2 & echo \"got $!\"; wait $!; echo \"waited $?\"; sleep 30 & kill $!; wait; echo killed").await;
+        assert!(
+            out.contains("got %") && out.contains("waited 0") && out.contains("killed"),
+            "{env:?} {out}"
+        );
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "kill $! did not end the job"
+        );
+        // Across calls: the spec printed is the job's.
+        let out = sh(&nib, "sleep 0.3 & echo \"spec $!\"").await;
+        let spec = out
+            .split("spec ")
+            .nth(1)
+            .and_then(|s| s.split_whitespace().next())
+            .unwrap_or_else(|| panic!("{out}"))
+            .to_string();
+        assert_eq!(format!("%{}", job_id(&out)), spec, "{out}");
+        let waited = sh(&nib, &format!("wait {spec}")).await;
+        assert!(waited.contains("exited 0"), "{waited}");
+        // Named directories, unquoted at the start of a word.
+        sh(&nib, "hash -d er=deep/er").await;
+        let out = sh(&nib, "ls ~er/x.txt; echo '~er'").await;
+        let real = std::fs::canonicalize(dir.path())
+            .unwrap()
+            .join("deep/er/x.txt");
+        assert_eq!(out, format!("{}\n~er\n", real.display()), "{env:?}");
+        nib.stop().await;
+    }
+}

@@ -183,23 +183,31 @@ fn trash(ctx: ExecutionContext<'_, Se>, args: Vec<CommandArg>) -> Answer<'_> {
     })
 }
 
-/// `%N` arguments that name no job of this shell: jobs of earlier calls.
-fn broker_jobs(ctx: &mut ExecutionContext<'_, Se>, argv: &[String]) -> Option<Vec<u32>> {
+/// `%N` arguments that name jobs of earlier calls (no job of this shell has
+/// that number). This call's own number (what `$!` gives) means its latest
+/// job and is turned into `%+`.
+fn broker_jobs(ctx: &mut ExecutionContext<'_, Se>, args: &mut [CommandArg]) -> Vec<u32> {
+    let own = super::request().map(|r| r.job);
     let mut ids = Vec::new();
-    for a in argv.iter().skip(1) {
-        if let Some(n) = a.strip_prefix('%').and_then(|n| n.parse::<u32>().ok())
-            && ctx.shell.jobs_mut().resolve_job_spec(a).is_none()
+    for a in args.iter_mut().skip(1) {
+        let text = a.to_string();
+        if let Some(n) = text.strip_prefix('%').and_then(|n| n.parse::<u32>().ok())
+            && ctx.shell.jobs_mut().resolve_job_spec(&text).is_none()
         {
-            ids.push(n);
+            if Some(n) == own {
+                *a = CommandArg::String("%+".into());
+            } else {
+                ids.push(n);
+            }
         }
     }
-    Some(ids)
+    ids
 }
 
-fn job_control(mut ctx: ExecutionContext<'_, Se>, args: Vec<CommandArg>) -> Answer<'_> {
+fn job_control(mut ctx: ExecutionContext<'_, Se>, mut args: Vec<CommandArg>) -> Answer<'_> {
     Box::pin(async move {
+        let theirs = broker_jobs(&mut ctx, &mut args);
         let argv = strings(&args);
-        let theirs = broker_jobs(&mut ctx, &argv).unwrap_or_default();
         let own_jobs = !ctx.shell.jobs().jobs.is_empty();
         let job_args = argv.iter().skip(1).filter(|a| !a.starts_with('-')).count();
         match ctx.command_name.as_str() {
@@ -233,9 +241,100 @@ fn job_control(mut ctx: ExecutionContext<'_, Se>, args: Vec<CommandArg>) -> Answ
                 });
                 Ok(reply(&ctx, &r))
             }
+            "kill"
+                if argv.iter().skip(1).any(|a| {
+                    a.starts_with('%') && ctx.shell.jobs_mut().resolve_job_spec(a).is_some()
+                }) =>
+            {
+                // brush runs `cmd &` as a task of the shell and signals jobs
+                // through process groups, which a non-interactive shell does
+                // not make: end the processes the call's jobs started (every
+                // descendant of the shell, as only jobs run beside a builtin).
+                let signal = argv
+                    .iter()
+                    .skip(1)
+                    .find_map(|a| a.strip_prefix('-'))
+                    .and_then(signal_number)
+                    .unwrap_or(libc::SIGTERM);
+                // A job started just before may not have started its program yet.
+                let mut n = signal_descendants(signal);
+                for _ in 0..40 {
+                    if n > 0 {
+                        break;
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                    n = signal_descendants(signal);
+                }
+                if n == 0 {
+                    let _ = writeln!(ctx.stderr(), "kill: the job has no process left to signal");
+                    return Ok(ExecutionResult::new(1));
+                }
+                Ok(ExecutionResult::success())
+            }
             _ => call_original(ctx, args).await,
         }
     })
+}
+
+/// Sends `signal` to every descendant of this process; returns how many.
+fn signal_descendants(signal: i32) -> usize {
+    // Our pid as the mounted /proc numbers it (outside bubblewrap the worker
+    // has its own PID namespace but sees the host's /proc).
+    let Some(me) = std::fs::read_link("/proc/self")
+        .ok()
+        .and_then(|p| p.to_str().and_then(|s| s.parse::<u32>().ok()))
+    else {
+        return 0;
+    };
+    let mut parent_of: Vec<(u32, u32)> = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // The parent pid is the second field after the command's closing parenthesis.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        if let Some(ppid) = ppid {
+            parent_of.push((pid, ppid));
+        }
+    }
+    let mut tree = vec![me];
+    let mut i = 0;
+    while i < tree.len() {
+        let p = tree[i];
+        tree.extend(parent_of.iter().filter(|(_, pp)| *pp == p).map(|(c, _)| *c));
+        i += 1;
+    }
+    let mut sent = 0;
+    for host_pid in tree.into_iter().skip(1) {
+        // kill(2) takes the pid of our own namespace: the last NSpid entry.
+        let pid = std::fs::read_to_string(format!("/proc/{host_pid}/status"))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("NSpid:"))
+                    .and_then(|v| v.split_whitespace().last().map(str::to_string))
+            })
+            .and_then(|v| v.parse::<i32>().ok());
+        let Some(pid) = pid else { continue };
+        // SAFETY: kill(2) with plain integers; the pids are this shell's own
+        // descendants, read from /proc just now.
+        #[allow(unsafe_code)]
+        let sent_one = unsafe { libc::kill(pid, signal) } == 0;
+        if sent_one {
+            sent += 1;
+        }
+    }
+    sent
 }
 
 fn ctx_reborrow<'a>(ctx: &'a mut ExecutionContext<'_, Se>) -> ExecutionContext<'a, Se> {

@@ -10,10 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
-use brush_parser::ast::{
-    Command, CommandPrefixOrSuffixItem, CompoundCommand, CompoundList, IoFileRedirectKind,
-    IoFileRedirectTarget, IoRedirect, Program, RedirectList,
-};
+use brush_parser::ast::{IoFileRedirectKind, IoFileRedirectTarget, IoRedirect, Program};
 
 /// Where a call's discarded stderr goes.
 pub struct Captures {
@@ -32,92 +29,11 @@ impl Captures {
 
     /// Points every `2>/dev/null` of the program at a capture file.
     pub fn rewrite(&mut self, program: &mut Program) {
-        for list in &mut program.complete_commands {
-            self.list(list);
-        }
+        super::ast::walk(program, self);
     }
+}
 
-    fn list(&mut self, list: &mut CompoundList) {
-        for item in &mut list.0 {
-            let and_or = &mut item.0;
-            for c in &mut and_or.first.seq {
-                self.command(c);
-            }
-            for next in &mut and_or.additional {
-                let p = match next {
-                    brush_parser::ast::AndOr::And(p) | brush_parser::ast::AndOr::Or(p) => p,
-                };
-                for c in &mut p.seq {
-                    self.command(c);
-                }
-            }
-        }
-    }
-
-    fn command(&mut self, c: &mut Command) {
-        match c {
-            Command::Simple(s) => {
-                let items = s
-                    .prefix
-                    .iter_mut()
-                    .flat_map(|p| p.0.iter_mut())
-                    .chain(s.suffix.iter_mut().flat_map(|x| x.0.iter_mut()));
-                for item in items {
-                    if let CommandPrefixOrSuffixItem::IoRedirect(r) = item {
-                        self.redirect(r);
-                    }
-                }
-            }
-            Command::Compound(cc, redirects) => {
-                self.compound(cc);
-                self.redirects(redirects.as_mut());
-            }
-            Command::Function(f) => {
-                self.compound(&mut f.body.0);
-                self.redirects(f.body.1.as_mut());
-            }
-            Command::ExtendedTest(_, redirects) => self.redirects(redirects.as_mut()),
-        }
-    }
-
-    fn compound(&mut self, cc: &mut CompoundCommand) {
-        match cc {
-            CompoundCommand::Arithmetic(_) => {}
-            CompoundCommand::ArithmeticForClause(f) => self.list(&mut f.body.list),
-            CompoundCommand::BraceGroup(b) => self.list(&mut b.list),
-            CompoundCommand::Subshell(s) => self.list(&mut s.list),
-            CompoundCommand::ForClause(f) => self.list(&mut f.body.list),
-            CompoundCommand::CaseClause(c) => {
-                for item in &mut c.cases {
-                    if let Some(l) = &mut item.cmd {
-                        self.list(l);
-                    }
-                }
-            }
-            CompoundCommand::IfClause(i) => {
-                self.list(&mut i.condition);
-                self.list(&mut i.then);
-                for e in i.elses.iter_mut().flatten() {
-                    if let Some(cond) = &mut e.condition {
-                        self.list(cond);
-                    }
-                    self.list(&mut e.body);
-                }
-            }
-            CompoundCommand::WhileClause(w) | CompoundCommand::UntilClause(w) => {
-                self.list(&mut w.0);
-                self.list(&mut w.1.list);
-            }
-            CompoundCommand::Coprocess(c) => self.command(&mut c.body),
-        }
-    }
-
-    fn redirects(&mut self, list: Option<&mut RedirectList>) {
-        for r in list.into_iter().flat_map(|l| l.0.iter_mut()) {
-            self.redirect(r);
-        }
-    }
-
+impl super::ast::VisitMut for Captures {
     fn redirect(&mut self, r: &mut IoRedirect) {
         if let IoRedirect::File(
             Some(2),
@@ -139,7 +55,9 @@ impl Captures {
             self.files.push(file);
         }
     }
+}
 
+impl Captures {
     /// The first line of the most recently written capture, if any caught text.
     pub fn last_line(&self) -> Option<String> {
         let newest = self

@@ -11,10 +11,12 @@
 //!
 //! One worker runs one call, so the channel is a process-wide handle.
 
+pub mod ast;
 pub mod bridge;
 pub mod deletes;
 pub mod discarded;
 pub mod own;
+pub mod words;
 
 use std::collections::HashMap;
 use std::os::fd::FromRawFd;
@@ -151,6 +153,13 @@ async fn run(req: &Request) -> (i32, bool, Option<String>) {
     let result = match shell.parse_string(req.command.clone()) {
         Ok(mut program) => {
             captures.rewrite(&mut program);
+            ast::walk(
+                &mut program,
+                &mut words::Words {
+                    job: req.job,
+                    names: &req.names,
+                },
+            );
             shell.run_program(program, &params).await
         }
         // A parse error is reported as bash would.
