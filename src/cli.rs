@@ -516,7 +516,11 @@ pub fn run_tool(config: Config, name: &str, mut args: Map<String, Value>) -> i32
                 );
             }
             let _ = stdout.flush();
-            i32::from(out.is_error)
+            // `nib sh` exits with the command's status (a job still running: 0).
+            match out.exit {
+                Some(code) if !out.is_error => code.clamp(0, 255),
+                _ => i32::from(out.is_error),
+            }
         }
         Err(e) => fail(&format!("nib {name}: {e}")),
     }

@@ -186,3 +186,58 @@ fn nib_is_its_own_worker_entry() {
     assert_ne!(o.code, Some(0));
     assert!(!target.exists());
 }
+
+#[test]
+fn nib_sh_runs_one_call_and_exits_with_its_status_and_nib_shape_cuts_a_log() {
+    let dir = project();
+    std::fs::write(dir.path().join("a.txt"), "one\ntwo\n").unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let mut cmd = std::process::Command::new(nib_bin());
+        cmd.args(args)
+            .current_dir(dir.path())
+            .env_remove("NIB_DIRECTORY");
+        for (k, v) in isolated_env(home.path()) {
+            cmd.env(k, v);
+        }
+        cmd.output().unwrap()
+    };
+    let o = run(&["sh", "cat a.txt"]);
+    let tag = expected_tag(b"one\ntwo\n");
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        format!("[a.txt#{tag}]\n1:one\n2:two\n")
+    );
+    assert_eq!(o.status.code(), Some(0));
+    let o = run(&["sh", "echo out; exit 7"]);
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "out\n[exit 7]\n");
+    assert_eq!(o.status.code(), Some(7));
+
+    let log: String = (1..=1000)
+        .map(|i| {
+            if i == 600 {
+                "FAILED test_x\n".to_string()
+            } else {
+                format!("ok {i}\n")
+            }
+        })
+        .collect();
+    std::fs::write(dir.path().join("build.log"), &log).unwrap();
+    let o = run(&[
+        "shape",
+        "--log",
+        "build.log",
+        "--purpose",
+        "which tests failed",
+        "--exit",
+        "1",
+    ]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("1|ok 1\n") && text.contains("600|FAILED test_x\n"),
+        "{text}"
+    );
+    assert!(text.contains("read build.log:31-596 plain:true"), "{text}");
+    assert!(text.ends_with("1000|ok 1000\n[exit 1]\n"), "{text}");
+    assert_eq!(o.status.code(), Some(0));
+}

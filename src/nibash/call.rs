@@ -562,6 +562,7 @@ fn answer(
             names.join(", ")
         ));
     }
+    let mut exit = None;
     if is_job {
         let why = if args.background {
             "started as a job".to_string()
@@ -577,6 +578,7 @@ fn answer(
         std::thread::spawn(move || consumer.finish());
     } else {
         nib.jobs.remove(entry.id);
+        exit = code;
         if let Some(h) = hidden {
             out.push_str(&format!("[{h}]\n"));
         } else if let Some(c) = code
@@ -585,7 +587,9 @@ fn answer(
             out.push_str(&format!("[exit {c}]\n"));
         }
     }
-    ToolOutput::ok(out)
+    let mut answer = ToolOutput::ok(out);
+    answer.exit = exit;
+    answer
 }
 
 /// Counts the rows nib's own commands printed as seen, for files whose

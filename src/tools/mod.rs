@@ -144,6 +144,8 @@ pub struct ToolOutput {
     pub approval: Option<ApprovalRequest>,
     /// Images to send as image content: (base64 data, MIME type).
     pub images: Vec<(String, String)>,
+    /// The exit status of a command the tool ran (nibash), for `nib sh`.
+    pub exit: Option<i32>,
 }
 
 impl ToolOutput {
@@ -154,6 +156,7 @@ impl ToolOutput {
             is_error: true,
             approval: None,
             images: Vec::new(),
+            exit: None,
         }
     }
 
@@ -164,6 +167,7 @@ impl ToolOutput {
             is_error: false,
             approval: None,
             images: Vec::new(),
+            exit: None,
         }
     }
 
@@ -174,6 +178,7 @@ impl ToolOutput {
             is_error: true,
             approval: Some(req),
             images: Vec::new(),
+            exit: None,
         }
     }
 }

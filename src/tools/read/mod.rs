@@ -141,6 +141,7 @@ pub fn read_paths(
         is_error,
         approval: None,
         images,
+        exit: None,
     }
 }
 
