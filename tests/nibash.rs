@@ -654,3 +654,28 @@ async fn dollar_bang_is_the_calls_job_spec_and_named_directories_expand() {
         nib.stop().await;
     }
 }
+
+#[tokio::test]
+async fn a_long_call_reports_progress_with_its_latest_line() {
+    use rmcp::model::RequestParamsMeta;
+    let dir = project();
+    let nib = start_mode(dir.path(), &[]).await;
+    let mut params = rmcp::model::CallToolRequestParams::new("nibash".to_string()).with_arguments(
+        json!({"command": "echo first-step; sleep 1.5; echo done"})
+            .as_object()
+            .cloned()
+            .unwrap(),
+    );
+    params.set_progress_token(rmcp::model::ProgressToken(
+        rmcp::model::NumberOrString::Number(7),
+    ));
+    let r = nib
+        .client
+        .call_tool(params)
+        .await
+        .expect("the call answers");
+    assert_eq!(text_of(&r), "first-step\ndone\n");
+    let progress = nib.handler.progress.lock().unwrap().clone();
+    assert!(progress.iter().any(|m| m == "first-step"), "{progress:?}");
+    nib.stop().await;
+}

@@ -59,6 +59,8 @@ pub struct TestClient {
     pub elicit: Elicit,
     /// The messages of every elicitation received.
     pub asked: Arc<std::sync::Mutex<Vec<String>>>,
+    /// The messages of every progress notification received.
+    pub progress: Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl TestClient {
@@ -68,6 +70,7 @@ impl TestClient {
             roots_calls: Arc::new(AtomicUsize::new(0)),
             elicit: Elicit::Undeclared,
             asked: Arc::default(),
+            progress: Arc::default(),
         }
     }
 
@@ -127,6 +130,17 @@ impl ClientHandler for TestClient {
             }
             Elicit::Undeclared => Err(ErrorData::internal_error("no elicitation", None)),
         }
+    }
+
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        self.progress
+            .lock()
+            .unwrap()
+            .push(params.message.unwrap_or_default());
     }
 
     async fn list_roots(
