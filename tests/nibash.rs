@@ -199,68 +199,74 @@ fn job_id(text: &str) -> u32 {
 
 #[tokio::test]
 async fn a_command_still_running_at_its_timeout_goes_on_as_a_job() {
-    let dir = project();
-    let nib = start_mode(dir.path(), &[]).await;
-    let t = std::time::Instant::now();
-    let out = nib
+    for env in MODES {
+        let dir = project();
+        let nib = start_mode(dir.path(), env).await;
+        let t = std::time::Instant::now();
+        let out = nib
         .ok("nibash", json!({"command": "echo early; sleep 2; echo late > done.txt; echo late", "timeout": 1}))
         .await;
-    assert!(
-        t.elapsed() < Duration::from_millis(1900),
-        "the call waited for the command"
-    );
-    assert!(
-        out.contains("early") && out.contains("still running after 1s"),
-        "{out}"
-    );
-    let id = job_id(&out);
-    let waited = sh(&nib, &format!("wait %{id}")).await;
-    assert!(
-        waited.lines().any(|l| l == "late") && !waited.lines().any(|l| l == "early"),
-        "wait shows only what was not shown yet: {waited}"
-    );
-    assert!(
-        dir.path().join("done.txt").exists(),
-        "the job was not stopped at the timeout"
-    );
-    nib.stop().await;
+        assert!(
+            t.elapsed() < Duration::from_millis(1900),
+            "the call waited for the command"
+        );
+        assert!(
+            out.contains("early") && out.contains("still running after 1s"),
+            "{out}"
+        );
+        let id = job_id(&out);
+        let waited = sh(&nib, &format!("wait %{id}")).await;
+        assert!(
+            waited.lines().any(|l| l == "late") && !waited.lines().any(|l| l == "early"),
+            "wait shows only what was not shown yet: {waited}"
+        );
+        assert!(
+            dir.path().join("done.txt").exists(),
+            "the job was not stopped at the timeout"
+        );
+        nib.stop().await;
+    }
 }
 
 #[tokio::test]
 async fn a_cancelled_call_ends_its_whole_process_tree() {
-    let dir = project();
-    let nib = start_mode(dir.path(), &[]).await;
-    let params = rmcp::model::CallToolRequestParams::new("nibash".to_string()).with_arguments(
-        json!({"command": "(sleep 1.5; touch canary) & sleep 1.5; touch canary2"})
-            .as_object()
-            .cloned()
-            .unwrap(),
-    );
-    let handle = nib
-        .client
-        .send_cancellable_request(
-            rmcp::model::ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params)),
-            rmcp::service::PeerRequestOptions::no_options(),
-        )
-        .await
-        .expect("request sent");
-    tokio::time::sleep(Duration::from_millis(400)).await;
-    handle
-        .cancel(Some("test".into()))
-        .await
-        .expect("cancel sent");
-    tokio::time::sleep(Duration::from_millis(2000)).await;
-    assert!(
-        !dir.path().join("canary").exists(),
-        "a background process outlived the cancel"
-    );
-    assert!(
-        !dir.path().join("canary2").exists(),
-        "the command outlived the cancel"
-    );
-    // The server still serves.
-    assert_eq!(sh(&nib, "echo alive").await, "alive\n");
-    nib.stop().await;
+    for env in MODES {
+        let dir = project();
+        let nib = start_mode(dir.path(), env).await;
+        let params = rmcp::model::CallToolRequestParams::new("nibash".to_string()).with_arguments(
+            json!({"command": "(sleep 1.5; touch canary) & sleep 1.5; touch canary2"})
+                .as_object()
+                .cloned()
+                .unwrap(),
+        );
+        let handle = nib
+            .client
+            .send_cancellable_request(
+                rmcp::model::ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(
+                    params,
+                )),
+                rmcp::service::PeerRequestOptions::no_options(),
+            )
+            .await
+            .expect("request sent");
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        handle
+            .cancel(Some("test".into()))
+            .await
+            .expect("cancel sent");
+        tokio::time::sleep(Duration::from_millis(2000)).await;
+        assert!(
+            !dir.path().join("canary").exists(),
+            "a background process outlived the cancel"
+        );
+        assert!(
+            !dir.path().join("canary2").exists(),
+            "the command outlived the cancel"
+        );
+        // The server still serves.
+        assert_eq!(sh(&nib, "echo alive").await, "alive\n");
+        nib.stop().await;
+    }
 }
 
 #[tokio::test]
@@ -359,30 +365,32 @@ async fn failures_the_exit_status_hides_are_named() {
 
 #[tokio::test]
 async fn long_output_is_cut_to_the_rows_that_matter_and_saved_whole() {
-    let dir = project();
-    let nib = start_mode(dir.path(), &[]).await;
-    let out = sh(&nib, "for i in $(seq 1 1000); do if [ $i = 500 ]; then echo \"error: step $i broke\"; else echo \"step $i\"; fi; done").await;
-    assert!(
-        out.contains("1|step 1\n") && out.contains("30|step 30\n"),
-        "{out}"
-    );
-    assert!(!out.contains("|step 31\n"), "{out}");
-    assert!(
-        out.contains("497|step 497\n500|error: step 500 broke\n")
-            || out.contains("500|error: step 500 broke\n"),
-        "{out}"
-    );
-    assert!(out.contains("1000|step 1000\n"), "{out}");
-    let log = out
-        .split("whole in ")
-        .nth(1)
-        .and_then(|s| s.split(']').next())
-        .unwrap_or_else(|| panic!("no log named in {out}"));
-    let saved = std::fs::read_to_string(log).unwrap();
-    assert_eq!(saved.lines().count(), 1000);
-    assert_eq!(saved.lines().nth(499), Some("error: step 500 broke"));
-    assert!(out.lines().count() < 200, "{}", out.lines().count());
-    nib.stop().await;
+    for env in MODES {
+        let dir = project();
+        let nib = start_mode(dir.path(), env).await;
+        let out = sh(&nib, "for i in $(seq 1 1000); do if [ $i = 500 ]; then echo \"error: step $i broke\"; else echo \"step $i\"; fi; done").await;
+        assert!(
+            out.contains("1|step 1\n") && out.contains("30|step 30\n"),
+            "{out}"
+        );
+        assert!(!out.contains("|step 31\n"), "{out}");
+        assert!(
+            out.contains("497|step 497\n500|error: step 500 broke\n")
+                || out.contains("500|error: step 500 broke\n"),
+            "{out}"
+        );
+        assert!(out.contains("1000|step 1000\n"), "{out}");
+        let log = out
+            .split("whole in ")
+            .nth(1)
+            .and_then(|s| s.split(']').next())
+            .unwrap_or_else(|| panic!("no log named in {out}"));
+        let saved = std::fs::read_to_string(log).unwrap();
+        assert_eq!(saved.lines().count(), 1000);
+        assert_eq!(saved.lines().nth(499), Some("error: step 500 broke"));
+        assert!(out.lines().count() < 200, "{}", out.lines().count());
+        nib.stop().await;
+    }
 }
 
 #[tokio::test]
