@@ -518,8 +518,8 @@ pub fn run_tool(config: Config, name: &str, mut args: Map<String, Value>) -> i32
             let _ = stdout.flush();
             // `nib sh` exits with the command's status (a job still running: 0).
             match out.exit {
-                Some(code) if !out.is_error => code.clamp(0, 255),
-                _ => i32::from(out.is_error),
+                Some(code) => code.clamp(0, 255),
+                None => i32::from(out.is_error),
             }
         }
         Err(e) => fail(&format!("nib {name}: {e}")),

@@ -96,6 +96,7 @@ impl Config {
             protected,
             limits: nib_sandbox::Limits::default(),
             use_bwrap: true,
+            masked: Vec::new(),
         }
     }
 }

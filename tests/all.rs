@@ -13,6 +13,7 @@ mod grep;
 mod lang;
 mod nibash;
 mod patch_fixtures;
+mod policy;
 mod protocol;
 mod read;
 mod read_more;

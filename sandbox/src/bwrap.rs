@@ -49,6 +49,11 @@ pub fn bwrap_argv(policy: &Policy, entry: &Path, inner: &[OsString]) -> Vec<OsSt
     for p in &policy.protected {
         push(&["--ro-bind-try".as_ref(), p.as_os_str(), p.as_os_str()]);
     }
+    for m in &policy.masked {
+        if m.exists() {
+            push(&["--ro-bind".as_ref(), "/dev/null".as_ref(), m.as_os_str()]);
+        }
+    }
     push(&["--ro-bind".as_ref(), entry.as_os_str(), entry.as_os_str()]);
     push(&[
         "--unshare-pid".as_ref(),

@@ -46,6 +46,9 @@ pub struct Policy {
     pub limits: Limits,
     /// Use bubblewrap when it is usable (tests turn it off to check Landlock alone).
     pub use_bwrap: bool,
+    /// Files hidden behind `/dev/null` under bubblewrap (forbidden programs).
+    #[serde(default)]
+    pub masked: Vec<PathBuf>,
 }
 
 /// Which layers this machine offers (see [`crate::probe`]).

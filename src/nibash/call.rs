@@ -72,6 +72,8 @@ enum Msg {
     Exit(i32),
     /// The client cancelled the call: end its whole tree.
     Cancel,
+    /// The worker's end mark: the call's output is all read.
+    Mark,
 }
 
 /// Answers what a worker asks: trash and jobs.
@@ -295,6 +297,7 @@ impl Consumer {
         match msg {
             Msg::Out(b) => self.entry.update(|s| s.append(&b)),
             Msg::Eof => self.entry.update(|s| s.eof = true),
+            Msg::Mark => self.entry.update(|s| s.marked = true),
             Msg::Exit(code) => self.entry.record_exit(code),
             Msg::Cancel => {
                 self.cancelled = true;
@@ -334,20 +337,60 @@ impl Consumer {
     }
 }
 
-fn spawn_reader(mut pipe: std::io::PipeReader, tx: Sender<Msg>) {
+/// The bytes a worker writes to its output when the command line is done,
+/// before it says so on the channel: everything before them in the pipe is
+/// the call's output (the channel and the pipe are not ordered otherwise).
+pub fn end_mark(token: &str) -> Vec<u8> {
+    format!("\u{0}nib-end:{token}\u{0}").into_bytes()
+}
+
+/// How many bytes at the end of `held` could be the start of `mark`.
+fn partial_mark(held: &[u8], mark: &[u8]) -> usize {
+    (1..mark.len().min(held.len() + 1))
+        .rev()
+        .find(|&k| held.ends_with(&mark[..k]))
+        .unwrap_or(0)
+}
+
+fn spawn_reader(mut pipe: std::io::PipeReader, tx: Sender<Msg>, mark: Vec<u8>) {
     std::thread::spawn(move || {
         let mut buf = vec![0u8; 64 * 1024];
+        // Bytes held back because they may be the start of the mark.
+        let mut held: Vec<u8> = Vec::new();
+        let mut marked = false;
         loop {
             match pipe.read(&mut buf) {
                 Ok(0) => break,
                 Ok(n) => {
-                    if tx.send(Msg::Out(buf[..n].to_vec())).is_err() {
+                    held.extend_from_slice(&buf[..n]);
+                    if !marked
+                        && let Some(at) =
+                            held.windows(mark.len()).position(|w| w == mark.as_slice())
+                    {
+                        let after = held.split_off(at + mark.len());
+                        held.truncate(at);
+                        let before = std::mem::replace(&mut held, after);
+                        marked = true;
+                        if tx.send(Msg::Out(before)).is_err() || tx.send(Msg::Mark).is_err() {
+                            break;
+                        }
+                    }
+                    let keep = if marked {
+                        0
+                    } else {
+                        partial_mark(&held, &mark)
+                    };
+                    let out: Vec<u8> = held.drain(..held.len() - keep).collect();
+                    if !out.is_empty() && tx.send(Msg::Out(out)).is_err() {
                         break;
                     }
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(_) => break,
             }
+        }
+        if !held.is_empty() {
+            let _ = tx.send(Msg::Out(held));
         }
         let _ = tx.send(Msg::Eof);
     });
@@ -381,6 +424,18 @@ fn spawn_waiter(mut worker: nib_sandbox::Worker, entry: Arc<Entry>, tx: Sender<M
 /// Runs one call and returns the tool's answer.
 pub fn run(ctx: &Ctx, nib: &Arc<Nibash>, args: CallArgs) -> ToolOutput {
     let finished_jobs = nib.jobs.take_finished_report();
+    let gate = match super::rules::gate(
+        ctx.workspace.project_dir(),
+        &args.command,
+        ctx.config.failpoint.as_deref(),
+    ) {
+        Ok(g) => g,
+        Err(super::rules::Refusal(message)) => {
+            let mut out = ToolOutput::error(format!("{finished_jobs}{message}\n[exit 126]\n"));
+            out.exit = Some(nib_policy::REFUSED_EXIT);
+            return out;
+        }
+    };
     let started_at = super::changes::start(ctx);
     let entry = nib.jobs.start(&args.command, args.description.clone());
     let cwd = ctx.workspace.project_dir().to_path_buf();
@@ -389,8 +444,10 @@ pub fn run(ctx: &Ctx, nib: &Arc<Nibash>, args: CallArgs) -> ToolOutput {
         cwd: cwd.clone(),
         names: nib.names(),
         job: entry.id,
+        mark: crate::fs::unique_id(),
+        rules: gate.runtime,
     };
-    let started = match start_worker(ctx, &request, &cwd) {
+    let started = match start_worker(ctx, &request, &cwd, gate.masked) {
         Ok(s) => s,
         Err(e) => {
             nib.jobs.remove(entry.id);
@@ -403,7 +460,7 @@ pub fn run(ctx: &Ctx, nib: &Arc<Nibash>, args: CallArgs) -> ToolOutput {
     entry.set_killer(worker.killer());
     let (tx, rx) = mpsc::channel();
     let replies = broker_side.sender().ok().and_then(|s| Channel::new(s).ok());
-    spawn_reader(pipe, tx.clone());
+    spawn_reader(pipe, tx.clone(), end_mark(&request.mark));
     spawn_events(broker_side, tx.clone());
     let tx_cancel = tx.clone();
     spawn_waiter(worker, Arc::clone(&entry), tx);
@@ -473,12 +530,18 @@ pub fn run(ctx: &Ctx, nib: &Arc<Nibash>, args: CallArgs) -> ToolOutput {
 
 type Started = (nib_sandbox::Worker, std::io::PipeReader, Channel);
 
-fn start_worker(ctx: &Ctx, request: &Request, cwd: &Path) -> Result<Started, String> {
+fn start_worker(
+    ctx: &Ctx,
+    request: &Request,
+    cwd: &Path,
+    masked: Vec<PathBuf>,
+) -> Result<Started, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find nib's own binary: {e}"))?;
     let (ours, theirs) = UnixStream::pair().map_err(|e| format!("no channel: {e}"))?;
     let mut chan = Channel::new(ours).map_err(|e| format!("no channel: {e}"))?;
     chan.send(request).map_err(|e| format!("no channel: {e}"))?;
-    let policy = ctx.config.sandbox_policy(&ctx.workspace.roots());
+    let mut policy = ctx.config.sandbox_policy(&ctx.workspace.roots());
+    policy.masked = masked;
     let sandbox = nib_sandbox::Sandbox::new(&exe, policy);
     let argv = vec![
         exe.clone().into_os_string(),
@@ -617,5 +680,41 @@ fn record_seen(ctx: &Ctx, seen: &[SeenReport]) {
                     .filter(|&k| k >= 1),
             )
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_end_mark_splits_the_output_even_across_reads() {
+        let mark = end_mark("t0k");
+        assert_eq!(partial_mark(b"abc", &mark), 0);
+        assert_eq!(partial_mark(b"abc\0nib", &mark), 4);
+        let (r, mut w) = match std::io::pipe() {
+            Ok(p) => p,
+            Err(e) => panic!("{e}"),
+        };
+        let (tx, rx) = mpsc::channel();
+        let m2 = mark.clone();
+        spawn_reader(r, tx, m2);
+        use std::io::Write;
+        let _ = w.write_all(b"before\n\0nib");
+        std::thread::sleep(Duration::from_millis(50));
+        let _ = w.write_all(&mark[4..]);
+        let _ = w.write_all(b"after\n");
+        drop(w);
+        let mut seen = Vec::new();
+        while let Ok(m) = rx.recv_timeout(Duration::from_secs(5)) {
+            match m {
+                Msg::Out(b) => seen.push(String::from_utf8_lossy(&b).into_owned()),
+                Msg::Mark => seen.push("<mark>".into()),
+                Msg::Eof => break,
+                _ => {}
+            }
+        }
+        let joined = seen.concat();
+        assert_eq!(joined, "before\n<mark>after\n", "{seen:?}");
     }
 }

@@ -25,6 +25,22 @@ pub struct Request {
     pub names: BTreeMap<String, PathBuf>,
     /// The job number this call gets if it leaves jobs running (`$!` is `%N`).
     pub job: u32,
+    /// Program rules the interpreter enforces again as commands start.
+    pub rules: Vec<RuntimeRule>,
+    /// The token of the end mark the worker writes to its output.
+    pub mark: String,
+}
+
+/// A program rule as the worker enforces it: by the name a command is
+/// started with, and its arguments.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuntimeRule {
+    /// Program base names.
+    pub programs: Vec<String>,
+    /// A regex over the arguments, if the rule has one.
+    pub args: Option<String>,
+    /// The refusal, naming the rule and its why.
+    pub message: String,
 }
 
 /// What a worker tells the broker.

@@ -34,6 +34,8 @@ pub struct State {
     pub shown: usize,
     /// The output pipe reached its end.
     pub eof: bool,
+    /// The worker's end mark came through the pipe: the call's output is read.
+    pub marked: bool,
     /// The command line's own status, from the worker.
     pub done: Option<i32>,
     /// The command line finished but jobs it started with `&` still run.
@@ -54,7 +56,7 @@ impl State {
     /// The call's answer can be given: the command line is done (its
     /// output read), or it left background jobs, or the worker ended.
     pub fn call_finished(&self) -> bool {
-        (self.done.is_some() && (self.eof || self.background)) || (self.exit.is_some() && self.eof)
+        (self.done.is_some() && (self.eof || self.marked)) || (self.exit.is_some() && self.eof)
     }
 
     /// Nothing more will happen: the worker ended and its output is read.

@@ -13,6 +13,8 @@
 //! - [`watch`]: inotify on the roots' folders, so finding changed files
 //!   costs nothing per call.
 //! - [`cut`]: long output — which rows stay, and the log of the whole.
+//! - [`rules`]: nib.json command rules before a call runs, and what the
+//!   worker and the sandbox enforce while it runs.
 //! - [`skim`]: reading long files (logs, reports) for what a question asks.
 //!
 //! The tool arguments and the answer's wording live in `tools::nibash`.
@@ -22,6 +24,7 @@ pub mod changes;
 pub mod channel;
 pub mod cut;
 pub mod jobs;
+pub mod rules;
 pub mod skim;
 pub mod watch;
 pub mod worker;

@@ -134,7 +134,8 @@ pub fn status(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
             "sandbox: off (NIB_SANDBOX unset): programs run with your authority, in their own session and process tree\n",
         );
     }
-    out.push_str("command rules: none (nib.json rules are not enforced by this build)\n");
+    out.push_str(&crate::nibash::rules::describe(ctx.workspace.project_dir()));
+    out.push('\n');
     let entries = nib.jobs.all();
     if entries.is_empty() {
         out.push_str("no calls or jobs are running\n");

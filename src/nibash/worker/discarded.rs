@@ -29,11 +29,11 @@ impl Captures {
 
     /// Points every `2>/dev/null` of the program at a capture file.
     pub fn rewrite(&mut self, program: &mut Program) {
-        super::ast::walk(program, self);
+        nib_policy::ast::walk(program, self);
     }
 }
 
-impl super::ast::VisitMut for Captures {
+impl nib_policy::ast::VisitMut for Captures {
     fn redirect(&mut self, r: &mut IoRedirect) {
         if let IoRedirect::File(
             Some(2),

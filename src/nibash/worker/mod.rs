@@ -11,7 +11,6 @@
 //!
 //! One worker runs one call, so the channel is a process-wide handle.
 
-pub mod ast;
 pub mod bridge;
 pub mod deletes;
 pub mod discarded;
@@ -120,7 +119,44 @@ fn builtins() -> HashMap<String, Registration<Se>> {
     }
     m.insert("git".into(), registration(deletes::git));
     m.insert("find".into(), registration(deletes::find));
+    // Forbidden programs answer first, whatever else is registered.
+    for rule in request().map(|r| r.rules.as_slice()).unwrap_or_default() {
+        for p in &rule.programs {
+            m.insert(p.clone(), registration(forbidden));
+        }
+    }
     m
+}
+
+/// A program a rule forbids, started by name (however the name was built).
+fn forbidden(
+    ctx: brush_core::ExecutionContext<'_, Se>,
+    args: Vec<brush_core::commands::CommandArg>,
+) -> own::Answer<'_> {
+    Box::pin(async move {
+        use std::io::Write;
+        let name = ctx.command_name.clone();
+        let words: Vec<String> = args.iter().skip(1).map(ToString::to_string).collect();
+        let joined = words.join(" ");
+        let rule = request().and_then(|r| {
+            r.rules.iter().find(|rule| {
+                rule.programs.contains(&name)
+                    && rule.args.as_deref().is_none_or(|re| {
+                        // A rule whose regex does not compile refuses (fail closed).
+                        regex::Regex::new(re).map_or(true, |re| re.is_match(&joined))
+                    })
+            })
+        });
+        match rule {
+            Some(rule) => {
+                let _ = writeln!(ctx.stderr(), "nibash: {}", rule.message);
+                let mut r = brush_core::ExecutionResult::new(126);
+                r.next_control_flow = brush_core::ExecutionControlFlow::ExitShell;
+                Ok(r)
+            }
+            None => own::system(ctx, args).await,
+        }
+    })
 }
 
 /// Builds the shell for one call.
@@ -153,7 +189,7 @@ async fn run(req: &Request) -> (i32, bool, Option<String>) {
     let result = match shell.parse_string(req.command.clone()) {
         Ok(mut program) => {
             captures.rewrite(&mut program);
-            ast::walk(
+            nib_policy::ast::walk(
                 &mut program,
                 &mut words::Words {
                     job: req.job,
@@ -185,6 +221,7 @@ async fn run(req: &Request) -> (i32, bool, Option<String>) {
     let background = !shell.jobs().jobs.is_empty();
     if background {
         // The broker answers the call now; the worker stays as the job.
+        write_end_mark(req);
         send(&Event::Done {
             code,
             background,
@@ -193,6 +230,15 @@ async fn run(req: &Request) -> (i32, bool, Option<String>) {
         let _ = shell.jobs_mut().wait_all().await;
     }
     (code, background, hidden)
+}
+
+/// Marks the end of the call's own output in the pipe (see `call::end_mark`).
+fn write_end_mark(req: &Request) {
+    use std::io::Write;
+    let mut out = std::io::stdout();
+    let _ = out.flush();
+    let _ = out.write_all(&crate::nibash::call::end_mark(&req.mark));
+    let _ = out.flush();
 }
 
 /// A failure the exit status hides: an earlier stage of the last pipeline.
@@ -260,6 +306,7 @@ pub fn main() -> ! {
     let _ = std::io::stdout().flush();
     let _ = std::io::stderr().flush();
     if !background {
+        write_end_mark(&req);
         send(&Event::Done {
             code,
             background: false,

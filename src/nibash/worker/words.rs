@@ -98,7 +98,7 @@ fn in_double(text: &str, at: usize) -> bool {
     double
 }
 
-impl super::ast::VisitMut for Words<'_> {
+impl nib_policy::ast::VisitMut for Words<'_> {
     fn word(&mut self, w: &mut Word) {
         if let Some(v) = self.named_dir(&w.value) {
             w.value = v;

@@ -2,16 +2,20 @@
 //! and every redirection of the command line as parsed: simple commands
 //! (their name, arguments, assignments and redirections), pipelines, lists,
 //! compound commands (groups, subshells, loops, `if`, `case`, coprocesses),
-//! function definitions and the redirections of each. Text inside words
-//! (`$(…)`, quoted strings) is not parsed further here.
+//! function definitions and the redirections of each (here-document bodies
+//! are words too). Text inside words (`$(…)`, quoted strings) is not parsed
+//! further here. nibash rewrites the command line with it; the extractor
+//! reads it.
 
 use brush_parser::ast::{
     AndOr, Command, CommandPrefixOrSuffixItem, CompoundCommand, CompoundList, IoFileRedirectTarget,
-    IoRedirect, Program, RedirectList, Word,
+    IoRedirect, Program, RedirectList, SimpleCommand, Word,
 };
 
-/// What to do at each node; both default to nothing.
+/// What to do at each node; all default to nothing.
 pub trait VisitMut {
+    /// A simple command, before its words and redirections are visited.
+    fn simple(&mut self, _s: &mut SimpleCommand) {}
     /// A word: a command name, an argument, an assigned value, a loop list
     /// item, a case subject or pattern, a redirection target.
     fn word(&mut self, _w: &mut Word) {}
@@ -44,6 +48,7 @@ fn compound_list(list: &mut CompoundList, v: &mut impl VisitMut) {
 fn command(c: &mut Command, v: &mut impl VisitMut) {
     match c {
         Command::Simple(s) => {
+            v.simple(s);
             if let Some(prefix) = &mut s.prefix {
                 for item in &mut prefix.0 {
                     item_of(item, v);
@@ -136,6 +141,7 @@ fn redirect(r: &mut IoRedirect, v: &mut impl VisitMut) {
         IoRedirect::File(_, _, IoFileRedirectTarget::ProcessSubstitution(_, sub)) => {
             compound_list(&mut sub.list, v)
         }
-        IoRedirect::File(_, _, IoFileRedirectTarget::Fd(_)) | IoRedirect::HereDocument(..) => {}
+        IoRedirect::HereDocument(_, doc) => v.word(&mut doc.doc),
+        IoRedirect::File(_, _, IoFileRedirectTarget::Fd(_)) => {}
     }
 }

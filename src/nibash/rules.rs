@@ -1,0 +1,110 @@
+//! Command rules on the broker side: the nearest nib.json's rules are
+//! checked on the parsed command line before anything runs (`nib-policy`);
+//! a refused call runs nothing and exits 126. A call that passes carries
+//! the program rules to the worker, whose interpreter refuses those
+//! programs again by name as they start, and — under bubblewrap — the
+//! forbidden programs' files are hidden behind `/dev/null`, so a copy made
+//! inside the sandbox, a symlink, or another program starting them gets
+//! nothing to run.
+
+use std::path::{Path, PathBuf};
+
+use nib_policy::{Rules, Verdict};
+
+use super::channel::RuntimeRule;
+
+/// What a call that may run carries.
+#[derive(Default)]
+pub struct Gate {
+    /// The rules the worker enforces by name.
+    pub runtime: Vec<RuntimeRule>,
+    /// Files of forbidden programs, hidden in the sandbox.
+    pub masked: Vec<PathBuf>,
+}
+
+/// A refusal: what the agent reads.
+pub struct Refusal(pub String);
+
+/// Checks `command` against the rules in force for `dir`. `failpoint`
+/// `rules-static-off` (tests only) skips the check before the call, to
+/// prove the runtime layers on their own.
+pub fn gate(dir: &Path, command: &str, failpoint: Option<&str>) -> Result<Gate, Refusal> {
+    let rules = match Rules::find(dir) {
+        Ok(Some(r)) => r,
+        Ok(None) => return Ok(Gate::default()),
+        Err(e) => return Err(Refusal(format!("refused: {e}. Nothing ran."))),
+    };
+    let model = nib_policy::model::from_env();
+    let verdict = nib_policy::check(
+        &rules,
+        command,
+        dir,
+        model
+            .as_ref()
+            .map(|m| m as &dyn nib_policy::model::DecisionModel),
+    );
+    if let Verdict::Refuse { message, .. } = verdict
+        && failpoint != Some("rules-static-off")
+    {
+        return Err(Refusal(message));
+    }
+    let runtime = rules
+        .program_rules()
+        .map(|r| RuntimeRule {
+            programs: r.programs.clone(),
+            args: r.args.as_ref().map(|a| a.as_str().to_string()),
+            message: format!(
+                "refused by {}, {}: the program may not run",
+                rules.source.display(),
+                r.describe()
+            ),
+        })
+        .collect();
+    Ok(Gate {
+        runtime,
+        masked: program_files(&rules.forbidden_names()),
+    })
+}
+
+/// The files (and their link targets) named like these programs on PATH.
+fn program_files(names: &[String]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for dir in std::env::split_paths(&path) {
+        for n in names {
+            let p = dir.join(n);
+            if p.is_file() {
+                if let Ok(real) = std::fs::canonicalize(&p) {
+                    out.push(real);
+                }
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// One line for nibash_status.
+pub fn describe(dir: &Path) -> String {
+    match Rules::find(dir) {
+        Ok(None) => "command rules: none (no nib.json with rules at or above the project)".into(),
+        Err(e) => format!("command rules: {e}"),
+        Ok(Some(r)) => {
+            let program = r.program_rules().count();
+            let model = r.model_rules().count();
+            let judged = match (model, nib_policy::model::from_env()) {
+                (0, _) => String::new(),
+                (n, Some(m)) => format!("; {n} rule entries judged by the model at {}", m.url),
+                (n, None) => format!(
+                    "; {n} rule entries skipped: no decision model is configured (NIB_RULES_MODEL_URL)"
+                ),
+            };
+            format!(
+                "command rules: {} ({program} program rules enforced before and while a call runs{judged})",
+                r.source.display()
+            )
+        }
+    }
+}
