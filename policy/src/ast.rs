@@ -9,7 +9,7 @@
 
 use brush_parser::ast::{
     AndOr, Command, CommandPrefixOrSuffixItem, CompoundCommand, CompoundList, IoFileRedirectTarget,
-    IoRedirect, Program, RedirectList, SimpleCommand, Word,
+    IoRedirect, Program, RedirectList, SimpleCommand, UnexpandedArithmeticExpr, Word,
 };
 
 /// What to do at each node; all default to nothing.
@@ -21,6 +21,9 @@ pub trait VisitMut {
     fn word(&mut self, _w: &mut Word) {}
     /// A redirection (visited before its target word).
     fn redirect(&mut self, _r: &mut IoRedirect) {}
+    /// The text of an arithmetic command (`(( … ))`) or of an arithmetic
+    /// `for` clause's parts.
+    fn arithmetic(&mut self, _expr: &mut UnexpandedArithmeticExpr) {}
 }
 
 /// Visits the whole program.
@@ -86,8 +89,16 @@ fn item_of(item: &mut CommandPrefixOrSuffixItem, v: &mut impl VisitMut) {
 
 fn compound(cc: &mut CompoundCommand, v: &mut impl VisitMut) {
     match cc {
-        CompoundCommand::Arithmetic(_) => {}
-        CompoundCommand::ArithmeticForClause(f) => compound_list(&mut f.body.list, v),
+        CompoundCommand::Arithmetic(a) => v.arithmetic(&mut a.expr),
+        CompoundCommand::ArithmeticForClause(f) => {
+            for e in [&mut f.initializer, &mut f.condition, &mut f.updater]
+                .into_iter()
+                .flatten()
+            {
+                v.arithmetic(e);
+            }
+            compound_list(&mut f.body.list, v);
+        }
         CompoundCommand::BraceGroup(b) => compound_list(&mut b.list, v),
         CompoundCommand::Subshell(s) => compound_list(&mut s.list, v),
         CompoundCommand::ForClause(f) => {

@@ -149,6 +149,88 @@ fn literal_piece(piece: &WordPiece, out: &mut String, quoted: bool) -> Option<()
     Some(())
 }
 
+/// Unclosed `(` past which a text is refused without parsing.
+const MAX_UNMATCHED_PARENS: usize = 8;
+
+/// How many more `(` than `)` the text has outside quotes and comments.
+fn unmatched_open_parens(text: &str) -> usize {
+    let (mut open, mut close) = (0usize, 0usize);
+    let (mut single, mut double, mut comment) = (false, false, false);
+    let mut prev = b' ';
+    let mut chars = text.bytes().peekable();
+    while let Some(c) = chars.next() {
+        if comment {
+            if c == b'\n' {
+                comment = false;
+            }
+        } else if single {
+            if c == b'\'' {
+                single = false;
+            }
+        } else {
+            match c {
+                b'\\' => {
+                    chars.next();
+                }
+                b'\'' if !double => single = true,
+                b'"' => double = !double,
+                b'#' if !double && prev.is_ascii_whitespace() => comment = true,
+                b'(' if !double => open += 1,
+                b')' if !double => close += 1,
+                _ => {}
+            }
+        }
+        prev = c;
+    }
+    open.saturating_sub(close)
+}
+
+/// Arithmetic text with its expansions (`$(…)`, `${…}`, `$x`, backticks)
+/// replaced by `0`, to tell whether it is arithmetic at all.
+fn arithmetic_shape(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'$' if b.get(i + 1) == Some(&b'(') => match closing_paren(b, i + 2) {
+                Some(end) => {
+                    out.push('0');
+                    i = end + 1;
+                }
+                None => return text.to_string(),
+            },
+            b'$' if b.get(i + 1) == Some(&b'{') => match text[i..].find('}') {
+                Some(end) => {
+                    out.push('0');
+                    i += end + 1;
+                }
+                None => return text.to_string(),
+            },
+            b'$' => {
+                out.push('0');
+                i += 1;
+                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+                    i += 1;
+                }
+            }
+            b'`' => match text[i + 1..].find('`') {
+                Some(end) => {
+                    out.push('0');
+                    i += end + 2;
+                }
+                None => return text.to_string(),
+            },
+            _ => {
+                let ch = text[i..].chars().next().unwrap_or(' ');
+                out.push(ch);
+                i += ch.len_utf8();
+            }
+        }
+    }
+    out
+}
+
 fn glob_class(t: &str) -> bool {
     t.find('[').is_some_and(|i| t[i..].contains(']'))
 }
@@ -162,13 +244,26 @@ fn brace_expansion(t: &str) -> bool {
 
 /// The texts of the command substitutions in a word (`$(…)`, backticks,
 /// `<(…)`, `>(…)`), wherever they sit outside single quotes — inside
-/// double quotes, parameter and arithmetic expansions included.
+/// double quotes, parameter and arithmetic expansions included. `$((…))`
+/// gives its text twice: as arithmetic (searched for substitutions) and, as
+/// bash falls back to when it is not arithmetic, as `$( (…) )` — a
+/// subshell, marked `maybe` since arithmetic need not parse as commands.
 /// `Err` when one is not closed.
 pub fn substitutions(text: &str) -> Result<Vec<String>, String> {
+    Ok(substitutions_marked(text)?
+        .into_iter()
+        .map(|(t, _)| t)
+        .collect())
+}
+
+/// [`substitutions`], each with whether it may fail to parse as commands
+/// (the subshell reading of `$((…))`).
+fn substitutions_marked(text: &str) -> Result<Vec<(String, bool)>, String> {
     let b = text.as_bytes();
     let mut out = Vec::new();
     let mut i = 0;
     let mut single = false;
+    let mut double = false;
     while i < b.len() {
         let c = b[i];
         if single {
@@ -180,9 +275,13 @@ pub fn substitutions(text: &str) -> Result<Vec<String>, String> {
         }
         match c {
             b'\\' => i += 2,
+            b'"' => {
+                double = !double;
+                i += 1;
+            }
             b'\'' => {
                 // Inside double quotes a single quote is plain text.
-                if !inside_double(&b[..i]) {
+                if !double {
                     single = true;
                 }
                 i += 1;
@@ -193,10 +292,17 @@ pub fn substitutions(text: &str) -> Result<Vec<String>, String> {
                 let end = closing_paren(b, start).ok_or_else(|| text.to_string())?;
                 let inner = &text[start..end];
                 if arithmetic {
-                    // `$(( … ))`: not a command, but may hold substitutions.
-                    out.extend(substitutions(inner.trim_start_matches('('))?);
+                    // `$(( X ))`: arithmetic that may hold substitutions, or
+                    // (when it is not arithmetic) a subshell running X.
+                    let t = inner.trim();
+                    let x = t
+                        .strip_prefix('(')
+                        .and_then(|r| r.strip_suffix(')'))
+                        .unwrap_or(t);
+                    out.extend(substitutions_marked(x)?);
+                    out.push((x.to_string(), true));
                 } else {
-                    out.push(inner.to_string());
+                    out.push((inner.to_string(), false));
                 }
                 i = end + 1;
             }
@@ -208,29 +314,13 @@ pub fn substitutions(text: &str) -> Result<Vec<String>, String> {
                 if j >= b.len() {
                     return Err(text.to_string());
                 }
-                out.push(text[i + 1..j].replace("\\`", "`"));
+                out.push((text[i + 1..j].replace("\\`", "`"), false));
                 i = j + 1;
             }
             _ => i += 1,
         }
     }
     Ok(out)
-}
-
-fn inside_double(before: &[u8]) -> bool {
-    let mut double = false;
-    let mut single = false;
-    let mut k = 0;
-    while k < before.len() {
-        match before[k] {
-            b'\\' if !single => k += 1,
-            b'"' if !single => double = !double,
-            b'\'' if !double => single = !single,
-            _ => {}
-        }
-        k += 1;
-    }
-    double
 }
 
 /// The index of the `)` closing a `(` just before `start`, skipping quotes
@@ -276,6 +366,13 @@ impl Extractor<'_> {
 
     /// Parses `text` as a command line and extracts from it.
     fn program(&mut self, text: &str, via: Option<&str>) -> Result<(), ParseFailure> {
+        if unmatched_open_parens(text) > MAX_UNMATCHED_PARENS {
+            // brush-parser takes time exponential in a run of unclosed `(`;
+            // such text cannot parse anyway.
+            return Err(ParseFailure(format!(
+                "more than {MAX_UNMATCHED_PARENS} `(` are never closed"
+            )));
+        }
         let mut parser =
             brush_parser::Parser::new(std::io::BufReader::new(text.as_bytes()), &options());
         let mut program = parser
@@ -289,6 +386,32 @@ impl Extractor<'_> {
             self.via.pop();
         }
         Ok(())
+    }
+
+    /// Arithmetic text read as the subshell bash runs when it is not
+    /// arithmetic. Text that is valid arithmetic is not commands: what it
+    /// would make unknowable (`$x`) is dropped, the programs it would name
+    /// still count (fail closed). Text that is not arithmetic is commands,
+    /// read in full.
+    fn maybe_commands(&mut self, text: &str) {
+        if unmatched_open_parens(text) > MAX_UNMATCHED_PARENS
+            || brush_parser::arithmetic::parse(&arithmetic_shape(text)).is_err()
+        {
+            self.nested(text, "$((…)) read as a subshell");
+            return;
+        }
+        let before = self.out.len();
+        let failure = self.failure.clone();
+        let _ = self.program(text, Some("$((…)) read as a subshell"));
+        self.failure = failure;
+        let mut k = before;
+        while k < self.out.len() {
+            if matches!(self.out[k], Finding::Unknown { .. }) {
+                self.out.remove(k);
+            } else {
+                k += 1;
+            }
+        }
     }
 
     /// Extracts from nested text; a nested parse failure fails the whole line.
@@ -327,8 +450,9 @@ impl Extractor<'_> {
             wrappers::Inner::None => {}
             wrappers::Inner::Command(i) => {
                 self.via.push(base.clone());
+                // The inner command inherits the wrapper's input.
                 if let Some((n, rest)) = args[i..].split_first() {
-                    self.invocation(n, rest, None);
+                    self.invocation(n, rest, stdin_text);
                 }
                 self.via.pop();
             }
@@ -336,7 +460,7 @@ impl Extractor<'_> {
                 self.via.push(base.clone());
                 for (i, end) in starts {
                     if let Some((n, rest)) = args[i..end].split_first() {
-                        self.invocation(n, rest, None);
+                        self.invocation(n, rest, stdin_text);
                     }
                 }
                 self.via.pop();
@@ -347,7 +471,7 @@ impl Extractor<'_> {
                 self.via.push(format!("{base} (any of its words)"));
                 for (k, a) in args.iter().enumerate().skip(from) {
                     if a.literal().is_some_and(|t| !t.starts_with('-')) {
-                        self.invocation(a, &args[k + 1..], None);
+                        self.invocation(a, &args[k + 1..], stdin_text);
                     }
                 }
                 self.via.pop();
@@ -443,11 +567,30 @@ impl VisitMut for Extractor<'_> {
         self.invocation(&name, &args, stdin_text.as_deref());
     }
 
-    fn word(&mut self, w: &mut Word) {
-        match substitutions(&w.value) {
+    fn arithmetic(&mut self, expr: &mut brush_parser::ast::UnexpandedArithmeticExpr) {
+        // brush reads `( ( a ) )` as arithmetic; bash (in a nested shell)
+        // runs it as subshells: extract both readings.
+        let text = expr.value.clone();
+        match substitutions(&text) {
             Ok(subs) => {
                 for s in subs {
                     self.nested(&s, "$(…)");
+                }
+            }
+            Err(t) => self.unknown("a command substitution that is not closed", &t),
+        }
+        self.maybe_commands(&text);
+    }
+
+    fn word(&mut self, w: &mut Word) {
+        match substitutions_marked(&w.value) {
+            Ok(subs) => {
+                for (s, maybe) in subs {
+                    if maybe {
+                        self.maybe_commands(&s);
+                    } else {
+                        self.nested(&s, "$(…)");
+                    }
                 }
             }
             Err(t) => self.unknown("a command substitution that is not closed", &t),
@@ -488,12 +631,16 @@ mod tests {
             ["a", "b", "c"]
         );
         assert_eq!(names("case x in y) a;; esac"), ["a"]);
+        assert_eq!(names("( ( a ) )"), ["a"]);
+        assert_eq!(names("(( x + $(a) ))"), ["a", "x", "a"]);
         assert_eq!(names("f() { a; }; f"), ["a", "f"]);
         assert_eq!(names("echo $(a \"$(b)\") `c`"), ["echo", "a", "b", "c"]);
         assert_eq!(
             names("x=$(a); echo ${y:-$(b)} $(( $(c) + 1 ))"),
-            ["a", "echo", "b", "c"]
+            ["a", "echo", "b", "c", "c"]
         );
+        // `$((` that is a subshell in a command substitution.
+        assert_eq!(names("echo $(( a --flag ))"), ["echo", "a"]);
         assert_eq!(names("diff <(a) >(b)"), ["diff", "a", "b"]);
         assert_eq!(names("cat <<EOF\n$(a)\nEOF\n"), ["cat", "a"]);
     }
@@ -551,6 +698,21 @@ mod tests {
             ["hash", "?hash -p maps a name to another program"]
         );
         assert!(names("echo 'unclosed").iter().any(|n| n.starts_with('!')));
+        // Unclosed runs of `(` are refused at once (the parser would take
+        // exponential time), including inside nested text.
+        let t = std::time::Instant::now();
+        assert!(
+            names(&format!("e>{}", "(".repeat(40)))
+                .iter()
+                .any(|n| n.starts_with('!'))
+        );
+        assert!(
+            names(&format!("bash -c '{}'", "(".repeat(40)))
+                .iter()
+                .any(|n| n.starts_with('!'))
+        );
+        assert!(t.elapsed() < std::time::Duration::from_secs(2));
+        assert_eq!(names("echo x # ((((((((((\na"), ["echo", "a"]);
     }
 
     #[test]
