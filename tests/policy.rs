@@ -116,6 +116,7 @@ const STATIC: &[&str] = &[
 /// Commands the rules must not block.
 const ALLOWED: &[&str] = &[
     "git --version >/dev/null && echo ok",
+    "git status 2>&1 | head -1",
     "echo forbidden-tool",
     "grep -c forbidden-tool nib.json",
     "zenit-dev status 2>/dev/null; echo ok",

@@ -88,10 +88,20 @@ pub fn start(ctx: &Ctx) -> Start {
 
 /// The answer's section on changed files (empty when none changed).
 pub fn report(ctx: &Ctx, start: &Start, skip: &[PathBuf]) -> String {
+    use std::sync::atomic::Ordering;
     let watched = start.watch.as_ref().and_then(|(w, m)| w.changed_since(*m));
     let (paths, cut_short) = match watched {
         Some(p) => (p, false),
-        None => changed_since(&ctx.workspace.roots(), start.time),
+        None if ctx.nibash.walk_too_big.load(Ordering::Relaxed) => {
+            return "[changed files are not listed: the roots are too large to watch or walk after each call]\n".into();
+        }
+        None => {
+            let (p, cut) = changed_since(&ctx.workspace.roots(), start.time);
+            if cut {
+                ctx.nibash.walk_too_big.store(true, Ordering::Relaxed);
+            }
+            (p, cut)
+        }
     };
     let paths: Vec<PathBuf> = paths.into_iter().filter(|p| !skip.contains(p)).collect();
     let mut listed = Vec::new();

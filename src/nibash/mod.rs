@@ -99,6 +99,8 @@ pub struct Nibash {
     pub names: Mutex<BTreeMap<String, PathBuf>>,
     /// The watcher of the roots it was made for (`None` inside: none possible).
     watcher: Mutex<Option<WatcherFor>>,
+    /// A walk for changed files stopped at its limit once: do not walk again.
+    pub walk_too_big: std::sync::atomic::AtomicBool,
 }
 
 impl Nibash {

@@ -22,7 +22,7 @@ use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
 
 /// Folders watched at most; a larger tree falls back to walking.
-pub const MAX_FOLDERS: usize = 20_000;
+pub const MAX_FOLDERS: usize = 100_000;
 /// Changed paths remembered at most.
 const LOG_LIMIT: usize = 100_000;
 
