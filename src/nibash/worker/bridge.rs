@@ -229,12 +229,7 @@ fn job_control(mut ctx: ExecutionContext<'_, Se>, mut args: Vec<CommandArg>) -> 
                 Ok(reply(&ctx, &r))
             }
             "kill" if !theirs.is_empty() => {
-                let signal = argv
-                    .iter()
-                    .skip(1)
-                    .find_map(|a| a.strip_prefix('-'))
-                    .and_then(signal_number)
-                    .unwrap_or(libc::SIGTERM);
+                let signal = kill_signal(&argv);
                 let r = ask(Ask::Kill {
                     jobs: theirs,
                     signal,
@@ -250,12 +245,7 @@ fn job_control(mut ctx: ExecutionContext<'_, Se>, mut args: Vec<CommandArg>) -> 
                 // through process groups, which a non-interactive shell does
                 // not make: end the processes the call's jobs started (every
                 // descendant of the shell, as only jobs run beside a builtin).
-                let signal = argv
-                    .iter()
-                    .skip(1)
-                    .find_map(|a| a.strip_prefix('-'))
-                    .and_then(signal_number)
-                    .unwrap_or(libc::SIGTERM);
+                let signal = kill_signal(&argv);
                 // A job started just before may not have started its program yet.
                 let mut n = signal_descendants(signal);
                 for _ in 0..40 {
@@ -343,6 +333,15 @@ fn ctx_reborrow<'a>(ctx: &'a mut ExecutionContext<'_, Se>) -> ExecutionContext<'
         command_name: ctx.command_name.clone(),
         params: ctx.params.clone(),
     }
+}
+
+/// The signal `kill -SIG …` names (default TERM).
+fn kill_signal(argv: &[String]) -> i32 {
+    argv.iter()
+        .skip(1)
+        .find_map(|a| a.strip_prefix('-'))
+        .and_then(signal_number)
+        .unwrap_or(libc::SIGTERM)
 }
 
 fn signal_number(s: &str) -> Option<i32> {

@@ -96,6 +96,18 @@ pub fn git(ctx: ExecutionContext<'_, Se>, args: Vec<CommandArg>) -> Answer<'_> {
     })
 }
 
+/// Runs git; its stdout when it succeeded, else the status to return.
+fn git_ok(ctx: &ExecutionContext<'_, Se>, args: &[String]) -> Result<Vec<u8>, ExecutionResult> {
+    match capture(ctx, "git", args) {
+        Ok((0, out)) => Ok(out),
+        Ok((code, _)) => Err(ExecutionResult::new(u8::try_from(code).unwrap_or(1))),
+        Err(e) => {
+            let _ = writeln!(ctx.stderr(), "{e}");
+            Err(ExecutionResult::new(1))
+        }
+    }
+}
+
 fn toplevel(ctx: &ExecutionContext<'_, Se>) -> Option<PathBuf> {
     let (code, out) = capture(ctx, "git", &["rev-parse".into(), "--show-toplevel".into()]).ok()?;
     (code == 0).then(|| PathBuf::from(String::from_utf8_lossy(&out).trim()))
@@ -113,16 +125,10 @@ fn git_rm(
             .cloned(),
     );
     let quiet = rest.iter().any(|x| x == "-q" || x == "--quiet");
-    let (code, out) = match capture(ctx, "git", &a) {
-        Ok(r) => r,
-        Err(e) => {
-            let _ = writeln!(ctx.stderr(), "{e}");
-            return Ok(ExecutionResult::new(1));
-        }
+    let out = match git_ok(ctx, &a) {
+        Ok(out) => out,
+        Err(failed) => return Ok(failed),
     };
-    if code != 0 {
-        return Ok(ExecutionResult::new(u8::try_from(code).unwrap_or(1)));
-    }
     let top = toplevel(ctx).unwrap_or_else(|| ctx.shell.working_dir().to_path_buf());
     let text = String::from_utf8_lossy(&out).into_owned();
     let paths: Vec<PathBuf> = text
@@ -153,16 +159,10 @@ fn git_clean(
             _ => a.push(x.clone()),
         }
     }
-    let (code, out) = match capture(ctx, "git", &a) {
-        Ok(r) => r,
-        Err(e) => {
-            let _ = writeln!(ctx.stderr(), "{e}");
-            return Ok(ExecutionResult::new(1));
-        }
+    let out = match git_ok(ctx, &a) {
+        Ok(out) => out,
+        Err(failed) => return Ok(failed),
     };
-    if code != 0 {
-        return Ok(ExecutionResult::new(u8::try_from(code).unwrap_or(1)));
-    }
     let cwd = ctx.shell.working_dir().to_path_buf();
     let text = String::from_utf8_lossy(&out).into_owned();
     let mut shown = String::new();
