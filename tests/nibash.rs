@@ -687,3 +687,48 @@ async fn a_long_call_reports_progress_with_its_latest_line() {
     assert!(progress.iter().any(|m| m == "first-step"), "{progress:?}");
     nib.stop().await;
 }
+
+#[tokio::test]
+async fn grep_family_options_print_rows_and_unknown_ones_fall_back() {
+    let dir = project();
+    std::fs::write(dir.path().join("a.txt"), "alpha\nbeta\na.b\nGamma\n").unwrap();
+    std::fs::write(dir.path().join("b.txt"), "nothing\n").unwrap();
+    let nib = start_mode(dir.path(), &[]).await;
+    let tag = expected_tag(b"alpha\nbeta\na.b\nGamma\n");
+    let out = sh(&nib, "egrep 'alpha|beta' a.txt").await;
+    assert!(
+        out.contains(&format!("[a.txt#{tag}]"))
+            && out.contains("*1:alpha")
+            && out.contains("*2:beta"),
+        "{out}"
+    );
+    let out = sh(&nib, "fgrep a.b a.txt").await;
+    assert!(out.contains("*3:a.b") && !out.contains("*1:alpha"), "{out}");
+    let out = sh(&nib, "grep -i gamma a.txt").await;
+    assert!(out.contains("*4:Gamma"), "{out}");
+    let out = sh(&nib, "grep -rl alpha .").await;
+    assert!(out.contains("a.txt") && !out.contains("b.txt"), "{out}");
+    let out = sh(&nib, "rg -w beta").await;
+    assert!(out.contains("*2:beta"), "{out}");
+    let out = sh(&nib, "wc -w a.txt b.txt").await;
+    assert!(
+        out.contains("4 words") && out.contains("total 5 words"),
+        "{out}"
+    );
+    let out = sh(&nib, "grep -c a a.txt").await;
+    assert!(out.contains("a.txt (4)"), "{out}");
+    // Options nib does not print rows for: the system program's own output.
+    for cmd in ["grep -v beta a.txt", "grep -o 'a.' a.txt", "wc -L a.txt"] {
+        let ours = sh(&nib, cmd).await;
+        assert_eq!(ours, system(dir.path(), cmd), "{cmd}");
+    }
+    let none = nib
+        .call("nibash", json!({"command": "grep zzz a.txt"}))
+        .await
+        .0;
+    assert!(
+        none.contains("[exit 1]"),
+        "grep with no match exits 1: {none}"
+    );
+    nib.stop().await;
+}
