@@ -138,18 +138,36 @@ fn text_file(arg: &str, cwd: &Path) -> Option<(PathBuf, usize)> {
 }
 
 /// Files that print as plain output through nibash: `*.log`, `*.out`, and
-/// files in a `log`, `logs` or `test-logs` folder.
+/// files in a `log`, `logs` or `test-logs` folder that git does not track.
 pub fn is_log(path: &Path) -> bool {
     let ext = path.extension().and_then(|e| e.to_str());
     if matches!(ext, Some("log") | Some("out")) {
         return true;
     }
-    path.components().any(|c| {
+    let in_log_folder = path.components().any(|c| {
         matches!(
             c.as_os_str().to_str(),
             Some("log") | Some("logs") | Some("test-logs")
         )
-    })
+    });
+    in_log_folder && !tracked_by_git(path)
+}
+
+/// Whether git tracks the file (false outside a repository or without git).
+fn tracked_by_git(path: &Path) -> bool {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return false;
+    };
+    std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["ls-files", "--error-unmatch", "--"])
+        .arg(name)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 fn selector(path: &Path, a: usize, b: usize) -> String {
@@ -870,6 +888,29 @@ mod tests {
             "a folder without -r"
         );
         assert_eq!(plan("wc", &strings(&["-L", "a.txt"]), c), None);
+    }
+
+    #[test]
+    fn files_in_a_log_folder_are_logs_unless_git_tracks_them() {
+        let d = dir_with(&[("logs/run.txt", "x\n"), ("logs/kept.txt", "x\n")]);
+        let git = |args: &[&str]| {
+            std::process::Command::new("git")
+                .args(args)
+                .current_dir(d.path())
+                .output()
+                .is_ok_and(|o| o.status.success())
+        };
+        assert!(
+            is_log(&d.path().join("logs/run.txt")),
+            "no repository: a log"
+        );
+        if git(&["init", "-q"]) && git(&["add", "logs/kept.txt"]) {
+            assert!(
+                !is_log(&d.path().join("logs/kept.txt")),
+                "tracked: not a log"
+            );
+            assert!(is_log(&d.path().join("logs/run.txt")), "untracked: a log");
+        }
     }
 
     #[test]
