@@ -732,3 +732,30 @@ async fn grep_family_options_print_rows_and_unknown_ones_fall_back() {
     );
     nib.stop().await;
 }
+
+#[tokio::test]
+async fn a_command_flooding_its_output_is_stopped() {
+    let dir = project();
+    let nib = start_mode(dir.path(), &[]).await;
+    let t = std::time::Instant::now();
+    let out = nib
+        .call("nibash", json!({"command": "yes", "timeout": 60}))
+        .await
+        .0;
+    assert!(
+        out.contains("the command was stopped"),
+        "{}",
+        &out[out.len().saturating_sub(400)..]
+    );
+    assert!(
+        t.elapsed() < Duration::from_secs(30),
+        "took {:?}",
+        t.elapsed()
+    );
+    assert!(
+        out.len() < 64 * 1024,
+        "the answer is cut: {} bytes",
+        out.len()
+    );
+    nib.stop().await;
+}

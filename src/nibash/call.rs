@@ -35,6 +35,9 @@ pub const MAX_TIMEOUT: Duration = Duration::from_secs(600);
 /// How long the answer waits for the rest of the output after the command
 /// line is done (a process it left may still hold the pipe).
 const DRAIN_GRACE: Duration = Duration::from_millis(300);
+/// Output (kept and dropped) past which a call or job is stopped.
+const OUTPUT_STOP: usize = 64 << 20;
+
 /// How often a running call reports progress (when the client asked).
 const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 
@@ -295,7 +298,21 @@ impl Consumer {
 
     fn handle(&mut self, msg: Msg, deadline: Option<Instant>) {
         match msg {
-            Msg::Out(b) => self.entry.update(|s| s.append(&b)),
+            Msg::Out(b) => {
+                let mut over = false;
+                self.entry.update(|s| {
+                    s.append(&b);
+                    over = s.output.len() + s.dropped > OUTPUT_STOP && !s.flooded;
+                    if over {
+                        s.flooded = true;
+                    }
+                });
+                if over {
+                    // A program that floods its output is stopped, as the
+                    // sandbox stops one that passes its cap.
+                    self.entry.kill();
+                }
+            }
             Msg::Eof => self.entry.update(|s| s.eof = true),
             Msg::Mark => self.entry.update(|s| s.marked = true),
             Msg::Exit(code) => self.entry.record_exit(code),
@@ -607,6 +624,12 @@ fn answer(
     }
     if dropped > 0 {
         out.push_str(&format!("[{dropped} more bytes of output were not kept]\n"));
+    }
+    if entry.state().flooded {
+        out.push_str(&format!(
+            "[the output passed {} MiB and the command was stopped]\n",
+            OUTPUT_STOP >> 20
+        ));
     }
     out.push_str(&super::changes::report(
         ctx,

@@ -50,6 +50,8 @@ pub struct State {
     pub reported: bool,
     /// Killed on request.
     pub killed: bool,
+    /// Stopped for printing too much.
+    pub flooded: bool,
 }
 
 impl State {
