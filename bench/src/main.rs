@@ -378,8 +378,26 @@ struct Row {
     baselines: Vec<(String, Stat)>,
 }
 
+/// The main server's pid, and its peak memory after each scenario printed
+/// (VmHWM only grows: a jump attributes the peak to that scenario).
+static MAIN_SERVER: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+static PEAK_AFTER: std::sync::Mutex<Vec<(String, u64)>> = std::sync::Mutex::new(Vec::new());
+
+fn vm_hwm_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|n| n.parse().ok())
+}
+
 impl Row {
     fn print(&self) {
+        if let Some(kib) = MAIN_SERVER.get().and_then(|pid| vm_hwm_kib(*pid)) {
+            let mut peaks = PEAK_AFTER.lock().unwrap_or_else(|p| p.into_inner());
+            peaks.push((self.scenario.clone(), kib));
+        }
         let nib = match &self.nib {
             Some(s) => format!("{} ({}–{})", ms(s.median), ms(s.p10), ms(s.p90)),
             None => "not built yet".into(),
@@ -519,6 +537,7 @@ fn run() -> Result<()> {
 
     let mut server = Server::spawn(&nib, &work, &state)?;
     server.initialize()?;
+    let _ = MAIN_SERVER.set(server.child.id());
 
     // read a 300-line file.
     {
@@ -1014,6 +1033,14 @@ fn run() -> Result<()> {
     }
 
     peak_kib = peak_kib.max(server.peak_kib().unwrap_or(0));
+    println!("\nthe main server's peak memory (VmHWM) after each scenario that raised it:");
+    let mut last = 0;
+    for (scenario, kib) in PEAK_AFTER.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+        if *kib > last {
+            println!("  {:>6.1} MiB  after {scenario}", *kib as f64 / 1024.0);
+            last = *kib;
+        }
+    }
     println!(
         "\npeak memory of the server (VmHWM): {:.1} MiB; tree: {} ({} files)",
         peak_kib as f64 / 1024.0,
