@@ -475,19 +475,32 @@ fn open_parent_by_path(path: &Path) -> Result<(OwnedFd, OsString, PathBuf), FsEr
     };
     let name = real.file_name().ok_or(FsError::IsDirectory)?.to_os_string();
     let parent = real.parent().ok_or(FsError::IsDirectory)?;
-    if parent.as_os_str().as_encoded_bytes().contains(&0) || name.as_encoded_bytes().contains(&0) {
-        return Err(FsError::Io(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "the path contains a NUL byte",
-        )));
+    if name.as_encoded_bytes().contains(&0) {
+        return Err(nul_in_path());
     }
-    std::fs::create_dir_all(parent)?;
-    let fd = rustix::fs::open(
-        parent,
+    let fd = open_folder_creating(parent)?;
+    Ok((fd, name, real))
+}
+
+fn nul_in_path() -> FsError {
+    FsError::Io(std::io::Error::new(
+        std::io::ErrorKind::InvalidInput,
+        "the path contains a NUL byte",
+    ))
+}
+
+/// Without roots: creates the folder (and its parents) and opens it as an
+/// `O_PATH` directory fd.
+fn open_folder_creating(folder: &Path) -> Result<OwnedFd, FsError> {
+    if folder.as_os_str().as_encoded_bytes().contains(&0) {
+        return Err(nul_in_path());
+    }
+    std::fs::create_dir_all(folder)?;
+    Ok(rustix::fs::open(
+        folder,
         OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
         Mode::empty(),
-    )?;
-    Ok((fd, name, real))
+    )?)
 }
 
 /// What a write did.
@@ -676,13 +689,7 @@ pub fn restore_entry(scope: &Scope, path: &Path, force: bool) -> Result<(), FsEr
         }
         Scope::Open => {
             let name = path.file_name().ok_or(FsError::IsDirectory)?.to_os_string();
-            let parent = path.parent().unwrap_or(Path::new("/"));
-            std::fs::create_dir_all(parent)?;
-            let fd = rustix::fs::open(
-                parent,
-                OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-                Mode::empty(),
-            )?;
+            let fd = open_folder_creating(path.parent().unwrap_or(Path::new("/")))?;
             (fd, name)
         }
     };
