@@ -13,6 +13,12 @@
 //! filter. A confining policy that cannot apply any confining layer refuses to
 //! run the program.
 //!
+//! The exec-time layer, in every mode when the caller gives a judge
+//! ([`exec_filter`], [`exec_guard`]): each `execve`/`execveat` of the tree
+//! waits while a supervisor thread in the broker identifies the file the
+//! kernel would run and asks the [`ExecJudge`]; a refusal fails with
+//! `EACCES` and is logged for the caller.
+//!
 //! Only the broker knows MCP and JSON-RPC: this crate takes a [`Policy`] and
 //! returns a [`Worker`] or a [`SandboxError`].
 
@@ -21,6 +27,8 @@
 
 mod bwrap;
 mod env;
+mod exec_filter;
+mod exec_guard;
 mod landlock;
 mod lifetime;
 mod limits;
@@ -31,6 +39,7 @@ mod worker;
 
 pub use bwrap::{bwrap_argv, bwrap_usable};
 pub use env::scrub;
+pub use exec_guard::{ExecAttempt, ExecFile, ExecJudge, ExecLog, ExecRefusal};
 pub use policy::{Layers, Limits, Policy};
 pub use seccomp::denied_syscalls;
 pub use spawn::{Killer, Output, Sandbox, SandboxError, Worker};

@@ -49,6 +49,11 @@ pub struct Policy {
     /// Files hidden behind `/dev/null` under bubblewrap (forbidden programs).
     #[serde(default)]
     pub masked: Vec<PathBuf>,
+    /// Every exec of the worker's tree is decided by a supervisor in the
+    /// broker (seccomp user notification; set by the sandbox when it has an
+    /// [`crate::ExecJudge`], in every mode).
+    #[serde(default)]
+    pub supervise_exec: bool,
 }
 
 /// Which layers this machine offers (see [`crate::probe`]).

@@ -14,6 +14,8 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use crate::exec_filter::SUPERVISOR_FD;
+use crate::exec_guard::{ExecJudge, ExecLog, supervise};
 use crate::limits::PidsCgroup;
 use crate::{Policy, bwrap, env, worker};
 
@@ -51,6 +53,7 @@ pub struct Output {
 pub struct Sandbox {
     entry: PathBuf,
     policy: Policy,
+    judge: Option<Arc<dyn ExecJudge>>,
 }
 
 /// A running worker.
@@ -60,6 +63,7 @@ pub struct Worker {
     cgroup: Option<Arc<PidsCgroup>>,
     private_tmp: Option<PathBuf>,
     output_cap: u64,
+    exec_log: Option<ExecLog>,
 }
 
 type SpawnJob = (Command, mpsc::Sender<std::io::Result<Child>>);
@@ -99,7 +103,18 @@ impl Sandbox {
         Sandbox {
             entry: entry.to_path_buf(),
             policy,
+            judge: None,
         }
+    }
+
+    /// Every exec of the workers' trees is decided by `judge` (in every
+    /// mode): the worker sets no_new_privs and installs the exec filter, a
+    /// supervisor thread answers each exec, refusals fail with `EACCES` and
+    /// are kept in the worker's [`Worker::exec_log`].
+    pub fn with_exec_judge(mut self, judge: Arc<dyn ExecJudge>) -> Sandbox {
+        self.policy.supervise_exec = true;
+        self.judge = Some(judge);
+        self
     }
 
     /// The policy.
@@ -220,9 +235,21 @@ impl Sandbox {
             std::ffi::CString::new(c.procs_file().into_os_string().into_encoded_bytes()).ok()
         });
         let channel_fd = channel.as_ref().map(std::os::fd::AsRawFd::as_raw_fd);
+        // The supervisor socket: the worker sends its exec listener on it.
+        let (supervisor, supervisor_child) = match &self.judge {
+            Some(_) => {
+                let (ours, theirs) =
+                    std::os::unix::net::UnixStream::pair().map_err(SandboxError::Spawn)?;
+                (Some(ours), Some(theirs))
+            }
+            None => (None, None),
+        };
+        let supervisor_fd = supervisor_child
+            .as_ref()
+            .map(std::os::fd::AsRawFd::as_raw_fd);
         // SAFETY: the closure runs in the child between fork and exec and
         // calls only async-signal-safe functions (setsid, prctl, open, write,
-        // close, dup2, syscall) on data allocated before the fork.
+        // close, fcntl, dup2, syscall) on data allocated before the fork.
         unsafe {
             cmd.pre_exec(move || {
                 libc::setsid();
@@ -234,34 +261,51 @@ impl Sandbox {
                         libc::close(fd);
                     }
                 }
-                // Only fds 0–2 (and the channel, as fd 3) survive the exec.
-                let first_closed = match channel_fd {
-                    Some(fd) => {
-                        if fd != 3 {
-                            libc::dup2(fd, 3);
-                        } else {
-                            libc::fcntl(3, libc::F_SETFD, 0);
+                // Only fds 0–2 survive the exec, and the channel as fd 3 and
+                // the supervisor socket as fd SUPERVISOR_FD when given. Each
+                // is first moved above both (so neither overwrites the other),
+                // then everything from 3 up is marked close-on-exec, then the
+                // two are put in place (dup2 clears the mark on its target).
+                let mut moved = [-1; 2];
+                for (slot, fd) in [channel_fd, supervisor_fd].into_iter().enumerate() {
+                    if let Some(fd) = fd {
+                        moved[slot] = libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 16);
+                        if moved[slot] < 0 {
+                            return Err(std::io::Error::last_os_error());
                         }
-                        4u32
                     }
-                    None => 3u32,
-                };
+                }
                 libc::syscall(
                     libc::SYS_close_range,
-                    first_closed,
+                    3u32,
                     u32::MAX,
                     libc::CLOSE_RANGE_CLOEXEC,
                 );
+                for (slot, target) in [3, SUPERVISOR_FD].into_iter().enumerate() {
+                    if moved[slot] >= 0 && libc::dup2(moved[slot], target) < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
                 Ok(())
             });
         }
         let child = spawn_on_spawner(cmd).map_err(SandboxError::Spawn)?;
         drop(channel);
+        drop(supervisor_child);
+        let exec_log = match (&self.judge, supervisor) {
+            (Some(judge), Some(socket)) => {
+                let log = ExecLog::default();
+                supervise(socket.into(), Arc::clone(judge), log.clone());
+                Some(log)
+            }
+            _ => None,
+        };
         Ok(Worker {
             child,
             cgroup,
             private_tmp,
             output_cap: self.policy.limits.output_bytes,
+            exec_log,
         })
     }
 }
@@ -312,6 +356,11 @@ fn reader(
 }
 
 impl Worker {
+    /// The execs its tree was refused (when the sandbox has an exec judge).
+    pub fn exec_log(&self) -> Option<ExecLog> {
+        self.exec_log.clone()
+    }
+
     /// The worker's process id (outside its namespace).
     pub fn id(&self) -> u32 {
         self.child.id()

@@ -4,14 +4,16 @@
 //! bubblewrap, make a PID namespace and fork (the parent waits and passes the
 //! exit status on); then, in the process that will become the program, die
 //! with the parent, set the rlimits, and when the policy confines: no new
-//! privileges, Landlock, seccomp. A confining policy with no confining layer
+//! privileges, Landlock, seccomp; when execs are supervised (in every mode),
+//! the exec filter last. A confining policy with no confining layer
 //! in force (no bubblewrap, no Landlock, no seccomp) refuses to run anything.
 
 use std::ffi::{CString, OsString};
+use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
-use crate::{Policy, bwrap, landlock, lifetime, limits, seccomp};
+use crate::{Policy, bwrap, exec_filter, landlock, lifetime, limits, seccomp};
 
 /// The argument that marks a worker entry.
 pub const WORKER_ARG: &str = "__nib-worker";
@@ -110,6 +112,26 @@ pub fn worker_main(args: &[OsString]) -> ! {
         if !in_bwrap && !landlock_on && !seccomp_on {
             die(
                 "NIB_SANDBOX=1 but no confining layer could be applied (no usable bubblewrap, no Landlock, no seccomp); refusing to run the program",
+                REFUSED,
+            );
+        }
+    }
+    if policy.supervise_exec {
+        // The exec-time layer: in every mode, and last, so the filter sees
+        // the program's own exec too. It needs no_new_privs.
+        if !policy.confine
+            && let Err(e) = lifetime::no_new_privs()
+        {
+            die(&format!("no_new_privs: {e}"), REFUSED);
+        }
+        // SAFETY: the broker put the supervisor socket at SUPERVISOR_FD for
+        // this process and nothing else here owns that fd.
+        let socket = unsafe { OwnedFd::from_raw_fd(exec_filter::SUPERVISOR_FD) };
+        if let Err(e) = exec_filter::install_and_hand_over(socket) {
+            die(
+                &format!(
+                    "program rules are in force, but nib cannot check programs as they start: {e}; refusing to run anything"
+                ),
                 REFUSED,
             );
         }

@@ -413,3 +413,92 @@ fn a_channel_is_the_only_extra_fd() {
     let o = worker.wait(Some(T));
     assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "0 1 2 3");
 }
+
+/// Refuses any exec whose file (or `#!` interpreter) is the one given.
+#[derive(Debug)]
+struct RefuseFile {
+    dev: u64,
+    ino: u64,
+}
+
+impl nib_sandbox::ExecJudge for RefuseFile {
+    fn judge(&self, attempt: &nib_sandbox::ExecAttempt<'_>) -> Option<String> {
+        attempt
+            .files
+            .iter()
+            .any(|f| (f.dev, f.ino) == (self.dev, self.ino))
+            .then(|| "the test rule".to_string())
+    }
+}
+
+#[test]
+fn execs_are_decided_by_the_judge_in_every_mode() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let unconfined = |root: &Path| Policy {
+        writable: vec![root.to_path_buf()],
+        ..Policy::default()
+    };
+    let mut policies: Vec<(&str, fn(&Path) -> Policy)> = vec![("layer 1 only", unconfined)];
+    policies.push(("Landlock + seccomp", |r| policy(Mode::LandlockSeccomp, r)));
+    if bwrap_usable() {
+        policies.push(("bubblewrap", |r| policy(Mode::Bwrap, r)));
+    }
+    for (name, make) in policies {
+        let w = world();
+        let tool = w.root.join("tool");
+        std::fs::write(
+            &tool,
+            format!("#!/bin/sh\ntouch '{}/canary'\n", w.root.display()),
+        )
+        .unwrap();
+        std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let wrapper = w.root.join("wrapper");
+        std::fs::write(&wrapper, format!("#!{}\n", tool.display())).unwrap();
+        std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::os::unix::fs::symlink(&tool, w.root.join("link")).unwrap();
+        std::fs::hard_link(&tool, w.root.join("hard")).unwrap();
+        let meta = std::fs::metadata(&tool).unwrap();
+        let judge = std::sync::Arc::new(RefuseFile {
+            dev: meta.dev(),
+            ino: meta.ino(),
+        });
+        let sandbox = Sandbox::new(&probe(), make(&w.root)).with_exec_judge(judge);
+        for attempt in [
+            "./tool",
+            "./link",
+            "./hard",
+            "$PWD/tool",
+            "sh -c ./tool",
+            "./wrapper",
+            "cd / && exec \"$OLDPWD/link\"",
+            "exec 5<./tool; exec /proc/self/fd/5",
+        ] {
+            let argv: Vec<OsString> = vec!["/bin/sh".into(), "-c".into(), attempt.into()];
+            let worker = sandbox.spawn(&argv, &w.root, &[]).unwrap();
+            let log = worker.exec_log().unwrap();
+            let o = worker.wait(Some(T));
+            assert!(
+                !w.root.join("canary").exists(),
+                "{name}: {attempt:?} ran the tool: {}",
+                out(&o)
+            );
+            assert!(
+                out(&o).contains("denied") || out(&o).contains("Permission"),
+                "{name}: {attempt:?} did not fail with EACCES: {}",
+                out(&o)
+            );
+            let refusals = log.refusals();
+            assert!(
+                refusals
+                    .iter()
+                    .any(|r| r.why == "the test rule" && r.caller == "sh"),
+                "{name}: {attempt:?}: {refusals:?}"
+            );
+        }
+        // Other programs run, and neither the channel nor the supervisor
+        // socket nor the listener reaches them.
+        let argv: Vec<OsString> = vec![probe().into_os_string(), "fds".into()];
+        let o = sandbox.spawn(&argv, &w.root, &[]).unwrap().wait(Some(T));
+        assert_eq!(out(&o).trim(), "0 1 2", "{name}");
+    }
+}
