@@ -383,7 +383,9 @@ struct View {
 
 /// The most symlinks one resolution follows (the kernel's limit).
 const MAX_LINKS: usize = 40;
-const PROC_SUPER_MAGIC: i64 = 0x9fa0;
+/// `statfs.f_type` of procfs (its C type differs between architectures).
+#[allow(clippy::unnecessary_cast)]
+const PROC_SUPER_MAGIC: libc::__fsword_t = 0x9fa0 as libc::__fsword_t;
 
 impl View {
     fn proc_open(&self, rest: &str) -> std::io::Result<OwnedFd> {
@@ -456,7 +458,7 @@ impl View {
                 return Err(std::io::Error::from_raw_os_error(libc::ELOOP));
             }
             let on_proc = rustix::fs::fstatfs(&cur)
-                .map(|s| i64::from(s.f_type) == PROC_SUPER_MAGIC)
+                .map(|s| s.f_type == PROC_SUPER_MAGIC)
                 .unwrap_or(false);
             if on_proc {
                 cur = match name.as_encoded_bytes() {
