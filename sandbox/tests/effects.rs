@@ -438,7 +438,8 @@ fn execs_are_decided_by_the_judge_in_every_mode() {
         writable: vec![root.to_path_buf()],
         ..Policy::default()
     };
-    let mut policies: Vec<(&str, fn(&Path) -> Policy)> = vec![("layer 1 only", unconfined)];
+    type MakePolicy = fn(&Path) -> Policy;
+    let mut policies: Vec<(&str, MakePolicy)> = vec![("layer 1 only", unconfined)];
     policies.push(("Landlock + seccomp", |r| policy(Mode::LandlockSeccomp, r)));
     if bwrap_usable() {
         policies.push(("bubblewrap", |r| policy(Mode::Bwrap, r)));
