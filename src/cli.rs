@@ -419,23 +419,16 @@ pub fn doctor(config: &Config) -> i32 {
     out.push_str(&layers.describe());
     let confining = layers.bwrap || layers.landlock_abi > 0 || layers.seccomp;
     let in_force = if !config.sandbox {
-        "NIB_SANDBOX is off: programs run with layer 1 only (own session, empty stdin, fds 0-2, scrubbed environment, limits, tree ends with the call)".to_string()
+        format!(
+            "mode: {} — programs run in their own session, with empty stdin, fds 0-2, a scrubbed environment and limits; their tree ends with the call",
+            config.sandbox_mode()
+        )
     } else if !confining {
         "NIB_SANDBOX=1, and no confining layer is available: programs are refused".to_string()
     } else {
-        let mut l = Vec::new();
-        if layers.bwrap {
-            l.push("bubblewrap".to_string());
-        }
-        if layers.landlock_abi > 0 {
-            l.push(format!("Landlock ABI {}", layers.landlock_abi));
-        }
-        if layers.seccomp {
-            l.push("seccomp".to_string());
-        }
         format!(
-            "NIB_SANDBOX=1: programs run under {}; network {}; writable: {}",
-            l.join(" + "),
+            "mode: {}; network {}; writable: {}",
+            config.sandbox_mode(),
             if policy.network { "on" } else { "off" },
             policy
                 .writable
@@ -447,6 +440,7 @@ pub fn doctor(config: &Config) -> i32 {
     };
     out.push_str(&in_force);
     out.push('\n');
+    out.push_str("exec-time rules: while nib.json has program rules, every exec of a nibash call is checked by the file it runs (seccomp user notification, in every mode)\n");
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(out.as_bytes());
     i32::from(config.sandbox && !confining)

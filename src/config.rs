@@ -24,6 +24,10 @@ pub const NIB_CONFIRM_OUTSIDE_ROOTS: &str = "NIB_CONFIRM_OUTSIDE_ROOTS";
 /// `1`: sandboxed programs get the network.
 pub const NIB_SANDBOX_NETWORK: &str = "NIB_SANDBOX_NETWORK";
 
+/// `0`: `NIB_SANDBOX=1` confines with Landlock + seccomp alone, even where
+/// bubblewrap works (containers without user namespaces; testing each mode).
+pub const NIB_SANDBOX_BWRAP: &str = "NIB_SANDBOX_BWRAP";
+
 /// Folders (`:` separated) bound read-only into the sandbox.
 pub const NIB_SANDBOX_BIND: &str = "NIB_SANDBOX_BIND";
 
@@ -75,6 +79,8 @@ pub struct Config {
     pub approval_timeout: std::time::Duration,
     /// [`NIB_SANDBOX_NETWORK`] is on.
     pub sandbox_network: bool,
+    /// bubblewrap may be used ([`NIB_SANDBOX_BWRAP`] is not `0`).
+    pub sandbox_bwrap: bool,
     /// [`NIB_SANDBOX_BIND`] folders.
     pub sandbox_bind: Vec<PathBuf>,
     /// nibash is on ([`NIB_SHELL`] is not `0`).
@@ -95,9 +101,42 @@ impl Config {
             network: self.sandbox_network,
             protected,
             limits: nib_sandbox::Limits::default(),
-            use_bwrap: true,
+            use_bwrap: self.sandbox_bwrap,
             masked: Vec::new(),
+            supervise_exec: false,
         }
+    }
+
+    /// The sandbox mode programs run in, in one phrase (for `nib doctor`
+    /// and nibash_status): the layers in force, and why bubblewrap is not
+    /// among them when it is not.
+    pub fn sandbox_mode(&self) -> String {
+        if !self.sandbox {
+            return "unconfined (NIB_SANDBOX unset): layer 1 only".into();
+        }
+        let layers = nib_sandbox::probe();
+        let mut l = Vec::new();
+        let bwrap = self.sandbox_bwrap && layers.bwrap;
+        if bwrap {
+            l.push("bubblewrap".to_string());
+        }
+        if layers.landlock_abi > 0 {
+            l.push(format!("Landlock ABI {}", layers.landlock_abi));
+        }
+        if layers.seccomp {
+            l.push("seccomp".to_string());
+        }
+        if l.is_empty() {
+            return "NIB_SANDBOX=1 with no confining layer available: programs are refused".into();
+        }
+        let why = if bwrap {
+            ""
+        } else if !self.sandbox_bwrap {
+            " (bubblewrap off: NIB_SANDBOX_BWRAP=0)"
+        } else {
+            " (bubblewrap is not usable here)"
+        };
+        format!("NIB_SANDBOX=1: {}{why}", l.join(" + "))
     }
 }
 
@@ -150,6 +189,8 @@ impl Config {
                 .map_or(true, |v| v != "0" && !v.eq_ignore_ascii_case("false")),
             confirm_outside_roots: flag(NIB_CONFIRM_OUTSIDE_ROOTS),
             sandbox_network: flag(NIB_SANDBOX_NETWORK),
+            sandbox_bwrap: std::env::var(NIB_SANDBOX_BWRAP)
+                .map_or(true, |v| v != "0" && !v.eq_ignore_ascii_case("false")),
             sandbox_bind: std::env::var_os(NIB_SANDBOX_BIND)
                 .map(|v| {
                     std::env::split_paths(&v)

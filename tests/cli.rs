@@ -140,10 +140,25 @@ fn doctor_reports_the_layers() {
         "Landlock ABI: ",
         "seccomp: ",
         "PID namespace: ",
-        "NIB_SANDBOX is off",
+        "mode: unconfined (NIB_SANDBOX unset)",
+        "exec-time rules: ",
     ] {
         assert!(out.contains(line), "{line}: {out}");
     }
+    // NIB_SANDBOX_BWRAP=0 names the mode without bubblewrap.
+    let out = Command::new(nib_bin())
+        .arg("doctor")
+        .current_dir(dir.path())
+        .env("NIB_SANDBOX", "1")
+        .env("NIB_SANDBOX_BWRAP", "0")
+        .output()
+        .expect("spawn nib");
+    let out = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.contains("mode: NIB_SANDBOX=1: Landlock ABI")
+            && out.contains("(bubblewrap off: NIB_SANDBOX_BWRAP=0)"),
+        "{out}"
+    );
 }
 
 #[test]

@@ -466,7 +466,7 @@ async fn named_directories_carry_over_and_status_lists_jobs_and_layers() {
     let id = job_id(&started);
     tokio::time::sleep(Duration::from_millis(300)).await;
     let status = nib.ok("nibash_status", json!({})).await;
-    assert!(status.contains("sandbox: off"), "{status}");
+    assert!(status.contains("sandbox: unconfined"), "{status}");
     assert!(
         status.contains(&format!("%{id} running (job)")) && status.contains("(a slow one)"),
         "{status}"

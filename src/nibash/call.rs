@@ -87,7 +87,26 @@ struct Asker {
     trashed: Vec<PathBuf>,
 }
 
+/// Whether `name` may name a folder (what `hash -d name=dir` accepts).
+fn name_is_valid(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && !name.starts_with(['-', '.'])
+        && !name.contains("..")
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+}
+
 impl Asker {
+    /// Whether `dir` is a folder the call's scope reaches (absolute, no
+    /// control characters).
+    fn is_folder(&self, dir: &Path) -> bool {
+        dir.is_absolute()
+            && !dir.to_string_lossy().chars().any(char::is_control)
+            && crate::fs::stat(&self.scope, dir).is_ok_and(|s| s.kind == crate::fs::Kind::Dir)
+    }
+
     fn answer(&mut self, ask: Ask, deadline: Option<Instant>) -> Reply {
         match ask {
             Ask::Trash {
@@ -272,6 +291,8 @@ struct Consumer {
     seen: Vec<SeenReport>,
     done_at: Option<Instant>,
     cancelled: bool,
+    /// Execs the call's tree was refused (while program rules exist).
+    exec_log: Option<nib_sandbox::ExecLog>,
 }
 
 impl Consumer {
@@ -297,6 +318,16 @@ impl Consumer {
     }
 
     fn handle(&mut self, msg: Msg, deadline: Option<Instant>) {
+        self.take(msg, deadline);
+        // The command line is done only when the worker said so on the
+        // channel *and* its end mark came through the pipe: neither a
+        // program's output nor a lone event can end a call.
+        if self.done_at.is_none() && self.entry.state().call_finished() {
+            self.done_at = Some(Instant::now());
+        }
+    }
+
+    fn take(&mut self, msg: Msg, deadline: Option<Instant>) {
         match msg {
             Msg::Out(b) => {
                 let mut over = false;
@@ -321,13 +352,18 @@ impl Consumer {
                 self.entry.kill();
             }
             Msg::Event(Event::Seen { path, tag, lines }) => self.seen.push((path, tag, lines)),
-            Msg::Event(Event::Name { name, dir }) => self.asker.nib.set_name(name, dir),
+            Msg::Event(Event::Name { name, dir }) => {
+                // Untrusted like every event: a name nib would accept from
+                // `hash -d`, for a folder the call's scope can reach.
+                if name_is_valid(&name) && self.asker.is_folder(&dir) {
+                    self.asker.nib.set_name(name, dir);
+                }
+            }
             Msg::Event(Event::Done {
                 code,
                 background,
                 hidden,
             }) => {
-                self.done_at = Some(Instant::now());
                 self.entry.update(|s| {
                     s.done = Some(code);
                     s.background = background;
@@ -453,6 +489,11 @@ pub fn run(ctx: &Ctx, nib: &Arc<Nibash>, args: CallArgs) -> ToolOutput {
             return out;
         }
     };
+    let super::rules::Gate {
+        runtime,
+        masked,
+        judge,
+    } = gate;
     let started_at = super::changes::start(ctx);
     let entry = nib.jobs.start(&args.command, args.description.clone());
     let cwd = ctx.workspace.project_dir().to_path_buf();
@@ -462,9 +503,9 @@ pub fn run(ctx: &Ctx, nib: &Arc<Nibash>, args: CallArgs) -> ToolOutput {
         names: nib.names(),
         job: entry.id,
         mark: crate::fs::unique_id(),
-        rules: gate.runtime,
+        rules: runtime,
     };
-    let started = match start_worker(ctx, &request, &cwd, gate.masked) {
+    let started = match start_worker(ctx, &request, &cwd, masked, judge) {
         Ok(s) => s,
         Err(e) => {
             nib.jobs.remove(entry.id);
@@ -475,6 +516,7 @@ pub fn run(ctx: &Ctx, nib: &Arc<Nibash>, args: CallArgs) -> ToolOutput {
     };
     let (worker, pipe, broker_side) = started;
     entry.set_killer(worker.killer());
+    let exec_log = worker.exec_log();
     let (tx, rx) = mpsc::channel();
     let replies = broker_side.sender().ok().and_then(|s| Channel::new(s).ok());
     spawn_reader(pipe, tx.clone(), end_mark(&request.mark));
@@ -494,6 +536,7 @@ pub fn run(ctx: &Ctx, nib: &Arc<Nibash>, args: CallArgs) -> ToolOutput {
         seen: Vec::new(),
         done_at: None,
         cancelled: false,
+        exec_log,
     };
     if let Some(live) = ctx.live {
         let cancel = tx_cancel;
@@ -552,6 +595,7 @@ fn start_worker(
     request: &Request,
     cwd: &Path,
     masked: Vec<PathBuf>,
+    judge: Option<Arc<super::exec_judge::ProgramJudge>>,
 ) -> Result<Started, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find nib's own binary: {e}"))?;
     let (ours, theirs) = UnixStream::pair().map_err(|e| format!("no channel: {e}"))?;
@@ -559,7 +603,10 @@ fn start_worker(
     chan.send(request).map_err(|e| format!("no channel: {e}"))?;
     let mut policy = ctx.config.sandbox_policy(&ctx.workspace.roots());
     policy.masked = masked;
-    let sandbox = nib_sandbox::Sandbox::new(&exe, policy);
+    let mut sandbox = nib_sandbox::Sandbox::new(&exe, policy);
+    if let Some(judge) = judge {
+        sandbox = sandbox.with_exec_judge(judge);
+    }
     let argv = vec![
         exe.clone().into_os_string(),
         super::worker::NIBASH_ARG.into(),
@@ -581,6 +628,7 @@ fn answer(
     started_at: super::changes::Start,
 ) -> ToolOutput {
     let entry = Arc::clone(&consumer.entry);
+    let consumer_exec_log = consumer.exec_log.clone();
     if consumer.cancelled {
         nib.jobs.remove(entry.id);
         return ToolOutput::error(format!(
@@ -620,7 +668,7 @@ fn answer(
         if !out.is_empty() && !out.ends_with('\n') {
             out.push('\n');
         }
-        record_seen(ctx, &consumer.seen);
+        record_seen(ctx, &consumer.seen, &text);
     }
     if dropped > 0 {
         out.push_str(&format!("[{dropped} more bytes of output were not kept]\n"));
@@ -673,14 +721,46 @@ fn answer(
             out.push_str(&format!("[exit {c}]\n"));
         }
     }
+    if let Some(log) = &consumer_exec_log {
+        out.push_str(&exec_refusals(log));
+    }
     let mut answer = ToolOutput::ok(out);
     answer.exit = exit;
     answer
 }
 
-/// Counts the rows nib's own commands printed as seen, for files whose
-/// content still has the printed tag.
-fn record_seen(ctx: &Ctx, seen: &[SeenReport]) {
+/// One closing line per exec the rules refused while the call ran.
+fn exec_refusals(log: &nib_sandbox::ExecLog) -> String {
+    let refusals = log.refusals();
+    let mut out = String::new();
+    for r in refusals.iter().take(5) {
+        out.push_str(&format!(
+            "[exec refused: {} tried to run {}; {}. It failed with \"Permission denied\" and the call went on]\n",
+            // The worker itself (brush) shows as nib's binary.
+            if r.caller == "nib" { "nibash" } else { &r.caller },
+            r.program.display(),
+            r.why
+        ));
+    }
+    if refusals.len() > 5 {
+        out.push_str(&format!(
+            "[{} more execs were refused by the rules]\n",
+            refusals.len() - 5
+        ));
+    }
+    out
+}
+
+/// Counts the rows nib's own commands printed as seen: for files whose
+/// content still has the printed tag, and only the rows that really are in
+/// the call's output (under a header with that tag and file name, with the
+/// line's current text). A report of rows the model was not shown counts
+/// for nothing, whoever sent it.
+fn record_seen(ctx: &Ctx, seen: &[SeenReport], output: &str) {
+    if seen.is_empty() {
+        return;
+    }
+    let shown = ShownRows::of(output);
     for (path, tag, lines) in seen {
         let Some(tag) = Tag::parse(tag) else { continue };
         let Ok(file) = crate::fs::read_file(&ctx.scope, path, crate::tools::read::TEXT_LIMIT)
@@ -691,19 +771,96 @@ fn record_seen(ctx: &Ctx, seen: &[SeenReport]) {
             continue;
         }
         let text = Arc::new(Text::decode(&file.bytes));
-        let n = text.len();
-        ctx.with_seen(|s| {
-            s.record(
-                path,
-                tag,
-                &text,
-                lines
-                    .iter()
-                    .flat_map(|&(a, b)| a..=b.min(n))
-                    .filter(|&k| k >= 1),
-            )
-        });
+        let proven = shown.lines_of(path, &tag.to_string(), &text, lines);
+        if proven.is_empty() {
+            continue;
+        }
+        ctx.with_seen(|s| s.record(path, tag, &text, proven.into_iter()));
     }
+}
+
+/// The anchored rows an output shows, by the header above them.
+struct ShownRows<'a> {
+    /// (tag, file name, line number, text).
+    rows: std::collections::HashSet<(&'a str, &'a str, usize, &'a str)>,
+}
+
+impl<'a> ShownRows<'a> {
+    fn of(output: &'a str) -> ShownRows<'a> {
+        let mut rows = std::collections::HashSet::new();
+        let mut header: Option<(&str, &str)> = None;
+        for line in output.lines() {
+            if let Some(h) = parse_header(line) {
+                header = Some(h);
+                continue;
+            }
+            let Some((tag, name)) = header else { continue };
+            // grep marks its rows with `*` (a match) or a space (context).
+            let row = line
+                .strip_prefix('*')
+                .or_else(|| line.strip_prefix(' '))
+                .unwrap_or(line);
+            let Some((digits, text)) = row.split_once(':') else {
+                continue;
+            };
+            if digits.is_empty()
+                || digits.starts_with('0')
+                || !digits.bytes().all(|b| b.is_ascii_digit())
+            {
+                continue;
+            }
+            if let Ok(n) = digits.parse::<usize>() {
+                rows.insert((tag, name, n, text));
+            }
+        }
+        ShownRows { rows }
+    }
+
+    /// The claimed lines of `path` that the output shows with their text.
+    fn lines_of(
+        &self,
+        path: &Path,
+        tag: &str,
+        text: &Text,
+        claimed: &[(usize, usize)],
+    ) -> Vec<usize> {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let name = crate::workspace::escape_control(&name);
+        let mut out: Vec<usize> = claimed
+            .iter()
+            .flat_map(|&(a, b)| a..=b.min(text.len()))
+            .filter(|&k| {
+                k >= 1
+                    && text
+                        .line(k)
+                        .is_some_and(|line| self.rows.contains(&(tag, name.as_str(), k, line)))
+            })
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+}
+
+/// `[PATH#TAG]` (maybe followed by a note): the tag and the path's last name.
+fn parse_header(line: &str) -> Option<(&str, &str)> {
+    let rest = line.strip_prefix('[')?;
+    // The last `#XXXX]` ends the header (a path may hold `#` and `]`).
+    let hash = rest.char_indices().rev().find_map(|(i, c)| {
+        let tag = rest.get(i + 1..i + 5)?;
+        (c == '#'
+            && tag.bytes().all(|b| b.is_ascii_hexdigit())
+            && rest.get(i + 5..i + 6) == Some("]"))
+        .then_some(i)
+    })?;
+    let path = &rest[..hash];
+    Some((
+        &rest[hash + 1..hash + 5],
+        path.rsplit('/').next().unwrap_or(path),
+    ))
 }
 
 #[cfg(test)]
@@ -739,5 +896,215 @@ mod tests {
         }
         let joined = seen.concat();
         assert_eq!(joined, "before\n<mark>after\n", "{seen:?}");
+    }
+}
+
+/// Forged worker events (as a program that reached the channel, or a worker
+/// gone wrong, could send them) cannot make the broker count lines as seen,
+/// trash or name anything outside the roots, or end a call early.
+#[cfg(test)]
+mod forged {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// A small deterministic generator, so every run tries the same cases.
+    struct Lcg(u64);
+    impl Lcg {
+        fn next(&mut self) -> u64 {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            self.0 >> 33
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+    }
+
+    #[test]
+    fn seen_reports_count_only_rows_the_output_shows() {
+        let text = Text::decode(b"fn main() {\n    let a = 1;\n    a\n}\n\n// 3:x\n");
+        let tag = "1A2B";
+        let path = Path::new("/p/src/main.rs");
+        let mut rng = Lcg(7);
+        for _ in 0..2000 {
+            let mut out = String::new();
+            let mut truly = std::collections::BTreeSet::new();
+            for _ in 0..rng.below(12) {
+                let k = 1 + rng.below(text.len() as u64 + 2) as usize;
+                let line = text.line(k).unwrap_or("ghost");
+                match rng.below(8) {
+                    0 => out.push_str(&format!("[src/main.rs#{tag}]\n")),
+                    1 => out.push_str("[src/main.rs#FFFF]\n"),
+                    2 => out.push_str(&format!("[src/other.rs#{tag}]\n")),
+                    3 => out.push_str(&format!("{k}:{line} forged\n")),
+                    4 => out.push_str(&format!("{k}|{line}\n")),
+                    5 => out.push_str(&format!("0{k}:{line}\n")),
+                    _ => {
+                        let mark = ["", "*", " "][rng.below(3) as usize];
+                        out.push_str(&format!("{mark}{k}:{line}\n"));
+                    }
+                }
+            }
+            // What a careful reader of `out` would count as shown.
+            let mut header_ok = false;
+            for l in out.lines() {
+                if l.starts_with('[') {
+                    header_ok = l == format!("[src/main.rs#{tag}]");
+                    continue;
+                }
+                let row = l.trim_start_matches(['*', ' ']);
+                if let Some((n, t)) = row.split_once(':')
+                    && header_ok
+                    && !n.starts_with('0')
+                    && let Ok(n) = n.parse::<usize>()
+                    && text.line(n) == Some(t)
+                {
+                    truly.insert(n);
+                }
+            }
+            let claimed = [(1, text.len() + 5)];
+            let got = ShownRows::of(&out).lines_of(path, tag, &text, &claimed);
+            let got: std::collections::BTreeSet<usize> = got.into_iter().collect();
+            assert_eq!(got, truly, "{out}");
+        }
+    }
+
+    #[test]
+    fn forged_marks_in_the_output_never_end_the_call() {
+        let token = crate::fs::unique_id();
+        let mark = end_mark(&token);
+        let mut rng = Lcg(11);
+        for round in 0..200 {
+            let (r, mut w) = std::io::pipe().unwrap();
+            let (tx, rx) = mpsc::channel();
+            spawn_reader(r, tx, mark.clone());
+            let mut sent = Vec::new();
+            for _ in 0..rng.below(20) {
+                let piece: Vec<u8> = match rng.below(5) {
+                    0 => end_mark("forged-token"),
+                    1 => mark[..1 + rng.below(mark.len() as u64 - 1) as usize].to_vec(),
+                    2 => end_mark(&token[..token.len() - 1]),
+                    3 => b"\0nib-end:".to_vec(),
+                    _ => (0..rng.below(64)).map(|_| rng.below(256) as u8).collect(),
+                };
+                use std::io::Write;
+                w.write_all(&piece).unwrap();
+                sent.extend_from_slice(&piece);
+            }
+            drop(w);
+            let mut got = Vec::new();
+            let mut marked = false;
+            loop {
+                match rx.recv_timeout(Duration::from_secs(5)).unwrap() {
+                    Msg::Out(b) => got.extend_from_slice(&b),
+                    Msg::Mark => marked = true,
+                    Msg::Eof => break,
+                    _ => {}
+                }
+            }
+            if sent.windows(mark.len()).any(|w| w == mark.as_slice()) {
+                // The pieces happened to spell the real mark (a prefix of it
+                // and a piece starting with its last byte): not a forgery.
+                continue;
+            }
+            assert!(!marked, "round {round}: a forged mark ended the output");
+            assert_eq!(got, sent, "round {round}: output bytes changed");
+        }
+    }
+
+    #[test]
+    fn forged_events_cannot_reach_outside_the_roots_or_end_the_call() {
+        let base = tempfile::tempdir().unwrap();
+        let base_path = std::fs::canonicalize(base.path()).unwrap();
+        let root = base_path.join("root");
+        let outside = base_path.join("outside");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("canary"), "keep").unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("out")).unwrap();
+        let workspace = Workspace::new(root.clone());
+        let scope = workspace.scope(true, false).unwrap();
+        let nib = Arc::new(Nibash::default());
+        let entry = nib.jobs.start("forged", None);
+        let (_tx, rx) = mpsc::channel();
+        let mut consumer = Consumer {
+            entry: Arc::clone(&entry),
+            rx,
+            replies: None,
+            asker: Asker {
+                scope,
+                nib: Arc::clone(&nib),
+                workspace,
+                trashed: Vec::new(),
+            },
+            seen: Vec::new(),
+            done_at: None,
+            cancelled: false,
+            exec_log: None,
+        };
+        let targets = [
+            outside.join("canary"),
+            root.join("out/canary"),
+            root.join("../outside/canary"),
+            PathBuf::from("../outside/canary"),
+            outside.clone(),
+            PathBuf::from("/"),
+        ];
+        let mut rng = Lcg(3);
+        for i in 0..300 {
+            let t = targets[rng.below(targets.len() as u64) as usize].clone();
+            let event = match rng.below(5) {
+                0 => Event::Ask {
+                    id: i,
+                    ask: Ask::Trash {
+                        paths: vec![t],
+                        recursive: rng.below(2) == 0,
+                        force: rng.below(2) == 0,
+                    },
+                },
+                1 => Event::Ask {
+                    id: i,
+                    ask: Ask::TrashRestore {
+                        path: t,
+                        force: true,
+                    },
+                },
+                2 => Event::Name {
+                    name: ["out", "../x", "a\nb", "-x", "ok"][rng.below(5) as usize].into(),
+                    dir: t,
+                },
+                3 => Event::Done {
+                    code: 0,
+                    background: false,
+                    hidden: None,
+                },
+                _ => Event::Seen {
+                    path: t,
+                    tag: "0000".into(),
+                    lines: vec![(1, 9)],
+                },
+            };
+            consumer.handle(Msg::Event(event), None);
+            consumer.handle(Msg::Out(end_mark("forged")), None);
+            assert!(
+                outside.join("canary").exists(),
+                "a forged ask trashed the canary"
+            );
+            assert!(
+                !entry.state().call_finished() && consumer.done_at.is_none(),
+                "forged events ended the call"
+            );
+        }
+        let names = nib.names();
+        assert!(
+            names.values().all(|d| d.starts_with(&root)),
+            "a forged name points outside the roots: {names:?}"
+        );
+        // The worker's own end (its mark through the pipe) still ends it.
+        consumer.handle(Msg::Mark, None);
+        assert!(entry.state().call_finished() && consumer.done_at.is_some());
     }
 }

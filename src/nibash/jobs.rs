@@ -58,7 +58,7 @@ impl State {
     /// The call's answer can be given: the command line is done (its
     /// output read), or it left background jobs, or the worker ended.
     pub fn call_finished(&self) -> bool {
-        (self.done.is_some() && (self.eof || self.marked)) || (self.exit.is_some() && self.eof)
+        (self.done.is_some() && self.marked) || (self.exit.is_some() && self.eof)
     }
 
     /// Nothing more will happen: the worker ended and its output is read.

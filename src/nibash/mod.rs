@@ -23,6 +23,7 @@ pub mod call;
 pub mod changes;
 pub mod channel;
 pub mod cut;
+pub mod exec_judge;
 pub mod jobs;
 pub mod rules;
 pub mod skim;

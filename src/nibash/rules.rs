@@ -2,16 +2,18 @@
 //! checked on the parsed command line before anything runs (`nib-policy`);
 //! a refused call runs nothing and exits 126. A call that passes carries
 //! the program rules to the worker, whose interpreter refuses those
-//! programs again by name as they start, and — under bubblewrap — the
-//! forbidden programs' files are hidden behind `/dev/null`, so a copy made
-//! inside the sandbox, a symlink, or another program starting them gets
-//! nothing to run.
+//! programs again by name as they start; every exec of the call's tree is
+//! judged by the file it would run ([`ProgramJudge`], in every mode); and
+//! — under bubblewrap — the forbidden programs' files are hidden behind
+//! `/dev/null` as well.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use nib_policy::{Rules, Verdict};
 
 use super::channel::RuntimeRule;
+use super::exec_judge::ProgramJudge;
 
 /// What a call that may run carries.
 #[derive(Default)]
@@ -20,6 +22,8 @@ pub struct Gate {
     pub runtime: Vec<RuntimeRule>,
     /// Files of forbidden programs, hidden in the sandbox.
     pub masked: Vec<PathBuf>,
+    /// The exec-time judge (while program rules exist, in every mode).
+    pub judge: Option<Arc<ProgramJudge>>,
 }
 
 /// A refusal: what the agent reads.
@@ -63,6 +67,7 @@ pub fn gate(dir: &Path, command: &str, failpoint: Option<&str>) -> Result<Gate, 
     Ok(Gate {
         runtime,
         masked: program_files(&rules.forbidden_names()),
+        judge: ProgramJudge::new(&rules, std::env::var_os("PATH").as_deref()).map(Arc::new),
     })
 }
 
@@ -102,7 +107,7 @@ pub fn describe(dir: &Path) -> String {
                 ),
             };
             format!(
-                "command rules: {} ({program} program rules enforced before and while a call runs{judged})",
+                "command rules: {} ({program} program rules enforced before a call runs, by the interpreter, and at every exec (seccomp user notification){judged})",
                 r.source.display()
             )
         }

@@ -116,24 +116,15 @@ pub fn status(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
         super::push_notes(&mut out, &notes);
         return Ok(ToolOutput::ok(out));
     }
-    let layers = nib_sandbox::probe();
-    if ctx.config.sandbox {
-        out.push_str(&format!(
-            "sandbox: NIB_SANDBOX=1; bubblewrap {}, Landlock ABI {}, seccomp {}, network {}\n",
-            if layers.bwrap { "on" } else { "not usable" },
-            layers.landlock_abi,
-            if layers.seccomp { "on" } else { "off" },
-            if ctx.config.sandbox_network {
-                "allowed"
-            } else {
-                "off"
-            },
-        ));
-    } else {
-        out.push_str(
-            "sandbox: off (NIB_SANDBOX unset): programs run with your authority, in their own session and process tree\n",
-        );
-    }
+    out.push_str(&format!(
+        "sandbox: {}; network {}\n",
+        ctx.config.sandbox_mode(),
+        if !ctx.config.sandbox || ctx.config.sandbox_network {
+            "allowed"
+        } else {
+            "off"
+        }
+    ));
     out.push_str(&crate::nibash::rules::describe(ctx.workspace.project_dir()));
     out.push('\n');
     let entries = nib.jobs.all();

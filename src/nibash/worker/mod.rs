@@ -270,9 +270,23 @@ fn complain(msg: &str) {
 /// `nib __nibash`: the worker entry. Never returns.
 #[allow(unsafe_code)]
 pub fn main() -> ! {
-    // SAFETY: the sandbox hands the channel to the worker as fd 3 and closes
-    // every other fd above 2; nothing else in this process owns fd 3.
-    let stream = unsafe { UnixStream::from_raw_fd(3) };
+    // The channel is the worker's alone: it moves from fd 3 (where the
+    // sandbox put it) to a close-on-exec fd, so no program this call starts,
+    // however it is started, inherits it.
+    // SAFETY: fcntl and close take plain integers; the sandbox hands the
+    // channel to the worker as fd 3 and nothing else in this process owns it.
+    let fd = unsafe { libc::fcntl(3, libc::F_DUPFD_CLOEXEC, 64) };
+    if fd < 0 {
+        complain(&format!(
+            "nibash: no channel to the broker: {}",
+            std::io::Error::last_os_error()
+        ));
+        std::process::exit(125)
+    }
+    // SAFETY: fd 3 is ours (see above) and is not used after this.
+    unsafe { libc::close(3) };
+    // SAFETY: `fd` was just made by fcntl and nothing else owns it.
+    let stream = unsafe { UnixStream::from_raw_fd(fd) };
     let mut channel = match Channel::new(stream) {
         Ok(c) => c,
         Err(e) => {
