@@ -56,6 +56,7 @@ fn run_fixture(dir: &Path) -> Vec<String> {
             confirm_outside_roots: false,
             approval_timeout: std::time::Duration::from_secs(1),
             sandbox_network: false,
+            sandbox_bwrap: true,
             sandbox_bind: Vec::new(),
             shell: true,
         };

@@ -217,11 +217,17 @@ fn serve(listener: BorrowedFd<'_>, judge: &dyn ExecJudge, log: &ExecLog) {
             }
         }
         let refusal = decide(listener, &notif, judge);
+        let refused = refusal.is_some();
+        // Logged before the answer: once the caller goes on, the call may
+        // end at once, and its closing lines must already hold this.
+        if let Some(r) = refusal {
+            log.push(r);
+        }
         let answer = libc::seccomp_notif_resp {
             id: notif.id,
             val: 0,
-            error: if refusal.is_some() { -libc::EACCES } else { 0 },
-            flags: if refusal.is_some() {
+            error: if refused { -libc::EACCES } else { 0 },
+            flags: if refused {
                 0
             } else {
                 libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32
@@ -236,9 +242,6 @@ fn serve(listener: BorrowedFd<'_>, judge: &dyn ExecJudge, log: &ExecLog) {
                 libc::SECCOMP_IOCTL_NOTIF_SEND,
                 &answer as *const libc::seccomp_notif_resp,
             );
-        }
-        if let Some(r) = refusal {
-            log.push(r);
         }
     }
 }

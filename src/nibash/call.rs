@@ -775,7 +775,7 @@ fn record_seen(ctx: &Ctx, seen: &[SeenReport], output: &str) {
         if proven.is_empty() {
             continue;
         }
-        ctx.with_seen(|s| s.record(path, tag, &text, proven.into_iter()));
+        ctx.with_seen(|s| s.record(path, tag, &text, proven));
     }
 }
 

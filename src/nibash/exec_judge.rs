@@ -190,7 +190,9 @@ fn known_file(path: &Path, rule: usize) -> Option<Known> {
         meta.mtime(),
         meta.mtime_nsec(),
     );
-    static CACHE: OnceLock<Mutex<HashMap<(u64, u64, u64, i64, i64), u64>>> = OnceLock::new();
+    /// Device, inode, size and modification time → fingerprint.
+    type Cache = Mutex<HashMap<(u64, u64, u64, i64, i64), u64>>;
+    static CACHE: OnceLock<Cache> = OnceLock::new();
     let cache = CACHE.get_or_init(Mutex::default);
     let cached = cache
         .lock()
