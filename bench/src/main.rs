@@ -1004,6 +1004,74 @@ fn run() -> Result<()> {
             peak_kib = peak_kib.max(srv.peak_kib().unwrap_or(0));
         }
     }
+    // The exec-time layer: a call that runs 100 programs, in a project with
+    // a program rule (every exec goes to the broker's supervisor) and in one
+    // without (no filter at all), each mode side by side.
+    for confined in [false, true] {
+        const EXECS: u32 = 100;
+        let env: &[(&str, &str)] = if confined {
+            &[("NIB_SANDBOX", "1")]
+        } else {
+            &[]
+        };
+        let mode = if confined {
+            "NIB_SANDBOX=1"
+        } else {
+            "no sandbox"
+        };
+        let plain_dir = scratch.join(format!("execs-plain-{confined}"));
+        let ruled_dir = scratch.join(format!("execs-ruled-{confined}"));
+        for d in [&plain_dir, &ruled_dir] {
+            std::fs::create_dir_all(d).map_err(|e| e.to_string())?;
+        }
+        std::fs::write(
+            ruled_dir.join("nib.json"),
+            r#"{"rules": [{"program": "nib-bench-forbidden", "why": "a rule for the benchmark"}]}"#,
+        )
+        .map_err(|e| e.to_string())?;
+        let mut plain = Server::spawn_with(&nib, &plain_dir, &state, env)?;
+        plain.initialize()?;
+        let mut ruled = Server::spawn_with(&nib, &ruled_dir, &state, env)?;
+        ruled.initialize()?;
+        let line = format!("for i in $(seq {EXECS}); do /bin/true; done");
+        let mut f = || -> Result<(Duration, usize)> {
+            let (d, text) = time(|| ruled.call("nibash", json!({"command": line})))?;
+            if text.contains("refused") {
+                return Err(format!("the benchmark's execs were refused: {text}"));
+            }
+            Ok((d, text.chars().count()))
+        };
+        let plain_line = line.clone();
+        let bash_dir = plain_dir.clone();
+        let bash_line = line.clone();
+        let mut bases: Baselines<'_> = vec![
+            (
+                "same call, no rules".into(),
+                Box::new(move || {
+                    time(|| plain.call("nibash", json!({"command": plain_line}))).map(|(d, _)| d)
+                }),
+            ),
+            (
+                format!("bash -c '{line}'"),
+                Box::new(move || run_program(&bash_dir, &["bash", "-c", &bash_line])),
+            ),
+        ];
+        let (s, c, b) = interleave(n.min(30), Some(&mut f), &mut bases)?;
+        if let (Some(with), Some((_, without))) = (&s, b.first()) {
+            let per = with.median.saturating_sub(without.median) / EXECS;
+            println!(
+                "  exec-time rules cost per exec ({mode}): {:.3} ms (median of the call with rules minus without, / {EXECS})",
+                per.as_secs_f64() * 1000.0
+            );
+        }
+        Row {
+            scenario: format!("nibash {EXECS} execs of /bin/true with a program rule, {mode}"),
+            nib: s,
+            chars: c,
+            baselines: b,
+        }
+        .print();
+    }
     // After each call nibash walks the roots for changed files: its cost in
     // a project the size of the tree.
     {
