@@ -5,6 +5,7 @@
 
 mod common;
 
+mod bash_diff;
 mod cli;
 mod clients;
 mod confine;

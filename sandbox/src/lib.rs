@@ -3,8 +3,9 @@
 //! Layer 1, always ([`lifetime`], [`limits`], [`env`]): a new session with no
 //! controlling terminal, empty stdin, only fds 0–2 (and the channel at fd 3),
 //! a scrubbed environment, resource limits, and a process tree that ends with
-//! the call and with the broker: the worker runs as PID 1 of its own PID
-//! namespace (the kernel kills everything left in it when it ends), dies with
+//! the call and with the broker: the worker runs under a reaper that is PID 1
+//! of its own PID namespace (the kernel kills everything left in it when the
+//! reaper ends, which it does when the program does), dies with
 //! its parent, and sits in a pids cgroup where one can be made.
 //!
 //! Layer 2, when the policy confines ([`bwrap`], [`landlock`], [`seccomp`]):

@@ -1,8 +1,9 @@
 //! Layer 1: the worker's process tree ends with its call and with the broker.
 //!
 //! Outside bubblewrap the worker makes its own PID namespace: it unshares
-//! CLONE_NEWPID and forks, the child (PID 1 there) runs the program, and the
-//! kernel kills everything left in the namespace when PID 1 ends — setsid'd
+//! CLONE_NEWPID and forks; the child (PID 1 there) only reaps, and forks
+//! again to run the program as PID 2 (an ordinary process: `kill $$` works);
+//! the kernel kills everything left in the namespace when PID 1 ends — setsid'd
 //! and double-forked descendants included. Each hop dies with its parent
 //! (PR_SET_PDEATHSIG), and the broker spawns from one long-lived thread so
 //! "parent" means the broker. Inside bubblewrap, `--unshare-pid` and

@@ -2,7 +2,8 @@
 //!
 //! `ENTRY __nib-worker POLICY_JSON PRIVATE_TMP -- PROGRAM ARGS…`: outside
 //! bubblewrap, make a PID namespace and fork (the parent waits and passes the
-//! exit status on); then, in the process that will become the program, die
+//! exit status on), and fork again (PID 1 reaps, the program is PID 2); then,
+//! in the process that will become the program, die
 //! with the parent, set the rlimits, and when the policy confines: no new
 //! privileges, Landlock, seccomp; when execs are supervised (in every mode),
 //! the exec filter last. A confining policy with no confining layer
@@ -27,6 +28,38 @@ fn die(msg: &str, code: i32) -> ! {
         format!("nib sandbox: {msg}\n").as_bytes(),
     );
     std::process::exit(code)
+}
+
+/// Forks; the parent waits for the child (reaping every other child it
+/// gets meanwhile when `reap_all`, as a PID 1 must) and exits with the
+/// child's status. Returns in the child.
+fn fork_and_pass_on_status(reap_all: bool) {
+    // SAFETY: the worker is single-threaded here (nothing has spawned a
+    // thread), so the child may run arbitrary code after fork.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        die("fork failed", REFUSED);
+    }
+    if pid == 0 {
+        return;
+    }
+    let mut status = 0;
+    loop {
+        let mut s = 0;
+        // SAFETY: waitpid with a valid pointer to a local.
+        let r = unsafe { libc::waitpid(if reap_all { -1 } else { pid }, &mut s, 0) };
+        if r == pid {
+            status = s;
+            break;
+        }
+        if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            break;
+        }
+    }
+    if libc::WIFEXITED(status) {
+        std::process::exit(libc::WEXITSTATUS(status));
+    }
+    std::process::exit(128 + libc::WTERMSIG(status));
 }
 
 /// Runs the worker entry; `args` are the arguments after [`WORKER_ARG`].
@@ -65,29 +98,14 @@ pub fn worker_main(args: &[OsString]) -> ! {
         // Where it is not permitted, the worker goes on without a namespace
         // (the pids cgroup and the parent-death signal still bound the tree).
         if unsafe { libc::unshare(libc::CLONE_NEWPID) } == 0 {
-            // SAFETY: the worker is single-threaded here (nothing has spawned a
-            // thread), so the child may run arbitrary code after fork.
-            let pid = unsafe { libc::fork() };
-            if pid < 0 {
-                die("fork failed", REFUSED);
-            }
-            if pid > 0 {
-                let mut status = 0;
-                loop {
-                    // SAFETY: waitpid on our own child with a valid pointer.
-                    let r = unsafe { libc::waitpid(pid, &mut status, 0) };
-                    if r == pid
-                        || (r < 0
-                            && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR))
-                    {
-                        break;
-                    }
-                }
-                if libc::WIFEXITED(status) {
-                    std::process::exit(libc::WEXITSTATUS(status));
-                }
-                std::process::exit(128 + libc::WTERMSIG(status));
-            }
+            // The first child is PID 1 of the namespace: when it ends, the
+            // kernel ends everything left in it. We wait for it here.
+            fork_and_pass_on_status(false);
+            // PID 1 only reaps, like bubblewrap's: the program runs as PID 2,
+            // so it is an ordinary process (`$$` can be signalled) and orphans
+            // are reaped.
+            lifetime::die_with_parent();
+            fork_and_pass_on_status(true);
         }
     }
     lifetime::die_with_parent();

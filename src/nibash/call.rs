@@ -321,8 +321,10 @@ impl Consumer {
         self.take(msg, deadline);
         // The command line is done only when the worker said so on the
         // channel *and* its end mark came through the pipe: neither a
-        // program's output nor a lone event can end a call.
-        if self.done_at.is_none() && self.entry.state().call_finished() {
+        // program's output nor a lone event can end a call. From then on
+        // the answer waits (a short grace at most) for processes that still
+        // hold the pipe to finish writing.
+        if self.done_at.is_none() && self.entry.state().command_done() {
             self.done_at = Some(Instant::now());
         }
     }
@@ -637,13 +639,15 @@ fn answer(
     }
     let (bytes, code, is_job, hidden, dropped) = {
         let mut s = entry.state();
-        let is_job = !s.call_finished() || s.background;
+        // A command line that is done is answered, even when a leftover
+        // process still holds the pipe after the grace.
+        let is_job = !(s.call_finished() || s.command_done()) || s.background;
         s.is_job = is_job;
         let bytes = s.output.clone();
         s.shown = s.output.len();
         (bytes, s.code(), is_job, s.hidden.clone(), s.dropped)
     };
-    let text = String::from_utf8_lossy(&bytes).into_owned();
+    let text = hide_captures(String::from_utf8_lossy(&bytes).into_owned());
     let mut out = finished_jobs;
     let long = cut::is_long(&text);
     if long {
@@ -727,6 +731,22 @@ fn answer(
     let mut answer = ToolOutput::ok(out);
     answer.exit = exit;
     answer
+}
+
+/// Messages name `/dev/null` where the worker pointed a `2>/dev/null` at a
+/// capture file of its own (`worker::discarded`): nib's internal paths never
+/// show.
+fn hide_captures(text: String) -> String {
+    if !text.contains("nib-stderr-") {
+        return text;
+    }
+    static CAPTURE: std::sync::OnceLock<Option<regex::Regex>> = std::sync::OnceLock::new();
+    match CAPTURE
+        .get_or_init(|| regex::Regex::new(r"(/[^\s'\x22:]*)?/nib-stderr-[0-9]+-[0-9]+").ok())
+    {
+        Some(re) => re.replace_all(&text, "/dev/null").into_owned(),
+        None => text,
+    }
 }
 
 /// One closing line per exec the rules refused while the call ran.
@@ -866,6 +886,17 @@ fn parse_header(line: &str) -> Option<(&str, &str)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn capture_paths_read_as_dev_null() {
+        assert_eq!(
+            hide_captures(
+                "error: failed to redirect to /tmp/nib-worker-1-2/nib-stderr-31-0: x\n".into()
+            ),
+            "error: failed to redirect to /dev/null: x\n"
+        );
+        assert_eq!(hide_captures("plain\n".into()), "plain\n");
+    }
 
     #[test]
     fn the_end_mark_splits_the_output_even_across_reads() {
@@ -1105,6 +1136,6 @@ mod forged {
         );
         // The worker's own end (its mark through the pipe) still ends it.
         consumer.handle(Msg::Mark, None);
-        assert!(entry.state().call_finished() && consumer.done_at.is_some());
+        assert!(entry.state().command_done() && consumer.done_at.is_some());
     }
 }

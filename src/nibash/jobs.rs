@@ -55,10 +55,17 @@ pub struct State {
 }
 
 impl State {
-    /// The call's answer can be given: the command line is done (its
-    /// output read), or it left background jobs, or the worker ended.
+    /// The call's answer can be given: the command line is done (the
+    /// worker said so and its end mark came through the pipe) and every
+    /// process that held the pipe has closed it (process substitutions
+    /// finishing late) — or it left background jobs — or the worker ended.
     pub fn call_finished(&self) -> bool {
-        (self.done.is_some() && self.marked) || (self.exit.is_some() && self.eof)
+        (self.command_done() && (self.eof || self.background)) || (self.exit.is_some() && self.eof)
+    }
+
+    /// The command line is done: `Done` from the worker and its end mark.
+    pub fn command_done(&self) -> bool {
+        self.done.is_some() && self.marked
     }
 
     /// Nothing more will happen: the worker ended and its output is read.

@@ -34,6 +34,7 @@ pub fn builtins() -> Vec<(&'static str, CommandExecuteFunc<Se>)> {
         ("kill", job_control),
         ("hash", hash),
         ("type", type_),
+        ("command", type_),
     ]
 }
 
@@ -224,6 +225,23 @@ fn job_control(mut ctx: ExecutionContext<'_, Se>, mut args: Vec<CommandArg>) -> 
                 let rc = reply(&ctx, &r);
                 Ok(ExecutionResult::new(code.max(u8::from(rc.exit_code))))
             }
+            "wait"
+                if theirs.is_empty()
+                    && job_args > 0
+                    && argv.iter().skip(1).all(|a| {
+                        a.starts_with('%') && ctx.shell.jobs_mut().resolve_job_spec(a).is_some()
+                    }) =>
+            {
+                // Jobs of this call: wait for each and, as bash does, take
+                // the status of the last one (brush's `wait %N` drops it).
+                let mut status = ExecutionResult::success();
+                for spec in argv.iter().skip(1) {
+                    if let Some(job) = ctx.shell.jobs_mut().resolve_job_spec(spec) {
+                        status = ExecutionResult::new(u8::from(job.wait().await?.exit_code));
+                    }
+                }
+                Ok(status)
+            }
             "wait" if !theirs.is_empty() || (job_args == 0 && !own_jobs) => {
                 let r = ask(Ask::Wait { jobs: theirs });
                 Ok(reply(&ctx, &r))
@@ -235,6 +253,34 @@ fn job_control(mut ctx: ExecutionContext<'_, Se>, mut args: Vec<CommandArg>) -> 
                     signal,
                 });
                 Ok(reply(&ctx, &r))
+            }
+            "kill" if kills_self(&argv).is_some() => {
+                // `kill $$` with a signal that ends bash: bash dies at once
+                // (after its EXIT trap) with 128+N. The worker's own process
+                // is this shell, so end the command line the same way.
+                let signal = kills_self(&argv).unwrap_or(libc::SIGTERM);
+                super::note_fatal_signal(signal);
+                let mut r = ExecutionResult::new(u8::try_from(128 + signal).unwrap_or(255));
+                r.next_control_flow = brush_core::ExecutionControlFlow::ExitShell;
+                Ok(r)
+            }
+            "kill" if argv.get(1).is_some_and(|a| a == "-0" || a == "-s0") => {
+                // `kill -0 PID…`: whether each process exists and may be
+                // signalled (brush's kill does not know signal 0).
+                let mut code = 0;
+                for a in argv.iter().skip(2) {
+                    let ok = if a.starts_with('%') {
+                        // `$!` is a job spec in nibash: a job of this call.
+                        ctx.shell.jobs_mut().resolve_job_spec(a).is_some()
+                    } else {
+                        a.parse::<i32>().is_ok_and(may_signal)
+                    };
+                    if !ok {
+                        let _ = writeln!(ctx.stderr(), "kill: ({a}) - No such process");
+                        code = 1;
+                    }
+                }
+                Ok(ExecutionResult::new(code))
             }
             "kill"
                 if argv.iter().skip(1).any(|a| {
@@ -335,6 +381,39 @@ fn ctx_reborrow<'a>(ctx: &'a mut ExecutionContext<'_, Se>) -> ExecutionContext<'
     }
 }
 
+/// The signal of `kill [-SIG | -s SIG | -n N] PID…` when its only target is
+/// this shell and the signal is one that ends bash after its EXIT trap.
+fn kills_self(argv: &[String]) -> Option<i32> {
+    let mut signal = libc::SIGTERM;
+    let mut targets = Vec::new();
+    let mut it = argv.iter().skip(1);
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "-s" | "-n" => signal = signal_number(it.next()?)?,
+            "--" => targets.extend(it.by_ref().cloned()),
+            _ if a.starts_with('-') && targets.is_empty() => signal = signal_number(&a[1..])?,
+            _ => targets.push(a.clone()),
+        }
+    }
+    let me = std::process::id().to_string();
+    let fatal = [
+        libc::SIGTERM,
+        libc::SIGHUP,
+        libc::SIGINT,
+        libc::SIGUSR1,
+        libc::SIGUSR2,
+    ];
+    (!targets.is_empty() && targets.iter().all(|t| *t == me) && fatal.contains(&signal))
+        .then_some(signal)
+}
+
+/// Whether process `pid` exists and this shell may signal it (`kill -0`).
+#[allow(unsafe_code)]
+fn may_signal(pid: i32) -> bool {
+    // SAFETY: kill(2) with signal 0 sends nothing; it takes plain integers.
+    unsafe { libc::kill(pid, 0) == 0 }
+}
+
 /// The signal `kill -SIG …` names (default TERM).
 fn kill_signal(argv: &[String]) -> i32 {
     argv.iter()
@@ -371,6 +450,10 @@ fn hash(ctx: ExecutionContext<'_, Se>, args: Vec<CommandArg>) -> Answer<'_> {
             return call_original(ctx, args).await;
         }
         let defs = &argv[2..];
+        if defs.iter().any(|d| !d.contains('=')) {
+            // `hash -d NAME`: bash's meaning (forget a remembered command).
+            return call_original(ctx, args).await;
+        }
         if defs.is_empty() {
             let names = super::request()
                 .map(|r| r.names.clone())
@@ -410,28 +493,63 @@ const STAND_INS: &[&str] = &[
     "git", "find",
 ];
 
-/// `type NAME…`: nib's stand-ins are described as the system program.
-fn type_(ctx: ExecutionContext<'_, Se>, args: Vec<CommandArg>) -> Answer<'_> {
+/// `type` and `command -v/-V`: nib's stand-ins are described as the system
+/// program they stand in for (a path on PATH, kind `file`), so scripts that
+/// take a program's path from them work as under bash; other names go to
+/// brush's own builtin.
+fn type_(mut ctx: ExecutionContext<'_, Se>, args: Vec<CommandArg>) -> Answer<'_> {
     Box::pin(async move {
         let argv = strings(&args);
-        let names: Vec<&String> = argv.iter().skip(1).collect();
+        let is_command = ctx.command_name == "command";
+        let (flags, names): (Vec<&String>, Vec<&String>) = argv
+            .iter()
+            .skip(1)
+            .partition(|a| a.starts_with('-') && a.len() > 1);
+        let letters: String = flags.iter().flat_map(|f| f.chars().skip(1)).collect();
+        let known = if is_command { "vV" } else { "tpPaf" };
         if names.is_empty()
-            || names
-                .iter()
-                .any(|n| n.starts_with('-') || !STAND_INS.contains(&n.as_str()))
+            || !names.iter().any(|n| STAND_INS.contains(&n.as_str()))
+            || !letters.chars().all(|c| known.contains(c))
+            || (is_command && letters.is_empty())
         {
             return call_original(ctx, args).await;
         }
         let mut code = 0;
         for n in names {
-            match ctx.shell.find_first_executable_in_path_using_cache(n) {
-                Some(p) => {
-                    let _ = writeln!(ctx.stdout(), "{n} is {}", p.display());
-                }
-                None => {
-                    let _ = writeln!(ctx.stderr(), "type: {n}: not found");
+            if !STAND_INS.contains(&n.as_str()) {
+                let mut one: Vec<CommandArg> = vec![args[0].clone()];
+                one.extend(flags.iter().map(|f| CommandArg::String((*f).clone())));
+                one.push(CommandArg::String(n.clone()));
+                let r = call_original(ctx_reborrow(&mut ctx), one).await?;
+                if u8::from(r.exit_code) != 0 {
                     code = 1;
                 }
+                continue;
+            }
+            let paths: Vec<std::path::PathBuf> = if letters.contains('a') {
+                ctx.shell.find_executables_in_path(n).collect()
+            } else {
+                ctx.shell
+                    .find_first_executable_in_path_using_cache(n)
+                    .into_iter()
+                    .collect()
+            };
+            if paths.is_empty() {
+                if !letters.contains('t') && !letters.contains('p') && !letters.contains('v') {
+                    let _ = writeln!(ctx.stderr(), "{}: {n}: not found", ctx.command_name);
+                }
+                code = 1;
+                continue;
+            }
+            for p in paths {
+                let line = if letters.contains('t') {
+                    "file".to_string()
+                } else if letters.contains('v') || letters.contains('p') || letters.contains('P') {
+                    p.display().to_string()
+                } else {
+                    format!("{n} is {}", p.display())
+                };
+                let _ = writeln!(ctx.stdout(), "{line}");
             }
         }
         Ok(ExecutionResult::new(code))

@@ -164,7 +164,9 @@ pub async fn shell(req: &Request) -> Result<Shell<Se>, brush_core::Error> {
     Shell::builder()
         .builtins(builtins())
         .working_dir(req.cwd.clone())
-        .shell_name("nibash".to_string())
+        // `$0` as `bash -c` shows it: `$0 -c …` and re-exec idioms start bash.
+        .shell_name("bash".to_string())
+        .command_string_mode(true)
         .no_editing(true)
         // A pipeline's last stage runs in the shell, so `… | read v` sets v.
         .enable_shopt_option("lastpipe")
@@ -186,6 +188,9 @@ async fn run(req: &Request) -> (i32, bool, Option<String>) {
     };
     let params = shell.default_exec_params();
     let mut captures = discarded::Captures::new(&std::env::temp_dir());
+    // Taken before anything runs, so they never end the worker unseen.
+    let mut fatal = FatalSignals::new();
+    let mut signalled = None;
     let result = match shell.parse_string(req.command.clone()) {
         Ok(mut program) => {
             captures.rewrite(&mut program);
@@ -196,7 +201,18 @@ async fn run(req: &Request) -> (i32, bool, Option<String>) {
                     names: &req.names,
                 },
             );
-            shell.run_program(program, &params).await
+            // Run as `bash -c` runs its string: a top-level frame (LINENO,
+            // BASH_SOURCE, `caller`), then the EXIT trap however it ended.
+            shell.start_command_string_mode();
+            let result = tokio::select! {
+                r = shell.run_program(program, &params) => r,
+                s = fatal.next() => {
+                    signalled = Some(s);
+                    Ok(brush_core::ExecutionResult::new(0))
+                }
+            };
+            let _ = shell.end_command_string_mode();
+            result
         }
         // A parse error is reported as bash would.
         Err(_) => {
@@ -206,13 +222,34 @@ async fn run(req: &Request) -> (i32, bool, Option<String>) {
                 .await
         }
     };
-    let code = match result {
+    // `$?` in the EXIT trap: the line's status, or after a fatal signal the
+    // status of the last command that ran (as in bash).
+    let mut trap_status = None;
+    if signalled.is_none()
+        && let Some(s) = take_fatal_signal()
+    {
+        signalled = Some(s);
+        trap_status = Some(0);
+    }
+    if signalled.is_some() && trap_status.is_none() {
+        trap_status = Some(i32::from(shell.last_exit_status()));
+    }
+    let mut code = match result {
+        // A fatal signal (`kill $$`) ends the line as it ends bash: 128+N,
+        // after the EXIT trap.
+        _ if signalled.is_some() => 128 + signalled.unwrap_or(0),
         Ok(r) => i32::from(u8::from(r.exit_code)),
         Err(e) => {
             complain(&format!("nibash: {e}"));
             1
         }
     };
+    // The EXIT trap runs on every way the command line ends (its end,
+    // `exit`, `set -e`); `$?` in it is the line's status, and `exit` in it
+    // sets the call's.
+    if let Some(status) = run_exit_trap(&mut shell, trap_status.unwrap_or(code)).await {
+        code = status;
+    }
     let hidden = match captures.last_line().filter(|_| code != 0) {
         Some(line) => Some(format!("exit {code}, its stderr discarded: {line:?}")),
         None => hidden_failure(&shell, code),
@@ -230,6 +267,94 @@ async fn run(req: &Request) -> (i32, bool, Option<String>) {
         let _ = shell.jobs_mut().wait_all().await;
     }
     (code, background, hidden)
+}
+
+/// A fatal signal the shell sent itself (`kill $$`), for the closing status.
+static SELF_SIGNAL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+/// Records that the shell ended itself with `signal` (see `bridge`'s kill).
+pub(crate) fn note_fatal_signal(signal: i32) {
+    SELF_SIGNAL.store(signal, std::sync::atomic::Ordering::SeqCst);
+}
+
+fn take_fatal_signal() -> Option<i32> {
+    match SELF_SIGNAL.swap(0, std::sync::atomic::Ordering::SeqCst) {
+        0 => None,
+        s => Some(s),
+    }
+}
+
+/// The signals that end bash after running its EXIT trap; the worker takes
+/// them so that it can do the same.
+struct FatalSignals(Vec<(i32, tokio::signal::unix::Signal)>);
+
+impl FatalSignals {
+    fn new() -> FatalSignals {
+        use tokio::signal::unix::{SignalKind, signal};
+        FatalSignals(
+            [
+                libc::SIGTERM,
+                libc::SIGHUP,
+                libc::SIGINT,
+                libc::SIGUSR1,
+                libc::SIGUSR2,
+            ]
+            .into_iter()
+            .filter_map(|n| signal(SignalKind::from_raw(n)).ok().map(|s| (n, s)))
+            .collect(),
+        )
+    }
+
+    /// The next of them to arrive (never, when none could be taken).
+    async fn next(&mut self) -> i32 {
+        if self.0.is_empty() {
+            std::future::pending::<()>().await;
+        }
+        let waits = self.0.iter_mut().map(|(n, s)| {
+            let n = *n;
+            Box::pin(async move {
+                s.recv().await;
+                n
+            })
+        });
+        futures_select_all(waits).await
+    }
+}
+
+/// The first of several futures to finish.
+async fn futures_select_all<F: std::future::Future<Output = i32> + Unpin>(
+    futures: impl Iterator<Item = F>,
+) -> i32 {
+    let mut futures: Vec<F> = futures.collect();
+    std::future::poll_fn(move |cx| {
+        for f in &mut futures {
+            if let std::task::Poll::Ready(n) = std::pin::Pin::new(f).poll(cx) {
+                return std::task::Poll::Ready(n);
+            }
+        }
+        std::task::Poll::Pending
+    })
+    .await
+}
+
+/// Runs the EXIT trap, if one is set, with `$?` the command line's status;
+/// returns the status an `exit` in it chose.
+async fn run_exit_trap(shell: &mut Shell<Se>, code: i32) -> Option<i32> {
+    use brush_core::traps::TrapSignal;
+    let handler = shell.traps().get_handler(TrapSignal::Exit).cloned()?;
+    // Once only, as in bash (an `exit` inside does not run it again).
+    shell.traps_mut().remove_handlers(TrapSignal::Exit);
+    shell.set_last_exit_status(u8::try_from(code & 0xff).unwrap_or(1));
+    let params = shell.default_exec_params();
+    let result = shell
+        .run_string(handler.command, &handler.source_info, &params)
+        .await
+        .ok()?;
+    matches!(
+        result.next_control_flow,
+        brush_core::ExecutionControlFlow::ExitShell
+    )
+    .then(|| i32::from(u8::from(result.exit_code)))
 }
 
 /// Marks the end of the call's own output in the pipe (see `call::end_mark`).
@@ -259,6 +384,25 @@ fn hidden_failure(shell: &Shell<Se>, code: i32) -> Option<String> {
             failed.join(", ")
         )
     })
+}
+
+/// Reaps this process's children until none is left or `bound` has passed
+/// (a child that never ends is then ended with the call, as before).
+#[allow(unsafe_code)]
+fn drain_children(bound: std::time::Duration) {
+    let until = std::time::Instant::now() + bound;
+    loop {
+        let mut status = 0;
+        // SAFETY: waitpid with a valid pointer to a local; WNOHANG never blocks.
+        let r = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+        if r > 0 {
+            continue;
+        }
+        if r < 0 || std::time::Instant::now() >= until {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
 }
 
 /// Writes a line to the worker's stderr (which the broker shows).
@@ -316,6 +460,12 @@ pub fn main() -> ! {
         }
     };
     let (code, background, hidden) = runtime.block_on(run(&req));
+    if !background {
+        // Processes the line started and did not wait for (process
+        // substitutions) finish writing before the end mark: their output
+        // is the call's, as it would be under `bash -c`.
+        drain_children(std::time::Duration::from_secs(1));
+    }
     use std::io::Write;
     let _ = std::io::stdout().flush();
     let _ = std::io::stderr().flush();
