@@ -396,14 +396,7 @@ fn kills_self(argv: &[String]) -> Option<i32> {
         }
     }
     let me = std::process::id().to_string();
-    let fatal = [
-        libc::SIGTERM,
-        libc::SIGHUP,
-        libc::SIGINT,
-        libc::SIGUSR1,
-        libc::SIGUSR2,
-    ];
-    (!targets.is_empty() && targets.iter().all(|t| *t == me) && fatal.contains(&signal))
+    (!targets.is_empty() && targets.iter().all(|t| *t == me) && super::FATAL.contains(&signal))
         .then_some(signal)
 }
 

@@ -188,7 +188,10 @@ async fn run(req: &Request) -> (i32, bool, Option<String>) {
     };
     let params = shell.default_exec_params();
     let mut captures = discarded::Captures::new(&std::env::temp_dir());
-    // Taken before anything runs, so they never end the worker unseen.
+    // Taken before anything runs, so they never end the worker unseen: a
+    // handler of our own notes one at once (tokio's chains to it), and
+    // tokio's wakes the call while it waits for a program.
+    catch_fatal_signals();
     let mut fatal = FatalSignals::new();
     let mut signalled = None;
     let result = match shell.parse_string(req.command.clone()) {
@@ -225,11 +228,12 @@ async fn run(req: &Request) -> (i32, bool, Option<String>) {
     // `$?` in the EXIT trap: the line's status, or after a fatal signal the
     // status of the last command that ran (as in bash).
     let mut trap_status = None;
-    if signalled.is_none()
-        && let Some(s) = take_fatal_signal()
-    {
+    let received = take_received_signal();
+    if let Some(s) = take_fatal_signal() {
         signalled = Some(s);
         trap_status = Some(0);
+    } else if signalled.is_none() {
+        signalled = received;
     }
     if signalled.is_some() && trap_status.is_none() {
         trap_status = Some(i32::from(shell.last_exit_status()));
@@ -284,57 +288,77 @@ fn take_fatal_signal() -> Option<i32> {
     }
 }
 
-/// The signals that end bash after running its EXIT trap; the worker takes
-/// them so that it can do the same.
+/// The signals that end bash after running its EXIT trap.
+const FATAL: [i32; 5] = [
+    libc::SIGTERM,
+    libc::SIGHUP,
+    libc::SIGINT,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+];
+
+/// A fatal signal another process sent the shell, noted by the handler.
+static RECEIVED: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+extern "C" fn note_received(signal: libc::c_int) {
+    // Only an atomic store: async-signal-safe.
+    RECEIVED.store(signal, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Takes the fatal signals, so one that arrives while the line runs ends it
+/// as it ends bash — when the running command is done, then the EXIT trap,
+/// then 128+N — instead of killing the worker on the spot. Programs the
+/// shell starts get the default actions back at exec.
+#[allow(unsafe_code)]
+fn catch_fatal_signals() {
+    for signal in FATAL {
+        // SAFETY: sigaction with a zeroed struct whose handler is a plain
+        // `extern "C"` function that only stores to an atomic; the struct
+        // lives across the call.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = note_received as *const () as usize;
+            action.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(signal, &action, std::ptr::null_mut());
+        }
+    }
+}
+
+/// tokio's view of the same signals: it wakes the call while it waits.
 struct FatalSignals(Vec<(i32, tokio::signal::unix::Signal)>);
 
 impl FatalSignals {
     fn new() -> FatalSignals {
         use tokio::signal::unix::{SignalKind, signal};
         FatalSignals(
-            [
-                libc::SIGTERM,
-                libc::SIGHUP,
-                libc::SIGINT,
-                libc::SIGUSR1,
-                libc::SIGUSR2,
-            ]
-            .into_iter()
-            .filter_map(|n| signal(SignalKind::from_raw(n)).ok().map(|s| (n, s)))
-            .collect(),
+            FATAL
+                .into_iter()
+                .filter_map(|n| signal(SignalKind::from_raw(n)).ok().map(|s| (n, s)))
+                .collect(),
         )
     }
 
     /// The next of them to arrive (never, when none could be taken).
     async fn next(&mut self) -> i32 {
-        if self.0.is_empty() {
-            std::future::pending::<()>().await;
-        }
-        let waits = self.0.iter_mut().map(|(n, s)| {
-            let n = *n;
-            Box::pin(async move {
-                s.recv().await;
-                n
-            })
-        });
-        futures_select_all(waits).await
+        let signals = &mut self.0;
+        std::future::poll_fn(move |cx| {
+            for (n, s) in signals.iter_mut() {
+                if let std::task::Poll::Ready(Some(())) = s.poll_recv(cx) {
+                    return std::task::Poll::Ready(*n);
+                }
+            }
+            std::task::Poll::Pending
+        })
+        .await
     }
 }
 
-/// The first of several futures to finish.
-async fn futures_select_all<F: std::future::Future<Output = i32> + Unpin>(
-    futures: impl Iterator<Item = F>,
-) -> i32 {
-    let mut futures: Vec<F> = futures.collect();
-    std::future::poll_fn(move |cx| {
-        for f in &mut futures {
-            if let std::task::Poll::Ready(n) = std::pin::Pin::new(f).poll(cx) {
-                return std::task::Poll::Ready(n);
-            }
-        }
-        std::task::Poll::Pending
-    })
-    .await
+fn take_received_signal() -> Option<i32> {
+    match RECEIVED.swap(0, std::sync::atomic::Ordering::SeqCst) {
+        0 => None,
+        s => Some(s),
+    }
 }
 
 /// Runs the EXIT trap, if one is set, with `$?` the command line's status;
