@@ -72,6 +72,10 @@ const SCRIPTS: &[(&str, &str)] = &[
         "command -v cat; command -v grep; type -t cat; type -t cd; type cat; command -v cd",
     ),
     (
+        "enable lists shell builtins only",
+        "enable | grep -c -x -e 'enable cat' -e 'enable grep' -e 'enable rm'; enable -a | grep -x 'enable cd'",
+    ),
+    (
         "a path from command -v runs",
         "p=$(command -v wc); printf 'a\\nb\\n' | \"$p\" -l",
     ),

@@ -303,6 +303,7 @@ const AT_EXEC: &[&str] = &[
     "./copied",
     "cp bin/forbidden-tool renamed && chmod +x renamed && ./renamed",
     "python3 -c 'import os; os.execv(\"./copied\", [\"x\"])'",
+    "python3 -c 'import os; fd = os.open(\"./copied\", os.O_RDONLY); os.execve(fd, [\"x\"], {})'",
     "python3 -c 'import subprocess; subprocess.run([\"zenit-dev\", \"build\"])'",
 ];
 

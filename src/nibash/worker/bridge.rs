@@ -35,6 +35,7 @@ pub fn builtins() -> Vec<(&'static str, CommandExecuteFunc<Se>)> {
         ("hash", hash),
         ("type", type_),
         ("command", type_),
+        ("enable", enable),
     ]
 }
 
@@ -475,6 +476,61 @@ fn hash(ctx: ExecutionContext<'_, Se>, args: Vec<CommandArg>) -> Answer<'_> {
                 name: name.to_string(),
                 dir,
             });
+        }
+        Ok(ExecutionResult::success())
+    })
+}
+
+/// `enable`: nib's stand-ins are not shell builtins to scripts that ask
+/// (bash has none of that name); everything else is brush's.
+fn enable(ctx: ExecutionContext<'_, Se>, args: Vec<CommandArg>) -> Answer<'_> {
+    Box::pin(async move {
+        let argv = strings(&args);
+        let (flags, names): (Vec<&String>, Vec<&String>) =
+            argv.iter().skip(1).partition(|a| a.starts_with('-'));
+        let letters: String = flags.iter().flat_map(|f| f.chars().skip(1)).collect();
+        if !letters.chars().all(|c| "anps".contains(c)) {
+            return call_original(ctx, args).await;
+        }
+        let hidden = |n: &str| {
+            STAND_INS.contains(&n)
+                || super::request().is_some_and(|r| {
+                    r.rules
+                        .iter()
+                        .any(|rule| rule.programs.iter().any(|p| p == n))
+                })
+        };
+        if !names.is_empty() {
+            if names.iter().all(|n| !hidden(n)) {
+                return call_original(ctx, args).await;
+            }
+            let mut code = 0;
+            for n in names {
+                if hidden(n) {
+                    let _ = writeln!(ctx.stderr(), "enable: {n}: not a shell builtin");
+                    code = 1;
+                }
+            }
+            return Ok(ExecutionResult::new(code));
+        }
+        let mut listed: Vec<(&String, bool, bool)> = ctx
+            .shell
+            .builtins()
+            .iter()
+            .filter(|(name, _)| !hidden(name))
+            .map(|(name, reg)| (name, reg.disabled, reg.special_builtin))
+            .collect();
+        listed.sort();
+        let mut out = ctx.stdout();
+        for (name, disabled, special) in listed {
+            if (letters.contains('n') && !disabled)
+                || (letters.contains('a') && !letters.contains('n') && disabled)
+                || (letters.contains('s') && !special)
+            {
+                continue;
+            }
+            let prefix = if disabled { "-n " } else { "" };
+            let _ = writeln!(out, "enable {prefix}{name}");
         }
         Ok(ExecutionResult::success())
     })
