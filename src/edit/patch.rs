@@ -22,7 +22,8 @@
 //!
 //! Line numbers are those of the tagged output and are never shifted by
 //! earlier hunks. Forgiven with a note: `N-M` and `N..M` for `N.=M`; pasted
-//! `N:` prefixes on every `+` row of a hunk. An apply_patch or unified diff is
+//! `N:` prefixes on every `+` row of a hunk when they count up from the
+//! hunk's own first line (otherwise the rows are text as sent). An apply_patch or unified diff is
 //! refused with an explanation of this form. The parser checks only the shape
 //! of the text; [`super::apply`] checks it against the file.
 
@@ -413,7 +414,7 @@ fn parse_command(
                 "SUB 12: oldName",
             ));
         }
-        let (body, next) = take_body(lines, i + 1, notes)?;
+        let (body, next) = take_body(lines, i + 1, Some(at), notes)?;
         if !body.checks.is_empty() || !body.minus.is_empty() {
             return Err(err(no, raw, "SUB takes only + rows", "SUB 12: old\n  +new"));
         }
@@ -496,7 +497,13 @@ fn parse_command(
             "use [PATH#TAG]",
         ));
     }
-    let (body, next) = take_body(lines, i + 1, notes)?;
+    let first = match target {
+        Target::Range(a, _) | Target::Block(a) | Target::Before(a) => Some(a),
+        Target::After(a) | Target::AfterBlock(a) => a.checked_add(1),
+        // The end's number is not known until the file is read.
+        Target::End => None,
+    };
+    let (body, next) = take_body(lines, i + 1, first, notes)?;
     let inserts = matches!(
         target,
         Target::Before(_) | Target::After(_) | Target::AfterBlock(_) | Target::End
@@ -559,7 +566,14 @@ struct Body {
 }
 
 /// Reads `~`, `-` and `+` rows until the next command or header.
-fn take_body(lines: &[&str], mut i: usize, notes: &mut Notes) -> Result<(Body, usize), ParseError> {
+/// `first`: the line number read would have printed beside the hunk's first
+/// `+` row (pasted numbers are stripped only when they start there).
+fn take_body(
+    lines: &[&str],
+    mut i: usize,
+    first: Option<usize>,
+    notes: &mut Notes,
+) -> Result<(Body, usize), ParseError> {
     let mut body = Body {
         checks: Vec::new(),
         minus: Vec::new(),
@@ -587,33 +601,32 @@ fn take_body(lines: &[&str], mut i: usize, notes: &mut Notes) -> Result<(Body, u
         }
         i += 1;
     }
-    strip_pasted_numbers(&mut body.rows, start, notes);
+    if let Some(first) = first {
+        strip_pasted_numbers(&mut body.rows, start, first, notes);
+    }
     Ok((body, i))
 }
 
-/// `+12:text` on every row, with consecutive numbers: the model pasted read's
-/// prefixes. Strip them.
-fn strip_pasted_numbers(rows: &mut [String], at: usize, notes: &mut Notes) {
+/// `+12:text` on every row, counting up from the hunk's own first line
+/// (`first`): the model pasted read's prefixes, so strip them. Anything
+/// else is text as sent — `+57:lexopt = "0.3.0"` in a hunk at line 288 is
+/// grep output in a document, a YAML port, a time.
+fn strip_pasted_numbers(rows: &mut [String], at: usize, first: usize, notes: &mut Notes) {
     if rows.is_empty() {
         return;
     }
-    let mut expected: Option<usize> = None;
+    let mut expected = first;
     for r in rows.iter() {
         let Some((n, _)) = r.split_once(':') else {
             return;
         };
-        let Some(n) = num(n) else {
-            return;
-        };
-        if let Some(e) = expected
-            && n != e
-        {
+        if num(n) != Some(expected) {
             return;
         }
-        let Some(next) = n.checked_add(1) else {
+        let Some(next) = expected.checked_add(1) else {
             return;
         };
-        expected = Some(next);
+        expected = next;
     }
     for r in rows.iter_mut() {
         if let Some((_, rest)) = r.split_once(':') {
@@ -630,7 +643,8 @@ fn take_rows(
     i: usize,
     notes: &mut Notes,
 ) -> Result<(Vec<String>, usize), ParseError> {
-    let (body, next) = take_body(lines, i, notes)?;
+    // A new file's rows, pasted from read, would start at line 1.
+    let (body, next) = take_body(lines, i, Some(1), notes)?;
     if !body.checks.is_empty() || !body.minus.is_empty() {
         return Err(err(
             i + 1,
@@ -767,6 +781,33 @@ mod tests {
         let e = parse("[a#XYZ]\nREM\n").unwrap_err();
         assert!(e.message.contains("not a tag"));
         assert!(parse("").is_err());
+    }
+
+    #[test]
+    fn pasted_numbers_are_stripped_only_when_they_start_at_the_hunk() {
+        let rows = |patch: &str| match parse(patch).unwrap().0 {
+            Patch::Sections(s) => match &s[0].hunks[0] {
+                Hunk::Put { rows, .. } => rows.clone(),
+                other => panic!("{other:?}"),
+            },
+            other => panic!("{other:?}"),
+        };
+        // read's rows pasted into the hunk they came from: stripped.
+        assert_eq!(rows("[a#0001]\nPUT 3.=4:\n+3:x\n+4:y\n"), ["x", "y"]);
+        assert_eq!(rows("[a#0001]\nPUT >7:\n+8:x\n"), ["x"]);
+        // Text that happens to start with digits and a colon: kept as sent
+        // (a replay of ripgrep's history found these two).
+        assert_eq!(
+            rows("[a#0001]\nPUT 288:\n+57:lexopt = \"0.3.0\"\n"),
+            ["57:lexopt = \"0.3.0\""]
+        );
+        assert_eq!(
+            rows("[a#0001]\nPUT 12:\n+2:1:Holmeses, success\n"),
+            ["2:1:Holmeses, success"]
+        );
+        assert_eq!(rows("[a#0001]\nPUT 5:\n+5:x\n+7:y\n"), ["5:x", "7:y"]);
+        assert_eq!(rows("[a#0001]\nPUT >$:\n+1:x\n"), ["1:x"]);
+        assert_eq!(rows("[a#0001]\nPUT 3:\n+3:x\n+y\n"), ["3:x", "y"]);
     }
 
     #[test]
