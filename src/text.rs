@@ -3,8 +3,8 @@
 //! Line numbers everywhere in nib are the numbers of [`Text::lines`] (1-based in
 //! output): CRLF and lone CR end a line just as LF does, matching the tag, and the
 //! final newline is not a line of its own. Encoding back with [`Text::encode`]
-//! restores the BOM, the dominant line ending and the final newline, so a file
-//! that is read and written unchanged keeps its bytes (mixed endings excepted).
+//! restores the BOM, each line's ending and the final newline, so a file that
+//! is read and written unchanged keeps its bytes (invalid UTF-8 excepted).
 
 /// The line ending a file uses most.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,6 +46,10 @@ pub struct Text {
     pub ending: LineEnding,
     /// More than one kind of line ending occurs.
     pub mixed_endings: bool,
+    /// Each line's own ending, kept only when they are mixed (empty
+    /// otherwise: every line ends with [`Text::ending`]). A last line without
+    /// one has no entry.
+    pub endings: Vec<LineEnding>,
     /// The lines, without their endings; invalid UTF-8 is replaced by U+FFFD.
     pub lines: Vec<String>,
     /// The last line is followed by a line ending.
@@ -66,6 +70,7 @@ impl Text {
             None => String::from_utf8_lossy(&body[a..b]).into_owned(),
         };
         let mut lines = Vec::with_capacity(body.len() / 32 + 1);
+        let mut endings = Vec::new();
         let (mut lf, mut crlf, mut cr) = (0usize, 0usize, 0usize);
         let mut start = 0;
         let mut final_newline = false;
@@ -79,12 +84,15 @@ impl Text {
             lines.push(line_of(start, end));
             start = if body[end] == b'\r' && body.get(end + 1) == Some(&b'\n') {
                 crlf += 1;
+                endings.push(LineEnding::Crlf);
                 end + 2
             } else {
                 if body[end] == b'\r' {
                     cr += 1;
+                    endings.push(LineEnding::Cr);
                 } else {
                     lf += 1;
+                    endings.push(LineEnding::Lf);
                 }
                 end + 1
             };
@@ -98,12 +106,33 @@ impl Text {
             LineEnding::Lf
         };
         let kinds = [lf, crlf, cr].iter().filter(|&&n| n > 0).count();
+        if kinds < 2 {
+            endings = Vec::new();
+        }
         Text {
             bom,
             ending,
             mixed_endings: kinds > 1,
+            endings,
             lines,
             final_newline,
+        }
+    }
+
+    /// The ending after line `i` (0-based): its own where they are mixed.
+    pub fn ending_of(&self, i: usize) -> LineEnding {
+        self.endings.get(i).copied().unwrap_or(self.ending)
+    }
+
+    /// A text of these lines shaped like `self` (BOM, endings, final newline).
+    pub fn with_lines(&self, lines: Vec<String>, endings: Vec<LineEnding>) -> Text {
+        Text {
+            bom: self.bom,
+            ending: self.ending,
+            mixed_endings: self.mixed_endings,
+            endings,
+            lines,
+            final_newline: self.final_newline,
         }
     }
 
@@ -113,11 +142,10 @@ impl Text {
         if self.bom {
             out.extend_from_slice(b"\xEF\xBB\xBF");
         }
-        let eol = self.ending.as_str().as_bytes();
         for (i, line) in self.lines.iter().enumerate() {
             out.extend_from_slice(line.as_bytes());
             if i + 1 < self.lines.len() || self.final_newline {
-                out.extend_from_slice(eol);
+                out.extend_from_slice(self.ending_of(i).as_str().as_bytes());
             }
         }
         out
@@ -181,11 +209,61 @@ pub fn shape_like(content: &str, old: Option<&Text>) -> Vec<u8> {
     let mut text = Text::decode(content.as_bytes());
     if !content.contains('\r') {
         text.ending = old.ending;
+        if !old.endings.is_empty() {
+            // Lines the write leaves as they were keep their own endings;
+            // a changed line takes the ending of the line before it.
+            let mut from: Vec<Option<usize>> = vec![None; text.len()];
+            for (j, i) in unchanged_map(old, &text).into_iter().enumerate() {
+                if let Some(slot) = i.and_then(|i| from.get_mut(i)) {
+                    *slot = Some(j);
+                }
+            }
+            let mut endings: Vec<LineEnding> = Vec::with_capacity(text.len());
+            for f in &from {
+                let from_old = f.map(|j| old.ending_of(j));
+                let e = from_old
+                    .or_else(|| endings.last().copied())
+                    .unwrap_or(old.ending);
+                endings.push(e);
+            }
+            text.mixed_endings = true;
+            text.endings = endings;
+        }
     }
     if old.bom {
         text.bom = true;
     }
     text.encode()
+}
+
+#[cfg(test)]
+mod mixed_endings {
+    use super::*;
+
+    #[test]
+    fn decode_and_encode_keep_each_lines_ending() {
+        for bytes in [
+            &b"a\r\nb\nc\rd"[..],
+            b"a\r\nb\nc\rd\n",
+            b"\xEF\xBB\xBFa\rb\r\n",
+            b"plain\nlf\n",
+        ] {
+            assert_eq!(Text::decode(bytes).encode(), bytes);
+        }
+        assert!(
+            Text::decode(b"a\nb\n").endings.is_empty(),
+            "kept only when mixed"
+        );
+    }
+
+    #[test]
+    fn a_write_keeps_the_endings_of_lines_it_leaves() {
+        let old = Text::decode(b"one\r\ntwo\nthree\rfour\n");
+        assert_eq!(
+            shape_like("one\nTWO\nthree\nfour\nfive\n", Some(&old)),
+            b"one\r\nTWO\r\nthree\rfour\nfive\n"
+        );
+    }
 }
 
 #[cfg(test)]

@@ -449,3 +449,63 @@ async fn a_multi_file_edit_killed_between_files_is_completed_at_the_next_start()
         .collect();
     assert!(leftovers.is_empty(), "temp files left: {leftovers:?}");
 }
+
+#[tokio::test]
+async fn moves_copies_and_edits_keep_every_line_ending_byte_for_byte() {
+    // LF, CRLF and lone CR mixed, a byte that is not UTF-8, no final newline.
+    let mixed: &[u8] = b"one\r\ntwo\nthree\rfour\xff\r\nfive\nsix";
+    let dir = project();
+    for name in ["mv.txt", "cp.txt", "edit.txt", "mvedit.txt", "rem.txt"] {
+        std::fs::write(dir.path().join(name), mixed).unwrap();
+    }
+    let nib = start(Era::Handshake, dir.path()).await;
+    let read = nib
+        .ok(
+            "read",
+            json!({"paths": ["mv.txt", "cp.txt", "edit.txt", "mvedit.txt"]}),
+        )
+        .await;
+    let tag = header_tag(&read);
+    // MV and CP without hunks: the same bytes.
+    nib.ok(
+        "edit",
+        json!({"input": format!("[mv.txt#{tag}]\nMV moved.txt\n[cp.txt#{tag}]\nCP copied.txt\n")}),
+    )
+    .await;
+    assert_eq!(std::fs::read(nib.path("moved.txt")).unwrap(), mixed);
+    assert_eq!(std::fs::read(nib.path("copied.txt")).unwrap(), mixed);
+    assert_eq!(std::fs::read(nib.path("cp.txt")).unwrap(), mixed);
+    // With hunks: untouched lines keep their own endings, a replaced line
+    // keeps its ending, an inserted row takes the ending of the line before.
+    nib.ok(
+        "edit",
+        json!({"input": format!("[edit.txt#{tag}]\nPUT 2:\n+TWO\nPUT >5:\n+five and a half\n")}),
+    )
+    .await;
+    let mut bytes = std::fs::read(nib.path("edit.txt")).unwrap();
+    // The invalid byte is the one thing an edit of the text cannot keep.
+    bytes = String::from_utf8_lossy(&bytes)
+        .replace('\u{FFFD}', "\u{FF}")
+        .into_bytes();
+    let want = "one\r\nTWO\nthree\rfour\u{FF}\r\nfive\nfive and a half\nsix";
+    assert_eq!(String::from_utf8_lossy(&bytes), want);
+    nib.ok(
+        "edit",
+        json!({"input": format!("[mvedit.txt#{tag}]\nPUT 1:\n+ONE\nMV moved-edited.txt\n")}),
+    )
+    .await;
+    let got = std::fs::read(nib.path("moved-edited.txt")).unwrap();
+    assert!(
+        got.starts_with(b"ONE\r\ntwo\nthree\rfour") && got.ends_with(b"\r\nfive\nsix"),
+        "{:?}",
+        String::from_utf8_lossy(&got)
+    );
+    // REM and a restore from the trash: the same bytes.
+    let read = nib.ok("read", json!({"paths": ["rem.txt"]})).await;
+    let tag = header_tag(&read);
+    nib.ok("edit", json!({"input": format!("[rem.txt#{tag}]\nREM\n")}))
+        .await;
+    nib.ok("nibash", json!({"command": "trash restore rem.txt"}))
+        .await;
+    assert_eq!(std::fs::read(nib.path("rem.txt")).unwrap(), mixed);
+}

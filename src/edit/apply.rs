@@ -356,13 +356,21 @@ pub struct Landed {
     pub sent: bool,
 }
 
-/// Applies sorted, non-overlapping ops to `text`.
+/// Applies sorted, non-overlapping ops to `text`. Where line endings are
+/// mixed, untouched lines keep their own, a replaced line keeps the ending
+/// of the line it replaces, and other new rows take their neighbour's (the
+/// last replaced line's, else the line before, else the first line's).
 pub fn splice(text: &Text, ops: &[Op]) -> (Text, Vec<Landed>) {
+    let mixed = !text.endings.is_empty();
     let mut lines = Vec::with_capacity(text.len() + 16);
+    let mut endings = Vec::new();
     let mut landed = Vec::with_capacity(ops.len());
     let mut cursor = 0;
     for op in ops {
         lines.extend(text.lines[cursor..op.start].iter().cloned());
+        if mixed {
+            endings.extend((cursor..op.start).map(|i| text.ending_of(i)));
+        }
         landed.push(Landed {
             start: lines.len(),
             len: op.rows.len(),
@@ -370,21 +378,35 @@ pub fn splice(text: &Text, ops: &[Op]) -> (Text, Vec<Landed>) {
             sent: op.sent,
         });
         lines.extend(op.rows.iter().cloned());
+        if mixed {
+            // A replaced line keeps its ending; rows beyond the replaced ones
+            // (and inserted rows) take their neighbour's.
+            let neighbour = if op.end > op.start {
+                text.ending_of(op.end - 1)
+            } else {
+                match op.start.checked_sub(1) {
+                    Some(before) => text.ending_of(before),
+                    None => text.ending_of(0),
+                }
+            };
+            endings.extend((0..op.rows.len()).map(|k| {
+                if op.start + k < op.end {
+                    text.ending_of(op.start + k)
+                } else {
+                    neighbour
+                }
+            }));
+        }
         cursor = op.end;
     }
     lines.extend(text.lines[cursor..].iter().cloned());
-    let final_newline = if text.is_empty() {
-        true
-    } else {
-        text.final_newline
-    };
-    let new = Text {
-        bom: text.bom,
-        ending: text.ending,
-        mixed_endings: text.mixed_endings,
-        lines,
-        final_newline,
-    };
+    if mixed {
+        endings.extend((cursor..text.len()).map(|i| text.ending_of(i)));
+    }
+    let mut new = text.with_lines(lines, endings);
+    if text.is_empty() {
+        new.final_newline = true;
+    }
     (new, landed)
 }
 

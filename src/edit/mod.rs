@@ -353,6 +353,8 @@ impl SubPolicy for AllowSub<'_> {
 /// A file's current state, read for editing.
 struct Current {
     text: Arc<Text>,
+    /// The file's bytes as read (MV and CP without hunks copy them as they are).
+    bytes: Vec<u8>,
     tag: Tag,
     stat: fs::Stat,
     canonical: PathBuf,
@@ -391,6 +393,7 @@ fn read_current(scope: &fs::Scope, path: &Path, shown: &str) -> Result<Option<Cu
     Ok(Some(Current {
         tag: Tag::of(&file.bytes),
         text: Arc::new(Text::decode(&file.bytes)),
+        bytes: file.bytes.clone(),
         stat: file.stat,
         canonical,
     }))
@@ -437,6 +440,7 @@ fn plan_section(
                 bom: false,
                 ending: crate::text::LineEnding::Lf,
                 mixed_endings: false,
+                endings: Vec::new(),
                 lines: rows.clone(),
                 final_newline: true,
             });
@@ -486,6 +490,7 @@ fn plan_section(
                 &SeenLines::default(),
                 None,
                 stat,
+                current.as_ref().map(|c| c.bytes.as_slice()),
                 ctx,
             )?;
             if created {
@@ -654,6 +659,7 @@ fn plan_section(
                 &seen_now,
                 Some(&plan.ops),
                 Some(cur.stat.clone()),
+                Some(&cur.bytes),
                 ctx,
             )?;
             if stale {
@@ -752,6 +758,7 @@ fn finish(
     seen_now: &SeenLines,
     base_ops: Option<&[Op]>,
     stat: Option<fs::Stat>,
+    raw: Option<&[u8]>,
     ctx: &Ctx,
 ) -> Result<Ready, Refusal> {
     let (new_text, landed) = apply::splice(current, ops);
@@ -812,6 +819,11 @@ fn finish(
         }
     }
     let rows = change_rows(&new_text, &landed, &mut seen);
+    // Without hunks the file's bytes go as they are (whatever they hold).
+    let after_bytes = match raw {
+        Some(bytes) if ops.is_empty() => bytes.to_vec(),
+        _ => after_bytes,
+    };
     let new_tag = Tag::of(&after_bytes);
     let mut steps = Vec::new();
     let mut written = vec![path.to_path_buf()];
