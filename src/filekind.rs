@@ -127,35 +127,42 @@ fn looks_minified(head: &[u8]) -> bool {
 
 /// What a binary file is, if the first bytes say it is one.
 pub fn binary_kind(path: &Path, head: &[u8]) -> Option<&'static str> {
-    if head.starts_with(b"%PDF-") {
-        return Some("a PDF");
-    }
-    if head.starts_with(b"\x89PNG\r\n\x1a\n") {
-        return Some("a PNG image");
-    }
-    if head.starts_with(b"\xFF\xD8\xFF") {
-        return Some("a JPEG image");
-    }
-    if head.starts_with(b"GIF87a") || head.starts_with(b"GIF89a") {
-        return Some("a GIF image");
+    sniff(path, head).map(|(prose, _)| prose)
+}
+
+/// The MIME type of a binary file nib recognises by its first bytes
+/// (`image/png`; `application/octet-stream` for other binary files).
+pub fn mime_type(path: &Path, head: &[u8]) -> Option<&'static str> {
+    sniff(path, head).map(|(_, mime)| mime)
+}
+
+/// What a binary file is, in words and as a MIME type.
+fn sniff(path: &Path, head: &[u8]) -> Option<(&'static str, &'static str)> {
+    const MAGIC: &[(&[u8], &str, &str)] = &[
+        (b"%PDF-", "a PDF", "application/pdf"),
+        (b"\x89PNG\r\n\x1a\n", "a PNG image", "image/png"),
+        (b"\xFF\xD8\xFF", "a JPEG image", "image/jpeg"),
+        (b"GIF87a", "a GIF image", "image/gif"),
+        (b"GIF89a", "a GIF image", "image/gif"),
+        (
+            b"SQLite format 3\0",
+            "a SQLite database",
+            "application/vnd.sqlite3",
+        ),
+        (b"\x7FELF", "an executable", "application/x-executable"),
+        (b"PK\x03\x04", "a zip archive", "application/zip"),
+    ];
+    if let Some((_, prose, mime)) = MAGIC.iter().find(|(m, _, _)| head.starts_with(m)) {
+        return Some((prose, mime));
     }
     if head.len() >= 12 && &head[..4] == b"RIFF" && &head[8..12] == b"WEBP" {
-        return Some("a WebP image");
-    }
-    if head.starts_with(b"SQLite format 3\0") {
-        return Some("a SQLite database");
-    }
-    if head.starts_with(b"\x7FELF") {
-        return Some("an executable");
-    }
-    if head.starts_with(b"PK\x03\x04") {
-        return Some("a zip archive");
+        return Some(("a WebP image", "image/webp"));
     }
     if head.contains(&0) {
-        return Some("a binary file");
+        return Some(("a binary file", "application/octet-stream"));
     }
     if extension(path) == "pdf" && head.is_empty() {
-        return Some("a PDF");
+        return Some(("a PDF", "application/pdf"));
     }
     None
 }
@@ -184,6 +191,25 @@ pub fn syntax(path: &Path) -> Option<Syntax> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn binary_files_have_mime_types() {
+        let p = Path::new("x");
+        for (head, mime) in [
+            (&b"\x89PNG\r\n\x1a\nrest"[..], "image/png"),
+            (b"\xFF\xD8\xFF\xE0", "image/jpeg"),
+            (b"GIF89a..", "image/gif"),
+            (b"RIFF\0\0\0\0WEBPVP8 ", "image/webp"),
+            (b"%PDF-1.7", "application/pdf"),
+            (b"SQLite format 3\0", "application/vnd.sqlite3"),
+            (b"\x7FELF\x02", "application/x-executable"),
+            (b"PK\x03\x04", "application/zip"),
+            (b"ab\0cd", "application/octet-stream"),
+        ] {
+            assert_eq!(mime_type(p, head), Some(mime), "{head:?}");
+        }
+        assert_eq!(mime_type(p, b"plain text\n"), None);
+    }
 
     #[test]
     fn shapes_by_extension() {

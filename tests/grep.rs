@@ -380,7 +380,7 @@ async fn find_lists_filters_sorts_and_pages() {
             && t.contains("\n  util.ts (1 line, 2 B, "),
         "{t}"
     );
-    assert!(t.contains("\nassets/\n  logo.png (PNG image, "), "{t}");
+    assert!(t.contains("\nassets/\n  logo.png (image/png, "), "{t}");
     let t = nib.ok("find", json!({"sort": "size"})).await;
     let order: Vec<&str> = t
         .lines()

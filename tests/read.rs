@@ -122,7 +122,7 @@ async fn folders_are_listed() {
     assert_eq!(lines[0], "[src/] 1 folder, 2 files");
     assert_eq!(lines[1], "inner/ (0 entries)");
     assert!(
-        lines[2].starts_with("logo.png (PNG image, 10 B, "),
+        lines[2].starts_with("logo.png (image/png, 10 B, "),
         "{text}"
     );
     assert!(lines[3].starts_with("main.rs (1 line, 13 B, "), "{text}");

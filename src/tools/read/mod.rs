@@ -753,7 +753,7 @@ fn listing(
     }
 }
 
-/// `120 lines, 4.1 KiB, 3m ago` or `PNG image, 12.0 KiB, 40d ago`.
+/// `120 lines, 4.1 KiB, 3m ago` or `image/png, 12.0 KiB, 40d ago`.
 pub fn file_facts(scope: &fs::Scope, path: &Path, stat: &fs::Stat, now: SystemTime) -> String {
     let age = human::age(stat.modified, now);
     let size = human::size(stat.size);
@@ -763,9 +763,8 @@ pub fn file_facts(scope: &fs::Scope, path: &Path, stat: &fs::Stat, now: SystemTi
     match fs::read_file(scope, path, 1024 * 1024) {
         Ok(f) => {
             let head = &f.bytes[..f.bytes.len().min(8192)];
-            if let Some(kind) = filekind::binary_kind(path, head) {
-                let kind = kind.trim_start_matches("a ").trim_start_matches("an ");
-                format!("{kind}, {size}, {age}")
+            if let Some(mime) = filekind::mime_type(path, head) {
+                format!("{mime}, {size}, {age}")
             } else {
                 let lines = Text::decode(&f.bytes).len();
                 format!(
