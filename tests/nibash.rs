@@ -343,13 +343,34 @@ async fn failures_the_exit_status_hides_are_named() {
             .call("nibash", json!({"command": "cat missing.txt 2>/dev/null"}))
             .await
             .0;
+        let named = "cat exited 1, its stderr discarded: \"cat: missing.txt: No such file or directory\"]\n";
+        assert_eq!(out, format!("[exit 1; {named}"), "{env:?}");
+        let out = sh(&nib, "cat missing.txt 2>/dev/null || echo handled; tmp=$(mktemp); echo ok > $tmp; cat $tmp | cat").await;
         assert_eq!(
             out,
-            "[exit 1, its stderr discarded: \"cat: missing.txt: No such file or directory\"]\n",
-            "{env:?}"
+            format!("handled\nok\n[exit 0; {named}"),
+            "{env:?}: the temp folder is writable, and the handled failure is named"
         );
-        let out = sh(&nib, "cat missing.txt 2>/dev/null || echo handled; tmp=$(mktemp); echo ok > $tmp; cat $tmp | cat").await;
-        assert_eq!(out, "handled\nok\n", "{env:?}: the temp folder is writable");
+        // A status of 0 does not hide a failure whose stderr was discarded.
+        for line in [
+            "cat missing.txt 2>/dev/null; true",
+            "cat missing.txt 2>/dev/null || true",
+            "if cat missing.txt 2>/dev/null; then echo y; else echo n; fi",
+            "cat missing.txt 2>/dev/null | wc -l",
+        ] {
+            let out = sh(&nib, line).await;
+            assert!(
+                out.ends_with(&format!("[exit 0; {named}")),
+                "{env:?} {line:?}:\n{out}"
+            );
+        }
+        // Statuses are what they would have been: `$?`, `set -e`, `if`.
+        let out = sh(&nib, "cat missing.txt 2>/dev/null; echo \"status $?\"").await;
+        assert!(out.starts_with("status 1\n"), "{out}");
+        let out = sh(&nib, "set -e; cat missing.txt 2>/dev/null; echo no").await;
+        assert!(!out.contains("no\n") && out.contains("[exit 1"), "{out}");
+        let out = sh(&nib, "ls . 2>/dev/null >/dev/null; echo fine").await;
+        assert_eq!(out, "fine\n", "a command that succeeded is not named");
         nib.stop().await;
     }
     let nib = start_mode(dir.path(), &[]).await;

@@ -24,6 +24,9 @@ pub trait VisitMut {
     /// The text of an arithmetic command (`(( … ))`) or of an arithmetic
     /// `for` clause's parts.
     fn arithmetic(&mut self, _expr: &mut UnexpandedArithmeticExpr) {}
+    /// A command in a pipeline, after everything in it was visited; it may
+    /// be replaced.
+    fn command(&mut self, _c: &mut Command) {}
 }
 
 /// Visits the whole program.
@@ -76,6 +79,7 @@ fn command(c: &mut Command, v: &mut impl VisitMut) {
         }
         Command::ExtendedTest(_, redirects) => redirect_list(redirects.as_mut(), v),
     }
+    v.command(c);
 }
 
 fn item_of(item: &mut CommandPrefixOrSuffixItem, v: &mut impl VisitMut) {

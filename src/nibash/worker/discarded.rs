@@ -1,21 +1,49 @@
 //! stderr sent to `/dev/null`, kept aside: before the command line runs, each
 //! `2>/dev/null` (and `2>>/dev/null`) in its syntax tree is pointed at a
-//! capture file of its own in the worker's temp folder instead. When the
-//! call fails, the first line the most recent of them caught is quoted in
-//! the closing line (`[exit 2, its stderr discarded: "…"]`); the output
-//! itself stays without it, as the command line asked.
+//! capture file of its own in the worker's temp folder instead, and the
+//! command it belongs to is wrapped as `{ CMD 2>>CAPTURE; __nib_discarded N $?; }`
+//! so its status is known (the builtin records it and returns it unchanged:
+//! `$?`, `set -e`, `if` and `||` see what they would have seen). Every such
+//! command that failed — whatever the call's own status — is named in the
+//! closing line with the first line it wrote there
+//! (`[exit 0; cat exited 1, its stderr discarded: "…"]`); the output itself
+//! stays without it, as the command line asked.
 //!
 //! Only the parsed command line is rewritten: commands inside `$(…)`,
 //! `eval` strings and scripts it runs keep their `/dev/null`.
 
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
-use brush_parser::ast::{IoFileRedirectKind, IoFileRedirectTarget, IoRedirect, Program};
+use brush_parser::ast::{
+    Command, CommandPrefixOrSuffixItem, IoFileRedirectKind, IoFileRedirectTarget, IoRedirect,
+    Program,
+};
+
+/// The builtin a wrapped command reports its status to.
+pub const BUILTIN: &str = "__nib_discarded";
+
+/// The statuses wrapped commands ended with, by capture index (the last run).
+static STATUSES: Mutex<Vec<Option<i32>>> = Mutex::new(Vec::new());
+
+/// Records that the command of capture `index` ended with `status`.
+pub fn record(index: usize, status: i32) {
+    let mut s = STATUSES.lock().unwrap_or_else(|p| p.into_inner());
+    if s.len() <= index {
+        s.resize(index + 1, None);
+    }
+    s[index] = Some(status);
+}
+
+/// How many failures the closing line names before it only counts.
+const NAMED: usize = 3;
 
 /// Where a call's discarded stderr goes.
 pub struct Captures {
     dir: PathBuf,
     files: Vec<PathBuf>,
+    /// The command each capture belongs to (its name as written).
+    names: Vec<String>,
 }
 
 impl Captures {
@@ -24,13 +52,60 @@ impl Captures {
         Captures {
             dir: dir.to_path_buf(),
             files: Vec::new(),
+            names: Vec::new(),
         }
     }
 
-    /// Points every `2>/dev/null` of the program at a capture file.
+    /// Points every `2>/dev/null` of the program at a capture file, and wraps
+    /// its command so its status is recorded.
     pub fn rewrite(&mut self, program: &mut Program) {
         nib_policy::ast::walk(program, self);
     }
+
+    /// The capture index of a redirection this rewrite made, if it is one.
+    fn index_of(&self, r: &IoRedirect) -> Option<usize> {
+        let IoRedirect::File(Some(2), _, IoFileRedirectTarget::Filename(word)) = r else {
+            return None;
+        };
+        self.files
+            .iter()
+            .position(|f| f.as_os_str() == word.value.as_str())
+    }
+}
+
+/// The wrapper `{ :; __nib_discarded N $?; }`, parsed, so its nodes are
+/// whatever brush-parser makes of that text.
+fn wrapper(index: usize) -> Option<Command> {
+    let text = format!("{{ :; {BUILTIN} {index} $?; }}");
+    let mut parser = brush_parser::Parser::new(
+        std::io::BufReader::new(text.as_bytes()),
+        &brush_parser::ParserOptions::default(),
+    );
+    let program = parser.parse_program().ok()?;
+    let mut list = program.complete_commands.into_iter().next()?;
+    let item = list.0.drain(..).next()?;
+    item.0.first.seq.into_iter().next()
+}
+
+/// Puts `inner` in the wrapper's first slot (where `:` stands).
+fn wrap(inner: Command, index: usize) -> Result<Command, Command> {
+    let Some(mut outer) = wrapper(index) else {
+        return Err(inner);
+    };
+    let Command::Compound(brush_parser::ast::CompoundCommand::BraceGroup(group), _) = &mut outer
+    else {
+        return Err(inner);
+    };
+    let Some(slot) = group
+        .list
+        .0
+        .first_mut()
+        .and_then(|item| item.0.first.seq.first_mut())
+    else {
+        return Err(inner);
+    };
+    *slot = inner;
+    Ok(outer)
 }
 
 impl nib_policy::ast::VisitMut for Captures {
@@ -53,23 +128,62 @@ impl nib_policy::ast::VisitMut for Captures {
             word.value = file.display().to_string();
             *kind = IoFileRedirectKind::Append;
             self.files.push(file);
+            self.names.push(String::new());
         }
+    }
+
+    fn command(&mut self, c: &mut Command) {
+        // The command's own redirections (not those of commands inside it).
+        let (own, name): (Vec<&IoRedirect>, String) = match &*c {
+            Command::Simple(s) => {
+                let items = s
+                    .prefix
+                    .iter()
+                    .flat_map(|p| p.0.iter())
+                    .chain(s.suffix.iter().flat_map(|x| x.0.iter()));
+                let redirects = items
+                    .filter_map(|i| match i {
+                        CommandPrefixOrSuffixItem::IoRedirect(r) => Some(r),
+                        _ => None,
+                    })
+                    .collect();
+                let name = s
+                    .word_or_name
+                    .as_ref()
+                    .map(|w| w.value.clone())
+                    .unwrap_or_default();
+                // `exec 2>/dev/null` and a bare redirection change the shell
+                // itself: nothing to wrap.
+                if name.is_empty() || name == "exec" {
+                    return;
+                }
+                (redirects, name)
+            }
+            Command::Compound(_, Some(list)) => (list.0.iter().collect(), "a group".to_string()),
+            _ => return,
+        };
+        let Some(index) = own.iter().find_map(|r| self.index_of(r)) else {
+            return;
+        };
+        if let Some(n) = self.names.get_mut(index) {
+            *n = name;
+        }
+        let placeholder = Command::Simple(brush_parser::ast::SimpleCommand {
+            prefix: None,
+            word_or_name: None,
+            suffix: None,
+        });
+        let inner = std::mem::replace(c, placeholder);
+        *c = match wrap(inner, index) {
+            Ok(w) | Err(w) => w,
+        };
     }
 }
 
 impl Captures {
-    /// The first line of the most recently written capture, if any caught text.
-    pub fn last_line(&self) -> Option<String> {
-        let newest = self
-            .files
-            .iter()
-            .filter_map(|f| {
-                let m = std::fs::metadata(f).ok()?;
-                (m.len() > 0).then(|| (m.modified().ok(), f))
-            })
-            .max_by_key(|(t, _)| *t)?
-            .1;
-        let text = std::fs::read(newest).ok()?;
+    /// The first line a capture caught, if it caught any text.
+    fn first_line(&self, index: usize) -> Option<String> {
+        let text = std::fs::read(self.files.get(index)?).ok()?;
         let line = String::from_utf8_lossy(&text)
             .lines()
             .find(|l| !l.trim().is_empty())?
@@ -77,6 +191,56 @@ impl Captures {
             .take(300)
             .collect();
         Some(line)
+    }
+
+    /// The first line of the most recently written capture, if any caught text.
+    pub fn last_line(&self) -> Option<String> {
+        let newest = (0..self.files.len())
+            .filter_map(|i| {
+                let m = std::fs::metadata(&self.files[i]).ok()?;
+                (m.len() > 0).then(|| (m.modified().ok(), i))
+            })
+            .max_by_key(|(t, _)| *t)?
+            .1;
+        self.first_line(newest)
+    }
+
+    /// The closing line's words for the commands that failed with their
+    /// stderr discarded (`None` when none did), for a call that ended with
+    /// `code`.
+    pub fn report(&self, code: i32) -> Option<String> {
+        let statuses = STATUSES.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let failed: Vec<(usize, i32)> = statuses
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| s.filter(|&s| s != 0).map(|s| (i, s)))
+            .collect();
+        if failed.is_empty() {
+            // A failure that ended the line before its status was recorded
+            // (`set -e`): the newest capture, as the call's own status.
+            return self
+                .last_line()
+                .filter(|_| code != 0)
+                .map(|line| format!("exit {code}, its stderr discarded: {line:?}"));
+        }
+        let mut parts: Vec<String> = failed
+            .iter()
+            .take(NAMED)
+            .map(|&(i, s)| {
+                let name = self.names.get(i).map(String::as_str).unwrap_or("a command");
+                match self.first_line(i) {
+                    Some(line) => format!("{name} exited {s}, its stderr discarded: {line:?}"),
+                    None => format!("{name} exited {s}, its stderr discarded (it wrote nothing)"),
+                }
+            })
+            .collect();
+        if failed.len() > NAMED {
+            parts.push(format!(
+                "{} more commands failed with their stderr discarded",
+                failed.len() - NAMED
+            ));
+        }
+        Some(format!("exit {code}; {}", parts.join("; ")))
     }
 }
 
@@ -121,5 +285,16 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("2>>/cap/nib-stderr-"), "{text}");
+        // Each command is wrapped so its status is recorded, in order.
+        for i in 0..4 {
+            assert!(text.contains(&format!("{BUILTIN} {i} $?")), "{text}");
+        }
+        assert_eq!(c.names, ["cat", "ls", "a group", "a"]);
+        // `exec 2>/dev/null` changes the shell: its stderr goes to a capture,
+        // but nothing is wrapped.
+        let mut prog = parse("exec 2>/dev/null; echo x");
+        let mut c = Captures::new(Path::new("/cap"));
+        c.rewrite(&mut prog);
+        assert!(!prog.to_string().contains(BUILTIN), "{prog}");
     }
 }

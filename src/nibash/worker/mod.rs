@@ -118,6 +118,7 @@ fn builtins() -> HashMap<String, Registration<Se>> {
         m.insert(name.to_string(), registration(f));
     }
     m.insert("git".into(), registration(deletes::git));
+    m.insert(discarded::BUILTIN.into(), registration(discarded_status));
     m.insert("find".into(), registration(deletes::find));
     // Forbidden programs answer first, whatever else is registered.
     for rule in request().map(|r| r.rules.as_slice()).unwrap_or_default() {
@@ -126,6 +127,24 @@ fn builtins() -> HashMap<String, Registration<Se>> {
         }
     }
     m
+}
+
+/// `__nib_discarded N STATUS`: a command whose stderr went to a capture
+/// ended with STATUS; returns it unchanged.
+fn discarded_status(
+    _ctx: brush_core::ExecutionContext<'_, Se>,
+    args: Vec<brush_core::commands::CommandArg>,
+) -> own::Answer<'_> {
+    Box::pin(async move {
+        let n = |i: usize| args.get(i).and_then(|a| a.to_string().parse::<i32>().ok());
+        let status = n(2).unwrap_or(0);
+        if let Some(index) = n(1).and_then(|i| usize::try_from(i).ok()) {
+            discarded::record(index, status);
+        }
+        Ok(brush_core::ExecutionResult::new(
+            u8::try_from(status & 0xff).unwrap_or(1),
+        ))
+    })
 }
 
 /// A program a rule forbids, started by name (however the name was built).
@@ -254,10 +273,9 @@ async fn run(req: &Request) -> (i32, bool, Option<String>) {
     if let Some(status) = run_exit_trap(&mut shell, trap_status.unwrap_or(code)).await {
         code = status;
     }
-    let hidden = match captures.last_line().filter(|_| code != 0) {
-        Some(line) => Some(format!("exit {code}, its stderr discarded: {line:?}")),
-        None => hidden_failure(&shell, code),
-    };
+    let hidden = captures
+        .report(code)
+        .or_else(|| hidden_failure(&shell, code));
     let _ = shell.jobs_mut().poll();
     let background = !shell.jobs().jobs.is_empty();
     if background {
