@@ -87,14 +87,15 @@ fn wrapper(index: usize) -> Option<Command> {
     item.0.first.seq.into_iter().next()
 }
 
-/// Puts `inner` in the wrapper's first slot (where `:` stands).
-fn wrap(inner: Command, index: usize) -> Result<Command, Command> {
+/// Wraps the command `c` in place: it takes the wrapper's first slot (where
+/// `:` stands). Left as it is when the wrapper cannot be built.
+fn wrap(c: &mut Command, index: usize) {
     let Some(mut outer) = wrapper(index) else {
-        return Err(inner);
+        return;
     };
     let Command::Compound(brush_parser::ast::CompoundCommand::BraceGroup(group), _) = &mut outer
     else {
-        return Err(inner);
+        return;
     };
     let Some(slot) = group
         .list
@@ -102,10 +103,11 @@ fn wrap(inner: Command, index: usize) -> Result<Command, Command> {
         .first_mut()
         .and_then(|item| item.0.first.seq.first_mut())
     else {
-        return Err(inner);
+        return;
     };
-    *slot = inner;
-    Ok(outer)
+    std::mem::swap(slot, c);
+    // `c` now holds `:`, the slot the command: put the wrapper in place.
+    std::mem::swap(c, &mut outer);
 }
 
 impl nib_policy::ast::VisitMut for Captures {
@@ -168,15 +170,7 @@ impl nib_policy::ast::VisitMut for Captures {
         if let Some(n) = self.names.get_mut(index) {
             *n = name;
         }
-        let placeholder = Command::Simple(brush_parser::ast::SimpleCommand {
-            prefix: None,
-            word_or_name: None,
-            suffix: None,
-        });
-        let inner = std::mem::replace(c, placeholder);
-        *c = match wrap(inner, index) {
-            Ok(w) | Err(w) => w,
-        };
+        wrap(c, index);
     }
 }
 
