@@ -18,4 +18,5 @@ mod policy;
 mod protocol;
 mod read;
 mod read_more;
+mod replay;
 mod write;
