@@ -472,7 +472,11 @@ pub fn run_tool(config: Config, name: &str, mut args: Map<String, Value>) -> i32
         }
     }
     let workspace = Workspace::new(config.project_dir.clone());
-    let agent = Mutex::new(Agent::default());
+    // Tokens an earlier `nib grep --replace` or refused `nib edit` printed.
+    let mut first = Agent::default();
+    crate::cli_tokens::load(&config.state_dir, &mut first.tokens);
+    let loaded = crate::cli_tokens::names(&first.tokens);
+    let agent = Mutex::new(first);
     let nibash = std::sync::Arc::default();
     let scope = match workspace.scope(config.sandbox, config.confirm_outside_roots) {
         Ok(s) => s,
@@ -487,7 +491,12 @@ pub fn run_tool(config: Config, name: &str, mut args: Map<String, Value>) -> i32
         nibash: &nibash,
         live: None,
     };
-    match tools::call(name, Some(args), &ctx) {
+    let result = tools::call(name, Some(args), &ctx);
+    if matches!(name, "edit" | "grep") {
+        let agent = agent.lock().unwrap_or_else(|p| p.into_inner());
+        crate::cli_tokens::save(&config.state_dir, &loaded, &agent.tokens);
+    }
+    match result {
         // The command line cannot ask a person: a write that needs approval is refused.
         Ok(out) if out.approval.is_some() => {
             let text = out
@@ -497,11 +506,18 @@ pub fn run_tool(config: Config, name: &str, mut args: Map<String, Value>) -> i32
                 .unwrap_or_default();
             let mut stdout = std::io::stdout().lock();
             let _ = stdout.write_all(text.as_bytes());
+            if !text.ends_with('\n') {
+                let _ = stdout.write_all(b"\n");
+            }
             1
         }
         Ok(out) => {
             let mut stdout = std::io::stdout().lock();
             let _ = stdout.write_all(out.text.as_bytes());
+            // Every answer ends its last line, errors and hints included.
+            if !out.text.is_empty() && !out.text.ends_with('\n') {
+                let _ = stdout.write_all(b"\n");
+            }
             for (data, mime) in &out.images {
                 let _ = writeln!(
                     stdout,

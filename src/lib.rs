@@ -9,6 +9,7 @@
 
 pub mod agents;
 pub mod cli;
+pub mod cli_tokens;
 pub mod config;
 pub mod edit;
 pub mod filekind;

@@ -56,7 +56,8 @@ pub struct Places {
     pub claude_dir: PathBuf,
     /// The folder of nib's settings.
     pub config_dir: PathBuf,
-    /// The nib binary to register (absolute).
+    /// How to name the nib binary: `nib` when PATH finds this binary, else
+    /// its absolute path (see [`command_name`]).
     pub nib: PathBuf,
 }
 
@@ -75,7 +76,8 @@ impl Places {
             .map(PathBuf::from)
             .unwrap_or_else(|| home.join(".config"))
             .join("nib");
-        let nib = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("nib"));
+        let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("nib"));
+        let nib = command_name(&exe, std::env::var_os("PATH").as_deref());
         Places {
             project: project.to_path_buf(),
             home,
@@ -84,6 +86,31 @@ impl Places {
             nib,
         }
     }
+}
+
+/// How the configuration names nib: `nib` when the `nib` found on PATH is
+/// this very binary (so the files can be shared, say through the
+/// repository), else the binary's absolute path.
+pub fn command_name(exe: &Path, path: Option<&std::ffi::OsStr>) -> PathBuf {
+    use std::os::unix::fs::MetadataExt;
+    let same = |a: &Path, b: &Path| match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => false,
+    };
+    let on_path = path
+        .into_iter()
+        .flat_map(std::env::split_paths)
+        .map(|d| d.join("nib"))
+        .find(|p| p.is_file());
+    match on_path {
+        Some(p) if same(&p, exe) => PathBuf::from("nib"),
+        _ => exe.to_path_buf(),
+    }
+}
+
+/// Whether a command string names a nib binary (an older setup's entry).
+fn names_nib(command: &str) -> bool {
+    command == "nib" || command.ends_with("/nib")
 }
 
 /// The value as an object, made one if it is not.
@@ -122,20 +149,31 @@ fn hook_command(nib: &Path) -> String {
 fn add_hook(hooks: &mut Map<String, Value>, event: &str, matcher: Option<&str>, command: &str) {
     let v = hooks.entry(event.to_string()).or_insert_with(|| json!([]));
     let Value::Array(list) = v else { return };
-    let present = list.iter().any(|group| {
-        let same_matcher = group.get("matcher").and_then(Value::as_str) == matcher;
-        let has_nib = group
-            .get("hooks")
-            .and_then(Value::as_array)
-            .is_some_and(|hs| {
-                hs.iter().any(|h| {
-                    h.get("command")
-                        .and_then(Value::as_str)
-                        .is_some_and(|c| c.ends_with(" hook") && c.contains("nib"))
-                })
-            });
-        same_matcher && has_nib
-    });
+    let mut present = false;
+    for group in list.iter_mut() {
+        if group.get("matcher").and_then(Value::as_str) != matcher {
+            continue;
+        }
+        let Some(hs) = group.get_mut("hooks").and_then(Value::as_array_mut) else {
+            continue;
+        };
+        for h in hs {
+            let Some(c) = h.get("command").and_then(Value::as_str) else {
+                continue;
+            };
+            if let Some(binary) = c.strip_suffix(" hook")
+                && names_nib(binary)
+            {
+                present = true;
+                // An older setup wrote another path to nib: this one now.
+                if c != command
+                    && let Some(m) = h.as_object_mut()
+                {
+                    m.insert("command".into(), json!(command));
+                }
+            }
+        }
+    }
     if present {
         return;
     }
@@ -167,23 +205,44 @@ pub fn claude_settings(settings: &mut Value, nib: &Path, project: bool) {
     add_hook(hooks, "UserPromptSubmit", None, &cmd);
 }
 
-/// The nib server, added to an `mcpServers` map unless one named nib is there.
+/// The nib server, added to an `mcpServers` map unless one named nib is
+/// there. `alwaysLoad` puts nib's tools in Claude Code's first request
+/// instead of behind its tool search. An entry an older setup wrote (its
+/// command a nib binary) is brought up to date; any other is left alone.
 pub fn mcp_server(config: &mut Value, nib: &Path) {
     let Some(servers) = obj(config).and_then(|m| child(m, "mcpServers")) else {
         return;
     };
-    servers.entry("nib".to_string()).or_insert_with(
-        || json!({"type": "stdio", "command": nib.display().to_string(), "args": []}),
+    let command = nib.display().to_string();
+    let entry = servers.entry("nib".to_string()).or_insert_with(
+        || json!({"type": "stdio", "command": command, "args": [], "alwaysLoad": true}),
     );
+    let ours = entry
+        .get("command")
+        .and_then(Value::as_str)
+        .is_some_and(names_nib);
+    if let (true, Some(m)) = (ours, entry.as_object_mut()) {
+        m.insert("command".into(), json!(command));
+        m.insert("alwaysLoad".into(), json!(true));
+    }
 }
 
 /// OpenCode: the nib server as a local MCP server, and deny rules for its own tools.
 pub fn opencode(config: &mut Value, nib: &Path) {
     let Some(m) = obj(config) else { return };
     if let Some(mcp) = child(m, "mcp") {
-        mcp.entry("nib".to_string()).or_insert_with(
-            || json!({"type": "local", "command": [nib.display().to_string()], "enabled": true, "codemode": false}),
+        let command = nib.display().to_string();
+        let entry = mcp.entry("nib".to_string()).or_insert_with(
+            || json!({"type": "local", "command": [command], "enabled": true, "codemode": false}),
         );
+        if let Some(first) = entry
+            .get_mut("command")
+            .and_then(Value::as_array_mut)
+            .and_then(|c| c.first_mut())
+            && first.as_str().is_some_and(names_nib)
+        {
+            *first = json!(command);
+        }
     }
     if let Some(perm) = child(m, "permission") {
         for tool in ["bash", "read", "grep", "glob", "edit"] {
@@ -323,6 +382,12 @@ pub fn run(places: &Places, args: &SetupArgs) -> (String, i32) {
     let mut out = String::new();
     for w in &warnings {
         out.push_str(&format!("warning: {w}\n"));
+    }
+    if places.nib.is_absolute() && !changes.is_empty() {
+        out.push_str(&format!(
+            "note: nib is named by its path, {}, because the nib found on PATH (if any) is another binary; a file shared through the repository then works only where that path exists. Put this nib on PATH and run nib setup again to name it `nib`\n",
+            places.nib.display()
+        ));
     }
     if changes.is_empty() {
         out.push_str("nib setup: nothing to change; everything is in place\n");

@@ -215,6 +215,23 @@ impl Tokens {
         token
     }
 
+    /// Puts back an edit remembered under `token` by an earlier process.
+    pub fn restore(&mut self, token: String, edit: PendingEdit) {
+        if self.by_token.contains_key(&token) {
+            return;
+        }
+        self.by_patch.insert(patch_hash(&edit.patch), token.clone());
+        self.by_token.insert(token.clone(), edit);
+        self.order.push_back(token);
+    }
+
+    /// Every remembered token and its edit, oldest first.
+    pub fn all(&self) -> impl Iterator<Item = (&String, &PendingEdit)> {
+        self.order
+            .iter()
+            .filter_map(|t| self.by_token.get(t).map(|e| (t, e)))
+    }
+
     /// The edit a token names.
     pub fn get(&self, token: &str) -> Option<&PendingEdit> {
         self.by_token.get(token)

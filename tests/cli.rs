@@ -256,3 +256,71 @@ fn nib_sh_runs_one_call_and_exits_with_its_status_and_nib_shape_cuts_a_log() {
     assert!(text.ends_with("1000|ok 1000\n[exit 1]\n"), "{text}");
     assert_eq!(o.status.code(), Some(0));
 }
+
+#[test]
+fn tokens_printed_by_one_verb_apply_in_the_next_process() {
+    let dir = project();
+    std::fs::write(dir.path().join("a.txt"), "old one\nkeep\nold two\n").unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let run = |args: &[&str], stdin: Option<&str>| {
+        let mut child = Command::new(nib_bin())
+            .args(args)
+            .current_dir(dir.path())
+            .env_remove("NIB_DIRECTORY")
+            .env("NIB_STATE_DIR", state.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        if let Some(input) = stdin {
+            use std::io::Write;
+            child
+                .stdin
+                .as_mut()
+                .unwrap()
+                .write_all(input.as_bytes())
+                .unwrap();
+        }
+        drop(child.stdin.take());
+        let out = child.wait_with_output().unwrap();
+        (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            out.status.code().unwrap_or(-1),
+        )
+    };
+    let (preview, _) = run(&["grep", "--replace", "new", "old", "."], None);
+    let token = preview
+        .split("REAPPLY ")
+        .nth(1)
+        .and_then(|t| t.split(|c: char| !c.is_ascii_alphanumeric()).next())
+        .unwrap_or_else(|| panic!("no token in {preview}"))
+        .to_string();
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("a.txt")).unwrap(),
+        "old one\nkeep\nold two\n",
+        "a preview writes nothing"
+    );
+    let (out, code) = run(&["edit"], Some(&format!("REAPPLY {token}\n")));
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("a.txt")).unwrap(),
+        "new one\nkeep\nnew two\n",
+        "{out}"
+    );
+    // Used up: a second REAPPLY is refused, and the answer ends its line.
+    let (out, code) = run(&["edit"], Some(&format!("REAPPLY {token}\n")));
+    assert_ne!(code, 0, "{out}");
+    assert!(
+        out.contains("no refused edit has this token") && out.ends_with('\n'),
+        "{out:?}"
+    );
+    // The token folder holds no file text.
+    for e in std::fs::read_dir(state.path().join("cli-tokens"))
+        .into_iter()
+        .flatten()
+    {
+        let text = std::fs::read_to_string(e.unwrap().path()).unwrap();
+        assert!(!text.contains("keep"), "{text}");
+    }
+}

@@ -32,8 +32,13 @@ fn env() -> Env {
 }
 
 fn run(e: &Env, args: &[&str], stdin: &str) -> (String, i32) {
+    run_with_path(e, args, stdin, std::env::var_os("PATH").unwrap_or_default())
+}
+
+fn run_with_path(e: &Env, args: &[&str], stdin: &str, path: std::ffi::OsString) -> (String, i32) {
     let mut child = Command::new(nib_bin())
         .args(args)
+        .env("PATH", path)
         .current_dir(&e.project)
         .env("HOME", &e.home)
         .env_remove("CLAUDE_CONFIG_DIR")
@@ -89,7 +94,11 @@ fn setup_writes_exactly_what_each_client_needs_once() {
     let hook = format!("{nib} hook");
     assert_eq!(
         json_file(&e.project.join(".mcp.json")),
-        json!({"mcpServers": {"nib": {"type": "stdio", "command": nib, "args": []}}})
+        json!({"mcpServers": {"nib": {"type": "stdio", "command": nib, "args": [], "alwaysLoad": true}}})
+    );
+    assert!(
+        out.contains("note: nib is named by its path"),
+        "off PATH, the path is used and said why: {out}"
     );
     let group = |m: Option<&str>| {
         let mut g = json!({"hooks": [{"type": "command", "command": hook, "timeout": 5}]});
@@ -131,6 +140,47 @@ fn setup_writes_exactly_what_each_client_needs_once() {
         .map(|f| std::fs::read_to_string(e.project.join(f)).unwrap())
         .collect();
     assert_eq!(before, after);
+}
+
+#[test]
+fn setup_names_nib_on_path_and_updates_what_an_older_setup_wrote() {
+    let e = env();
+    // What an older setup wrote: an absolute path, no alwaysLoad.
+    std::fs::write(
+        e.project.join(".mcp.json"),
+        r#"{"mcpServers": {"nib": {"type": "stdio", "command": "/old/place/nib", "args": []}, "other": {"command": "x"}}}"#,
+    )
+    .unwrap();
+    std::fs::create_dir_all(e.project.join(".claude")).unwrap();
+    std::fs::write(
+        e.project.join(".claude/settings.local.json"),
+        r#"{"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "/old/place/nib hook", "timeout": 5}]}]}}"#,
+    )
+    .unwrap();
+    let bin_dir = nib_bin().parent().unwrap().to_path_buf();
+    let path = std::env::join_paths(
+        std::iter::once(bin_dir).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),
+    )
+    .unwrap();
+    let (out, code) = run_with_path(&e, &["setup"], "", path.clone());
+    assert_eq!(code, 0, "{out}");
+    assert!(!out.contains("note: nib is named by its path"), "{out}");
+    let mcp = json_file(&e.project.join(".mcp.json"));
+    assert_eq!(
+        mcp["mcpServers"]["nib"],
+        json!({"type": "stdio", "command": "nib", "args": [], "alwaysLoad": true})
+    );
+    assert_eq!(mcp["mcpServers"]["other"], json!({"command": "x"}));
+    let settings = json_file(&e.project.join(".claude/settings.local.json"));
+    let start = &settings["hooks"]["SessionStart"];
+    assert_eq!(
+        start,
+        &json!([{"hooks": [{"type": "command", "command": "nib hook", "timeout": 5}]}]),
+        "the old hook is updated, not doubled"
+    );
+    // Run again: nothing to change.
+    let (out, _) = run_with_path(&e, &["setup"], "", path);
+    assert!(out.contains("nothing to change"), "{out}");
 }
 
 #[test]
