@@ -10,8 +10,9 @@ use std::sync::Mutex;
 use serde_json::{Map, Value, json};
 
 use crate::config::Config;
+use crate::context::Ctx;
 use crate::state::Agent;
-use crate::tools::{self, Ctx};
+use crate::tools;
 use crate::workspace::Workspace;
 
 /// What the command line asked for.

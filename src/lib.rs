@@ -11,6 +11,7 @@ pub mod agents;
 pub mod cli;
 pub mod cli_tokens;
 pub mod config;
+pub mod context;
 pub mod edit;
 pub mod filekind;
 pub mod fs;

@@ -2,7 +2,7 @@
 //!
 //! This is the only module that knows MCP. It lists the tools of
 //! [`crate::tools`] with their annotations, runs each call on a blocking thread
-//! and wraps the [`crate::tools::ToolOutput`] in a CallToolResult. Argument and
+//! and wraps the [`crate::context::ToolOutput`] in a CallToolResult. Argument and
 //! routing errors become protocol errors (invalid params); everything a tool
 //! reports is a result with `isError`.
 //!
@@ -34,8 +34,9 @@ use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
 
 use crate::agents::Agents;
 use crate::config::Config;
+use crate::context::{ApprovalRequest, Ctx, ToolOutput};
 use crate::state::Agent;
-use crate::tools::{self, ApprovalRequest, CallError, Ctx, ToolOutput};
+use crate::tools::{self, CallError};
 use crate::workspace::Workspace;
 
 /// The key of the roots request in an `input_required` result.
@@ -351,7 +352,7 @@ impl NibServer {
             )
             .unwrap_or(crate::fs::Scope::Open);
         let load = |p: &Path| {
-            crate::fs::read_file(&scope, p, crate::tools::read::TEXT_LIMIT)
+            crate::fs::read_file(&scope, p, crate::context::TEXT_LIMIT)
                 .ok()
                 .map(|f| f.bytes)
         };

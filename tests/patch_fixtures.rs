@@ -12,8 +12,9 @@ use std::sync::Mutex;
 use serde_json::json;
 
 use nib::config::Config;
+use nib::context::Ctx;
 use nib::state::Agent;
-use nib::tools::{self, Ctx};
+use nib::tools;
 use nib::workspace::Workspace;
 
 const VARIANTS: [&str; 4] = ["lf", "crlf", "bom", "nofinal"];

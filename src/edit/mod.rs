@@ -23,13 +23,12 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::context::args::{ArgError, Args};
+use crate::context::{Ctx, TEXT_LIMIT, ToolOutput};
 use crate::fs::{self, FsError, Kind};
 use crate::hashline::{self, Tag};
 use crate::state::{PendingEdit, SeenLines};
 use crate::text::Text;
-use crate::tools::args::{ArgError, Args};
-use crate::tools::read::TEXT_LIMIT;
-use crate::tools::{Ctx, ToolOutput};
 use apply::{Op, Problem, SubPolicy};
 use journal::Step;
 use patch::{FileOp, Patch, Section, SectionKind};
@@ -115,15 +114,17 @@ enum Refusal {
     /// The agent may confirm: send again, or REAPPLY.
     Confirm(String, Option<Shown>, Vec<(usize, usize)>),
     /// A person must approve a write first.
-    Approval(crate::tools::ApprovalRequest),
+    Approval(crate::context::ApprovalRequest),
 }
 
 /// The target of a write, or the refusal that stops the section.
 fn target(ctx: &Ctx, path: &Path, shown: &str) -> Result<fs::WriteTarget, Refusal> {
     match ctx.write_target(path) {
         Ok(t) => Ok(t),
-        Err(crate::tools::TargetError::NeedsApproval(req)) => Err(Refusal::Approval(req)),
-        Err(crate::tools::TargetError::Fs(e)) => Err(Refusal::Hard(format!("{shown}: {e}"), None)),
+        Err(crate::context::TargetError::NeedsApproval(req)) => Err(Refusal::Approval(req)),
+        Err(crate::context::TargetError::Fs(e)) => {
+            Err(Refusal::Hard(format!("{shown}: {e}"), None))
+        }
     }
 }
 
@@ -262,7 +263,7 @@ fn apply_sections(
 }
 
 fn with_notes(mut out: String, notes: &[String]) -> String {
-    crate::tools::push_notes(&mut out, notes);
+    crate::context::push_notes(&mut out, notes);
     out
 }
 

@@ -22,10 +22,10 @@ use super::Nibash;
 use super::channel::{Ask, Channel, Event, Reply, Request};
 use super::cut;
 use super::jobs::{Entry, ending_words};
+use crate::context::{Ctx, ToolOutput};
 use crate::fs::Scope;
 use crate::hashline::Tag;
 use crate::text::Text;
-use crate::tools::{Ctx, ToolOutput};
 use crate::workspace::Workspace;
 
 /// The default timeout.
@@ -783,8 +783,7 @@ fn record_seen(ctx: &Ctx, seen: &[SeenReport], output: &str) {
     let shown = ShownRows::of(output);
     for (path, tag, lines) in seen {
         let Some(tag) = Tag::parse(tag) else { continue };
-        let Ok(file) = crate::fs::read_file(&ctx.scope, path, crate::tools::read::TEXT_LIMIT)
-        else {
+        let Ok(file) = crate::fs::read_file(&ctx.scope, path, crate::context::TEXT_LIMIT) else {
             continue;
         };
         if Tag::of(&file.bytes) != tag {

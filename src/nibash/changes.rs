@@ -12,9 +12,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use crate::context::Ctx;
 use crate::hashline::{self, Tag};
 use crate::text::Text;
-use crate::tools::Ctx;
 
 /// Entries walked at most after a call.
 pub const WALK_LIMIT: usize = 50_000;
@@ -108,7 +108,7 @@ pub fn report(ctx: &Ctx, start: &Start, skip: &[PathBuf]) -> String {
     let mut rows = String::new();
     for p in paths.iter().take(LISTED) {
         let shown = ctx.workspace.display(p);
-        let Ok(file) = crate::fs::read_file(&ctx.scope, p, crate::tools::read::TEXT_LIMIT) else {
+        let Ok(file) = crate::fs::read_file(&ctx.scope, p, crate::context::TEXT_LIMIT) else {
             listed.push(shown);
             continue;
         };

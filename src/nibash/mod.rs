@@ -33,60 +33,8 @@ pub mod worker;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
 
-/// A reporter of progress: seconds so far, and the latest output line.
-pub type ProgressFn = Box<dyn Fn(f64, String) + Send + Sync>;
-
-/// What the server hands a running call: the client's cancellation, and
-/// where progress goes (when the client asked for progress).
-#[derive(Default)]
-pub struct Live {
-    cancelled: AtomicBool,
-    on_cancel: Mutex<Option<Box<dyn FnOnce() + Send>>>,
-    progress: Option<ProgressFn>,
-}
-
-impl Live {
-    /// A call whose progress goes to `f`.
-    pub fn with_progress(f: ProgressFn) -> Live {
-        Live {
-            progress: Some(f),
-            ..Live::default()
-        }
-    }
-
-    /// The client cancelled the call.
-    pub fn cancel(&self) {
-        self.cancelled.store(true, Ordering::SeqCst);
-        let f = self
-            .on_cancel
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
-        if let Some(f) = f {
-            f();
-        }
-    }
-
-    /// Runs `f` when the call is cancelled (at once if it already was).
-    pub fn on_cancel(&self, f: Box<dyn FnOnce() + Send>) {
-        let mut slot = self.on_cancel.lock().unwrap_or_else(|p| p.into_inner());
-        if self.cancelled.load(Ordering::SeqCst) {
-            drop(slot);
-            f();
-        } else {
-            *slot = Some(f);
-        }
-    }
-
-    /// Reports progress, if the client wants it.
-    pub fn progress(&self, seconds: f64, message: String) {
-        if let Some(p) = &self.progress {
-            p(seconds, message);
-        }
-    }
-}
+pub use crate::context::{Live, ProgressFn};
 
 /// A watcher and the roots it watches (`None`: they cannot be watched).
 type WatcherFor = (Vec<PathBuf>, Option<std::sync::Arc<watch::Watcher>>);

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
-use super::args::{ArgError, Args};
-use super::{Ctx, ToolOutput};
+use crate::context::args::{ArgError, Args};
+use crate::context::{Ctx, ToolOutput};
 use crate::fs;
 use crate::human;
 use crate::search::{self, GlobFilter, WalkOptions};
@@ -217,7 +217,7 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
             out.push_str("]\n");
         }
     }
-    super::push_notes(&mut out, &notes);
+    crate::context::push_notes(&mut out, &notes);
     Ok(ToolOutput::ok(out))
 }
 

@@ -17,10 +17,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::args::{ArgError, Args};
-use super::read::TEXT_LIMIT;
 use super::read::selector::{self, LineRange, Selector};
-use super::{Ctx, ToolOutput};
+use crate::context::TEXT_LIMIT;
+use crate::context::args::{ArgError, Args};
+use crate::context::{Ctx, ToolOutput};
 use crate::fs;
 use crate::hashline::{self, Tag};
 use crate::search::{self, GlobFilter, Pattern, PatternOptions, WalkOptions};

@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use super::args::{ArgError, Args};
-use super::{Ctx, ToolOutput};
+use crate::context::args::{ArgError, Args};
+use crate::context::{Ctx, ToolOutput};
 use crate::nibash::call::{self, CallArgs};
 use crate::nibash::jobs::ending_words;
 
@@ -64,7 +64,7 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
             background,
         },
     );
-    super::push_notes(&mut out.text, &notes);
+    crate::context::push_notes(&mut out.text, &notes);
     Ok(out)
 }
 
@@ -113,7 +113,7 @@ pub fn status(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
             crate::nibash::cut::Decider::Keywords,
             None,
         ));
-        super::push_notes(&mut out, &notes);
+        crate::context::push_notes(&mut out, &notes);
         return Ok(ToolOutput::ok(out));
     }
     out.push_str(&format!(
@@ -158,7 +158,7 @@ pub fn status(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
             }
         }
     }
-    super::push_notes(&mut out, &notes);
+    crate::context::push_notes(&mut out, &notes);
     Ok(ToolOutput::ok(out))
 }
 
@@ -181,7 +181,7 @@ pub fn skim(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
     for p in &paths {
         let path = ctx.workspace.resolve(p);
         let shown = ctx.workspace.display(&path);
-        match crate::fs::read_file(&ctx.scope, &path, crate::tools::read::TEXT_LIMIT) {
+        match crate::fs::read_file(&ctx.scope, &path, crate::context::TEXT_LIMIT) {
             Ok(f) => {
                 let text = String::from_utf8_lossy(&f.bytes);
                 let canonical = crate::fs::canonical(&path).unwrap_or(path.clone());
@@ -194,7 +194,7 @@ pub fn skim(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
             }
         }
     }
-    super::push_notes(&mut out, &notes);
+    crate::context::push_notes(&mut out, &notes);
     Ok(if failed == paths.len() {
         ToolOutput::error(out)
     } else {

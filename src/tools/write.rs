@@ -9,9 +9,9 @@
 
 use std::sync::Arc;
 
-use super::args::{ArgError, Args};
-use super::read::TEXT_LIMIT;
-use super::{Ctx, ToolOutput};
+use crate::context::TEXT_LIMIT;
+use crate::context::args::{ArgError, Args};
+use crate::context::{Ctx, ToolOutput};
 use crate::filekind;
 use crate::fs::{self, FsError, Kind, Written};
 use crate::hashline::{self, Tag};
@@ -159,8 +159,10 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
     };
     let target = match ctx.write_target(&path) {
         Ok(t) => t,
-        Err(super::TargetError::NeedsApproval(req)) => return Ok(ToolOutput::needs_approval(req)),
-        Err(super::TargetError::Fs(e)) => return Ok(fs_failure(e)),
+        Err(crate::context::TargetError::NeedsApproval(req)) => {
+            return Ok(ToolOutput::needs_approval(req));
+        }
+        Err(crate::context::TargetError::Fs(e)) => return Ok(fs_failure(e)),
     };
     let written = if target.old.is_some() {
         Written::Replaced
@@ -203,7 +205,7 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
         out.push_str(w);
         out.push('\n');
     }
-    super::push_notes(&mut out, &notes);
+    crate::context::push_notes(&mut out, &notes);
     Ok(ToolOutput::ok(out))
 }
 

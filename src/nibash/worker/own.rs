@@ -19,9 +19,10 @@ use brush_core::{ExecutionContext, ExecutionResult};
 use serde_json::{Map, Value, json};
 
 use super::Se;
+use crate::context::Ctx;
 use crate::nibash::channel::Event;
 use crate::state::Agent;
-use crate::tools::{self, Ctx};
+use crate::tools;
 use crate::workspace::Workspace;
 
 /// The commands nib answers itself when it can.
@@ -126,7 +127,7 @@ fn text_file(arg: &str, cwd: &Path) -> Option<(PathBuf, usize)> {
         return None;
     }
     let meta = std::fs::metadata(&path).ok()?;
-    if !meta.is_file() || meta.len() > crate::tools::read::TEXT_LIMIT {
+    if !meta.is_file() || meta.len() > crate::context::TEXT_LIMIT {
         return None;
     }
     let bytes = std::fs::read(&path).ok()?;

@@ -14,10 +14,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::context::Ctx;
 use crate::fs::{self, Kind};
 use crate::hashline::{self, Tag};
 use crate::text::Text;
-use crate::tools::Ctx;
 use crate::tools::output::{Block, Row, SeenTarget};
 
 /// How long one git command may run.
@@ -218,7 +218,7 @@ fn diff_blocks(ctx: &Ctx, cwd: &Path, diff: &str) -> Vec<Block> {
             let name = rest.rsplit_once(" b/").map(|(_, b)| b).unwrap_or(rest);
             let path = cwd.join(name);
             let shown = ctx.workspace.display(&path);
-            let file = fs::read_file(&ctx.scope, &path, crate::tools::read::TEXT_LIMIT).ok();
+            let file = fs::read_file(&ctx.scope, &path, crate::context::TEXT_LIMIT).ok();
             let mut block = Block {
                 shown_path: shown.clone(),
                 ..Block::default()

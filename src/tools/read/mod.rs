@@ -17,9 +17,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use super::args::{ArgError, Args};
+use super::OUTPUT_CAP;
 use super::output::{self, Block, Row, SeenTarget};
-use super::{Ctx, OUTPUT_CAP, ToolOutput};
+use crate::context::args::{ArgError, Args};
+use crate::context::{Ctx, ToolOutput};
 use crate::filekind::{self, Shape};
 use crate::fs::{self, FsError, Kind};
 use crate::hashline::{self, Tag};
@@ -28,8 +29,7 @@ use crate::outline;
 use crate::text::Text;
 use selector::Selector;
 
-/// Text files larger than this are refused.
-pub const TEXT_LIMIT: u64 = 8 * 1024 * 1024;
+pub use crate::context::TEXT_LIMIT;
 /// Default for `maxLineLength`.
 pub const DEFAULT_MAX_LINE: usize = 2000;
 /// Upper bound for `maxLineLength`.
