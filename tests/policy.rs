@@ -355,6 +355,29 @@ async fn forbidden_programs_are_refused_at_exec_in_every_mode() {
                 && last.contains("rule 1 (program forbidden-tool): use the tool's MCP server"),
             "{mode:?}:\n{text}"
         );
+        // A job names the execs refused after its call answered.
+        let started = nib
+            .ok(
+                "nibash",
+                json!({"command": "sleep 0.3; ./copied; echo job-went-on", "background": true}),
+            )
+            .await;
+        let id: String = started
+            .split("job %")
+            .nth(1)
+            .unwrap_or_default()
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        let waited = nib
+            .ok("nibash", json!({"command": format!("wait %{id}")}))
+            .await;
+        assert!(
+            waited.contains("job-went-on")
+                && waited.contains("[exec refused: nibash tried to run ./copied; "),
+            "{mode:?}:\n{started}\n{waited}"
+        );
+        assert!(!canary(w.dir.path()), "{mode:?}: the job ran the copy");
         // Allowed programs still run, started by the same programs.
         for (cmd, want) in [
             ("git status --short | head -3; echo git-ok", "git-ok"),

@@ -293,6 +293,9 @@ struct Consumer {
     cancelled: bool,
     /// Execs the call's tree was refused (while program rules exist).
     exec_log: Option<nib_sandbox::ExecLog>,
+    /// How many of them the call's answer named (a job names the rest);
+    /// `None` while the call has not answered.
+    refusals_shown: Option<usize>,
 }
 
 impl Consumer {
@@ -348,7 +351,18 @@ impl Consumer {
             }
             Msg::Eof => self.entry.update(|s| s.eof = true),
             Msg::Mark => self.entry.update(|s| s.marked = true),
-            Msg::Exit(code) => self.entry.record_exit(code),
+            Msg::Exit(code) => {
+                // A job's tree is gone: the execs refused after its call
+                // answered end its output, before it counts as ended.
+                if let (Some(shown), Some(log)) = (self.refusals_shown, &self.exec_log) {
+                    let all = log.refusals();
+                    let later = exec_refusals(all.get(shown..).unwrap_or_default());
+                    if !later.is_empty() {
+                        self.entry.update(|s| s.append(later.as_bytes()));
+                    }
+                }
+                self.entry.record_exit(code)
+            }
             Msg::Cancel => {
                 self.cancelled = true;
                 self.entry.kill();
@@ -539,6 +553,7 @@ pub fn run(ctx: &Ctx, nib: &Arc<Nibash>, args: CallArgs) -> ToolOutput {
         done_at: None,
         cancelled: false,
         exec_log,
+        refusals_shown: None,
     };
     if let Some(live) = ctx.live {
         let cancel = tx_cancel;
@@ -629,8 +644,15 @@ fn answer(
     finished_jobs: String,
     started_at: super::changes::Start,
 ) -> ToolOutput {
+    let mut consumer = consumer;
     let entry = Arc::clone(&consumer.entry);
-    let consumer_exec_log = consumer.exec_log.clone();
+    // The refusals so far close this answer; a job names later ones.
+    let refused = consumer
+        .exec_log
+        .as_ref()
+        .map(nib_sandbox::ExecLog::refusals)
+        .unwrap_or_default();
+    consumer.refusals_shown = Some(refused.len());
     if consumer.cancelled {
         nib.jobs.remove(entry.id);
         return ToolOutput::error(format!(
@@ -725,9 +747,7 @@ fn answer(
             out.push_str(&format!("[exit {c}]\n"));
         }
     }
-    if let Some(log) = &consumer_exec_log {
-        out.push_str(&exec_refusals(log));
-    }
+    out.push_str(&exec_refusals(&refused));
     let mut answer = ToolOutput::ok(out);
     answer.exit = exit;
     answer
@@ -750,8 +770,7 @@ fn hide_captures(text: String) -> String {
 }
 
 /// One closing line per exec the rules refused while the call ran.
-fn exec_refusals(log: &nib_sandbox::ExecLog) -> String {
-    let refusals = log.refusals();
+fn exec_refusals(refusals: &[nib_sandbox::ExecRefusal]) -> String {
     let mut out = String::new();
     for r in refusals.iter().take(5) {
         out.push_str(&format!(
@@ -1074,6 +1093,7 @@ mod forged {
             done_at: None,
             cancelled: false,
             exec_log: None,
+            refusals_shown: None,
         };
         let targets = [
             outside.join("canary"),
