@@ -369,6 +369,19 @@ async fn failures_the_exit_status_hides_are_named() {
         assert!(out.starts_with("status 1\n"), "{out}");
         let out = sh(&nib, "set -e; cat missing.txt 2>/dev/null; echo no").await;
         assert!(!out.contains("no\n") && out.contains("[exit 1"), "{out}");
+        // A background job's failure is named when the job ends.
+        let started = nib
+            .ok(
+                "nibash",
+                json!({"command": "cat missing.txt 2>/dev/null &"}),
+            )
+            .await;
+        let id = job_id(&started);
+        let waited = sh(&nib, &format!("wait %{id}")).await;
+        assert!(
+            waited.contains(&format!("[exit 0; {named}")),
+            "{env:?}:\n{started}\n{waited}"
+        );
         let out = sh(&nib, "ls . 2>/dev/null >/dev/null; echo fine").await;
         assert_eq!(out, "fine\n", "a command that succeeded is not named");
         nib.stop().await;

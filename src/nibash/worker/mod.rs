@@ -287,6 +287,14 @@ async fn run(req: &Request) -> (i32, bool, Option<String>) {
             hidden: hidden.clone(),
         });
         let _ = shell.jobs_mut().wait_all().await;
+        // Background commands that failed with their stderr discarded are
+        // named at the end of the job's output.
+        if let Some(later) = captures.report(code).filter(|h| Some(h) != hidden.as_ref()) {
+            use std::io::Write;
+            let mut out = std::io::stdout();
+            let _ = writeln!(out, "[{later}]");
+            let _ = out.flush();
+        }
     }
     (code, background, hidden)
 }
