@@ -73,6 +73,21 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
     let Some(first) = args.first() else {
         return Ok(Command::Serve);
     };
+    // `--json` after a tool verb: the answer as one JSON object.
+    let json = matches!(
+        first.as_str(),
+        "read" | "write" | "grep" | "find" | "sh" | "edit"
+    ) && args[1..].iter().any(|a| a == "--json");
+    if json {
+        let rest: Vec<String> = args.iter().filter(|a| *a != "--json").cloned().collect();
+        return match parse(&rest)? {
+            Command::Tool(name, mut map) => {
+                map.insert(JSON_FLAG.into(), Value::Bool(true));
+                Ok(Command::Tool(name, map))
+            }
+            other => Ok(other),
+        };
+    }
     let rest = &args[1..];
     match first.as_str() {
         "--version" | "-V" | "version" => Ok(Command::Version),
@@ -447,8 +462,34 @@ pub fn doctor(config: &Config) -> i32 {
     i32::from(config.sandbox && !confining)
 }
 
+/// The key `parse` sets when a verb asked for `--json` (taken out before
+/// the tool sees its arguments).
+const JSON_FLAG: &str = "__nib_json";
+
+/// The answer as one JSON object for scripts: the text, whether it is an
+/// error, the exit status of a command (`sh`), the files written with their
+/// new tags.
+fn json_answer(out: &crate::context::ToolOutput, code: i32) -> String {
+    let written: Vec<Value> = out
+        .written
+        .iter()
+        .map(|(path, tag)| json!({"path": path, "tag": tag}))
+        .collect();
+    let mut v = json!({
+        "text": out.text,
+        "is_error": out.is_error,
+        "exit": code,
+        "written": written,
+    });
+    if let Some(req) = &out.approval {
+        v["needs_approval"] = json!(req.place);
+    }
+    format!("{v}\n")
+}
+
 /// Runs a tool verb and returns the process exit status.
 pub fn run_tool(config: Config, name: &str, mut args: Map<String, Value>) -> i32 {
+    let as_json = args.remove(JSON_FLAG).is_some();
     let stdin_arg = match name {
         "write" => Some("content"),
         "edit" => Some("input"),
@@ -496,6 +537,16 @@ pub fn run_tool(config: Config, name: &str, mut args: Map<String, Value>) -> i32
     if matches!(name, "edit" | "grep") {
         let agent = agent.lock().unwrap_or_else(|p| p.into_inner());
         crate::cli_tokens::save(&config.state_dir, &loaded, &agent.tokens);
+    }
+    if as_json && let Ok(out) = &result {
+        let code = match (&out.approval, out.exit) {
+            (Some(_), _) => 1,
+            (None, Some(c)) => c.clamp(0, 255),
+            (None, None) => i32::from(out.is_error),
+        };
+        let mut stdout = std::io::stdout().lock();
+        let _ = stdout.write_all(json_answer(out, code).as_bytes());
+        return code;
     }
     match result {
         // The command line cannot ask a person: a write that needs approval is refused.

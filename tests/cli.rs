@@ -324,3 +324,54 @@ fn tokens_printed_by_one_verb_apply_in_the_next_process() {
         assert!(!text.contains("keep"), "{text}");
     }
 }
+
+#[test]
+fn json_answers_name_the_files_written_with_their_tags() {
+    let dir = project();
+    std::fs::write(dir.path().join("a.txt"), "one\ntwo\n").unwrap();
+    let (out, _, code) = nib(dir.path(), &["read", "--json", "a.txt"], None);
+    assert_eq!(code, 0, "{out}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["is_error"], false);
+    let tag = expected_tag(b"one\ntwo\n");
+    assert!(
+        v["text"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("[a.txt#{tag}]"))
+    );
+    let patch = format!("[a.txt#{tag}]\nPUT 2:\n+TWO\n*** Add File: b.txt\n+bee\n");
+    let (out, _, code) = nib(dir.path(), &["edit", "--json"], Some(&patch));
+    assert_eq!(code, 0, "{out}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let written: Vec<(String, String)> = v["written"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| {
+            (
+                w["path"].as_str().unwrap().into(),
+                w["tag"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        written,
+        [
+            ("a.txt".to_string(), expected_tag(b"one\nTWO\n")),
+            ("b.txt".to_string(), expected_tag(b"bee\n"))
+        ]
+    );
+    // An error is an object too, with its status.
+    let (out, _, code) = nib(
+        dir.path(),
+        &["edit", "--json"],
+        Some("[a.txt#0000]\nPUT 1:\n+x\n"),
+    );
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!((v["is_error"].as_bool(), code), (Some(true), 1), "{out}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("a.txt")).unwrap(),
+        "one\nTWO\n"
+    );
+}

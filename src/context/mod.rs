@@ -138,6 +138,8 @@ pub struct ToolOutput {
     pub images: Vec<(String, String)>,
     /// The exit status of a command the tool ran (nibash), for `nib sh`.
     pub exit: Option<i32>,
+    /// Files the call wrote, as shown, with their new tags (`nib … --json`).
+    pub written: Vec<(String, String)>,
 }
 
 impl ToolOutput {
@@ -149,6 +151,7 @@ impl ToolOutput {
             approval: None,
             images: Vec::new(),
             exit: None,
+            written: Vec::new(),
         }
     }
 
@@ -160,6 +163,7 @@ impl ToolOutput {
             approval: None,
             images: Vec::new(),
             exit: None,
+            written: Vec::new(),
         }
     }
 
@@ -171,6 +175,7 @@ impl ToolOutput {
             approval: Some(req),
             images: Vec::new(),
             exit: None,
+            written: Vec::new(),
         }
     }
 }

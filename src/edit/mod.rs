@@ -259,7 +259,13 @@ fn apply_sections(
             out.push('\n');
         }
     }
-    ToolOutput::ok(with_notes(out, &notes))
+    let mut answer = ToolOutput::ok(with_notes(out, &notes));
+    answer.written = ready
+        .iter()
+        .filter_map(|r| r.record.as_ref())
+        .map(|(path, tag, _, _)| (ctx.workspace.display(path), tag.to_string()))
+        .collect();
+    answer
 }
 
 fn with_notes(mut out: String, notes: &[String]) -> String {

@@ -206,7 +206,9 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
         out.push('\n');
     }
     crate::context::push_notes(&mut out, &notes);
-    Ok(ToolOutput::ok(out))
+    let mut answer = ToolOutput::ok(out);
+    answer.written = vec![(shown.clone(), tag.to_string())];
+    Ok(answer)
 }
 
 /// `N~TEXT` rows: the outline lines, plus the first and last line.

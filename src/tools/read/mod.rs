@@ -142,6 +142,7 @@ pub fn read_paths(
         approval: None,
         images,
         exit: None,
+        written: Vec::new(),
     }
 }
 
