@@ -28,6 +28,8 @@ pub enum Command {
     Doctor,
     /// Answer a Claude Code hook event from stdin.
     Hook,
+    /// One line about the project's running nibash calls and jobs.
+    Statusline,
     /// Register nib with the clients.
     Setup(crate::setup::SetupArgs),
     /// Run a tool with these arguments.
@@ -54,6 +56,7 @@ usage:
   nib shape --log PATH --purpose TEXT [--exit N] [--command TEXT]
                                       print what nibash would show of a saved log
   nib doctor                          which sandbox layers this machine offers
+  nib statusline                      one line about the project's running nibash calls and jobs
   nib setup [--user] [--dry-run] [--provider NAME=PROGRAM] [--decider KIND]
             [--summary LIST] [--opencode PROGRAM]
                                       register nib with Claude Code and OpenCode
@@ -93,6 +96,7 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
         "--version" | "-V" | "version" => Ok(Command::Version),
         "doctor" => Ok(Command::Doctor),
         "hook" => Ok(Command::Hook),
+        "statusline" => Ok(Command::Statusline),
         "setup" => parse_setup(rest),
         "--help" | "-h" | "help" => Ok(Command::Help),
         "read" => parse_read(rest),

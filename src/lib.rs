@@ -25,6 +25,7 @@ pub mod search;
 pub mod server;
 pub mod setup;
 pub mod state;
+pub mod statusline;
 pub mod stdio;
 pub mod text;
 pub mod tools;

@@ -22,7 +22,10 @@ fn init_logging() {
 }
 
 async fn serve(config: config::Config) -> anyhow::Result<()> {
+    let (state_dir, project_dir) = (config.state_dir.clone(), config.project_dir.clone());
     let server = server::NibServer::new(config);
+    // What `nib statusline` shows: this server's running calls and jobs.
+    let _status = nib::statusline::publish(&state_dir, &project_dir, server.nibash());
     let keeper = server.clone();
     let io = stdio::start();
     let running = match server.serve((io.reader, io.writer)).await {
@@ -96,6 +99,16 @@ fn main() -> std::process::ExitCode {
     match command {
         cli::Command::Doctor => std::process::ExitCode::from(cli::doctor(&config) as u8),
         cli::Command::Hook => std::process::ExitCode::SUCCESS,
+        cli::Command::Statusline => {
+            let mut input = String::new();
+            if !std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+                let _ = std::io::Read::read_to_string(&mut std::io::stdin(), &mut input);
+            }
+            let project = nib::statusline::project_from(&input, &config.project_dir);
+            let running = nib::statusline::running(&config.state_dir, &project);
+            let _ = writeln!(std::io::stdout(), "{}", nib::statusline::line(&running));
+            std::process::ExitCode::SUCCESS
+        }
         cli::Command::Shape(s) => std::process::ExitCode::from(cli::shape(&s)),
         cli::Command::Setup(args) => {
             let places = nib::setup::Places::from_env(&config.project_dir);

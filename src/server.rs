@@ -59,6 +59,11 @@ struct Inner {
 }
 
 impl NibServer {
+    /// The shell's state (its running calls and jobs), for the status file.
+    pub fn nibash(&self) -> Arc<crate::nibash::Nibash> {
+        Arc::clone(&self.inner.nibash)
+    }
+
     /// A server for one connection.
     pub fn new(config: Config) -> NibServer {
         NibServer {

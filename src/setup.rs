@@ -194,6 +194,13 @@ pub fn claude_settings(settings: &mut Value, nib: &Path, project: bool) {
         add_to_list(perms, "allow", &["mcp__nib__nibash_status"]);
         add_to_list(perms, "deny", &["Bash", "Grep", "Glob", "Edit", "Write"]);
     }
+    // The user's own status line is never replaced.
+    if !project && !m.contains_key("statusLine") {
+        m.insert(
+            "statusLine".into(),
+            json!({"type": "command", "command": format!("{} statusline", nib.display())}),
+        );
+    }
     let Some(hooks) = child(m, "hooks") else {
         return;
     };

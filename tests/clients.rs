@@ -210,6 +210,29 @@ fn setup_keeps_what_is_there_and_leaves_non_json_alone() {
 }
 
 #[test]
+fn setup_never_replaces_the_users_status_line() {
+    let e = env();
+    std::fs::create_dir_all(e.home.join(".claude")).unwrap();
+    std::fs::write(
+        e.home.join(".claude/settings.json"),
+        r#"{"statusLine": {"type": "command", "command": "my-line"}}"#,
+    )
+    .unwrap();
+    let (out, code) = run(&e, &["setup", "--user"], "");
+    assert_eq!(code, 0, "{out}");
+    let settings = json_file(&e.home.join(".claude/settings.json"));
+    assert_eq!(settings["statusLine"]["command"], "my-line");
+    // A project setup adds none.
+    let (_, code) = run(&e, &["setup"], "");
+    assert_eq!(code, 0);
+    assert!(
+        json_file(&e.project.join(".claude/settings.local.json"))
+            .get("statusLine")
+            .is_none()
+    );
+}
+
+#[test]
 fn setup_for_the_user_and_remembered_options() {
     let e = env();
     std::fs::create_dir_all(e.home.join(".config/opencode")).unwrap();
@@ -234,6 +257,11 @@ fn setup_for_the_user_and_remembered_options() {
         json!(["Bash", "Grep", "Glob", "Edit", "Write"])
     );
     assert!(settings.get("enabledMcpjsonServers").is_none());
+    assert_eq!(
+        settings["statusLine"],
+        json!({"type": "command", "command": format!("{} statusline", nib_bin().display())}),
+        "the status line is installed for the user"
+    );
     assert!(json_file(&e.home.join(".claude.json"))["mcpServers"]["nib"].is_object());
     assert!(json_file(&e.home.join(".config/opencode/opencode.json"))["mcp"]["nib"].is_object());
     assert_eq!(

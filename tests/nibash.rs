@@ -793,3 +793,66 @@ async fn a_command_flooding_its_output_is_stopped() {
     );
     nib.stop().await;
 }
+
+#[tokio::test]
+async fn the_status_line_names_running_jobs_and_forgets_a_server_that_ended() {
+    let dir = project();
+    let home = tempfile::tempdir().unwrap();
+    let state = home.path().join("state");
+    let nib = start_in_home(
+        Era::Handshake,
+        dir.path(),
+        TestClient::new(Roots::Undeclared),
+        &[],
+        home,
+    )
+    .await;
+    let statusline = || {
+        let mut child = std::process::Command::new(nib_bin())
+            .arg("statusline")
+            .current_dir("/")
+            .env("NIB_STATE_DIR", &state)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        let input = json!({"workspace": {"current_dir": dir.path()}}).to_string();
+        child
+            .stdin
+            .as_mut()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        drop(child.stdin.take());
+        String::from_utf8_lossy(&child.wait_with_output().unwrap().stdout).into_owned()
+    };
+    assert_eq!(statusline().trim(), "nib: idle");
+    let started = nib
+        .ok("nibash", json!({"command": "sleep 30", "background": true}))
+        .await;
+    let id = job_id(&started);
+    let mut line = String::new();
+    for _ in 0..30 {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        line = statusline();
+        if line.contains(&format!("%{id} sleep 30")) {
+            break;
+        }
+    }
+    assert!(
+        line.starts_with("nib: 1 job %") && line.contains(&format!("%{id} sleep 30")),
+        "{line}"
+    );
+    nib.stop().await;
+    // The server is gone: its file is removed (or ignored as dead).
+    let mut after = String::new();
+    for _ in 0..20 {
+        after = statusline();
+        if after.trim() == "nib: idle" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(after.trim(), "nib: idle");
+}

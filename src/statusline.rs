@@ -1,0 +1,273 @@
+//! `nib statusline`: one line about the project's running nibash calls and
+//! jobs, for Claude Code's `statusLine` setting. The calls live in the MCP
+//! server's memory, so each server publishes them: a small JSON file per
+//! server in the state folder's `status/` (named by the project and the
+//! server's pid), rewritten by a thread when what it shows changes and removed
+//! when the server ends. The command reads the files of its project whose
+//! server is still alive. What a call or job is belongs to `nibash`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// How often a server looks at its calls for the status file.
+const EVERY: Duration = Duration::from_millis(1000);
+
+/// One running call or job, as published.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Running {
+    /// Its job number.
+    pub id: u32,
+    /// The command line (its first line, cut).
+    pub command: String,
+    /// Seconds since it started.
+    pub seconds: u64,
+    /// Still a call (the agent waits), or a job.
+    pub job: bool,
+    /// The job ended and its end was not reported yet.
+    pub ended: bool,
+}
+
+/// What one server publishes.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Published {
+    pid: u32,
+    running: Vec<Running>,
+}
+
+fn folder(state_dir: &Path) -> PathBuf {
+    state_dir.join("status")
+}
+
+/// The name every status file of this project starts with.
+fn project_key(project: &Path) -> String {
+    let canonical = crate::fs::canonical(project).unwrap_or_else(|_| project.to_path_buf());
+    format!(
+        "{:016x}",
+        xxhash_rust::xxh3::xxh3_64(canonical.as_os_str().as_encoded_bytes())
+    )
+}
+
+fn snapshot(nib: &crate::nibash::Nibash) -> Vec<Running> {
+    let mut out: Vec<Running> = nib
+        .jobs
+        .all()
+        .iter()
+        .map(|e| {
+            let s = e.state();
+            let first = e.command.lines().next().unwrap_or_default();
+            Running {
+                id: e.id,
+                command: first.chars().take(60).collect(),
+                seconds: e.age().as_secs(),
+                job: s.is_job,
+                ended: s.ended(),
+            }
+        })
+        .collect();
+    out.sort_by_key(|r| r.id);
+    out
+}
+
+/// Starts the thread that keeps this server's status file; the file is
+/// removed when the returned guard drops.
+pub fn publish(state_dir: &Path, project: &Path, nib: Arc<crate::nibash::Nibash>) -> Guard {
+    let file = folder(state_dir).join(format!(
+        "{}-{}.json",
+        project_key(project),
+        std::process::id()
+    ));
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (f, s) = (file.clone(), Arc::clone(&stop));
+    let _ = std::thread::Builder::new()
+        .name("nib-status".into())
+        .spawn(move || {
+            let mut last: Option<Vec<Running>> = None;
+            while !s.load(std::sync::atomic::Ordering::Relaxed) {
+                let now = snapshot(&nib);
+                // Seconds tick: rewrite only when the set or a state changed,
+                // or every ten seconds while something runs.
+                let changed = last.as_ref().is_none_or(|l| {
+                    l.len() != now.len()
+                        || l.iter().zip(&now).any(|(a, b)| {
+                            a.id != b.id
+                                || a.job != b.job
+                                || a.ended != b.ended
+                                || b.seconds / 10 != a.seconds / 10
+                        })
+                });
+                if changed {
+                    write(&f, &now);
+                    last = Some(now);
+                }
+                std::thread::sleep(EVERY);
+            }
+        });
+    Guard { file, stop }
+}
+
+fn write(file: &Path, running: &[Running]) {
+    if running.is_empty() {
+        let _ = crate::fs::recover_remove(file);
+        return;
+    }
+    let published = Published {
+        pid: std::process::id(),
+        running: running.to_vec(),
+    };
+    if let (Some(dir), Ok(json)) = (file.parent(), serde_json::to_vec(&published)) {
+        let _ = crate::fs::create_dir_all(dir);
+        let _ = crate::fs::write_atomic(&crate::fs::Scope::Open, file, &json);
+    }
+}
+
+/// Removes the status file when the server ends.
+pub struct Guard {
+    file: PathBuf,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let _ = crate::fs::recover_remove(&self.file);
+    }
+}
+
+/// Whether a process with this pid is alive.
+fn alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// Everything the live servers of `project` publish.
+pub fn running(state_dir: &Path, project: &Path) -> Vec<Running> {
+    let key = project_key(project);
+    let Ok(entries) = crate::fs::list_dir(&crate::fs::Scope::Open, &folder(state_dir)) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in entries {
+        if !e.name.starts_with(&key) || !e.name.ends_with(".json") {
+            continue;
+        }
+        let Ok(bytes) = crate::fs::read_small(&e.path) else {
+            continue;
+        };
+        let Ok(p) = serde_json::from_slice::<Published>(&bytes) else {
+            continue;
+        };
+        if !alive(p.pid) {
+            // A server that died without cleaning up.
+            let _ = crate::fs::recover_remove(&e.path);
+            continue;
+        }
+        out.extend(p.running);
+    }
+    out
+}
+
+/// The status line for these calls and jobs.
+pub fn line(running: &[Running]) -> String {
+    if running.is_empty() {
+        return "nib: idle".into();
+    }
+    let age = |s: u64| {
+        if s >= 3600 {
+            format!("{}h", s / 3600)
+        } else if s >= 60 {
+            format!("{}m", s / 60)
+        } else {
+            format!("{s}s")
+        }
+    };
+    let calls: Vec<String> = running
+        .iter()
+        .filter(|r| !r.job)
+        .map(|r| format!("{} ({})", r.command, age(r.seconds)))
+        .collect();
+    let jobs: Vec<String> = running
+        .iter()
+        .filter(|r| r.job)
+        .map(|r| {
+            format!(
+                "%{} {}{}",
+                r.id,
+                r.command,
+                if r.ended {
+                    " (ended)".to_string()
+                } else {
+                    format!(" ({})", age(r.seconds))
+                }
+            )
+        })
+        .collect();
+    let mut parts = Vec::new();
+    if !calls.is_empty() {
+        parts.push(format!("running {}", calls.join(", ")));
+    }
+    if !jobs.is_empty() {
+        parts.push(format!(
+            "{} job{} {}",
+            jobs.len(),
+            if jobs.len() == 1 { "" } else { "s" },
+            jobs.join(", ")
+        ));
+    }
+    format!("nib: {}", parts.join("; "))
+}
+
+/// The project a `statusLine` command is for: the JSON Claude Code sends on
+/// stdin names it (`workspace.current_dir`, else `cwd`); else `fallback`.
+pub fn project_from(input: &str, fallback: &Path) -> PathBuf {
+    let v: serde_json::Value = serde_json::from_str(input).unwrap_or_default();
+    v.pointer("/workspace/project_dir")
+        .or_else(|| v.pointer("/workspace/current_dir"))
+        .or_else(|| v.get("cwd"))
+        .and_then(serde_json::Value::as_str)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| fallback.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_line_names_calls_and_jobs() {
+        assert_eq!(line(&[]), "nib: idle");
+        let r = |id, command: &str, seconds, job, ended| Running {
+            id,
+            command: command.into(),
+            seconds,
+            job,
+            ended,
+        };
+        assert_eq!(
+            line(&[
+                r(3, "cargo test", 12, false, false),
+                r(1, "npm run dev", 300, true, false),
+                r(2, "make", 4, true, true)
+            ]),
+            "nib: running cargo test (12s); 2 jobs %1 npm run dev (5m), %2 make (ended)"
+        );
+    }
+
+    #[test]
+    fn the_project_comes_from_claude_codes_input() {
+        let fallback = Path::new("/here");
+        assert_eq!(
+            project_from(
+                r#"{"workspace": {"current_dir": "/p"}, "cwd": "/c"}"#,
+                fallback
+            ),
+            PathBuf::from("/p")
+        );
+        assert_eq!(
+            project_from(r#"{"cwd": "/c"}"#, fallback),
+            PathBuf::from("/c")
+        );
+        assert_eq!(project_from("not json", fallback), PathBuf::from("/here"));
+    }
+}
