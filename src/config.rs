@@ -34,6 +34,10 @@ pub const NIB_SANDBOX_BIND: &str = "NIB_SANDBOX_BIND";
 /// `0` turns nibash (and skim, nibash_status) off.
 pub const NIB_SHELL: &str = "NIB_SHELL";
 
+/// `1`: Claude Code was started with nib's channel, so a job that ends is
+/// announced at once (`notifications/claude/channel`).
+pub const NIB_CHANNEL: &str = "NIB_CHANNEL";
+
 /// Paths inside each root that sandboxed programs may not change: they make code run.
 pub const PROTECTED_IN_ROOTS: &[&str] = &[
     ".git/hooks",
@@ -85,6 +89,8 @@ pub struct Config {
     pub sandbox_bind: Vec<PathBuf>,
     /// nibash is on ([`NIB_SHELL`] is not `0`).
     pub shell: bool,
+    /// [`NIB_CHANNEL`] is on.
+    pub channel: bool,
 }
 
 impl Config {
@@ -185,6 +191,7 @@ impl Config {
             state_dir: state_dir(),
             failpoint: std::env::var(NIB_FAILPOINT).ok().filter(|v| !v.is_empty()),
             sandbox: flag(NIB_SANDBOX),
+            channel: flag(NIB_CHANNEL),
             shell: std::env::var(NIB_SHELL)
                 .map_or(true, |v| v != "0" && !v.eq_ignore_ascii_case("false")),
             confirm_outside_roots: flag(NIB_CONFIRM_OUTSIDE_ROOTS),

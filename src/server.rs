@@ -56,9 +56,32 @@ struct Inner {
     agents: Agents,
     last_save: Mutex<std::time::Instant>,
     nibash: Arc<crate::nibash::Nibash>,
+    /// The client, for notifications sent outside a request (job ends).
+    peer: Mutex<Option<Peer<RoleServer>>>,
+    /// The client declared Claude Code's channel (`experimental["claude/channel"]`).
+    channel_client: std::sync::atomic::AtomicBool,
 }
 
 impl NibServer {
+    /// Keeps the client for notifications outside a request, and whether it
+    /// declared Claude Code's channel.
+    fn remember_peer(&self, context: &RequestContext<RoleServer>) {
+        let mut slot = self.inner.peer.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.is_none() {
+            *slot = Some(context.peer.clone());
+        }
+        let declared = context.client_capabilities().is_some_and(|c| {
+            c.experimental
+                .as_ref()
+                .is_some_and(|e| e.contains_key(CHANNEL))
+        });
+        if declared {
+            self.inner
+                .channel_client
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
     /// The shell's state (its running calls and jobs), for the status file.
     pub fn nibash(&self) -> Arc<crate::nibash::Nibash> {
         Arc::clone(&self.inner.nibash)
@@ -66,15 +89,49 @@ impl NibServer {
 
     /// A server for one connection.
     pub fn new(config: Config) -> NibServer {
-        NibServer {
-            inner: Arc::new(Inner {
-                workspace: Workspace::new(config.project_dir.clone()),
-                agents: Agents::new(&config.state_dir),
-                config,
-                last_save: Mutex::new(std::time::Instant::now()),
-                nibash: Arc::default(),
-            }),
-        }
+        let inner = Arc::new(Inner {
+            workspace: Workspace::new(config.project_dir.clone()),
+            agents: Agents::new(&config.state_dir),
+            config,
+            last_save: Mutex::new(std::time::Instant::now()),
+            nibash: Arc::default(),
+            peer: Mutex::new(None),
+            channel_client: std::sync::atomic::AtomicBool::new(false),
+        });
+        // Job ends reach a client with nib's channel at once.
+        let weak = Arc::downgrade(&inner);
+        let runtime = tokio::runtime::Handle::try_current().ok();
+        *inner
+            .nibash
+            .announcer
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Some(Box::new(move |id, text| {
+            let (Some(inner), Some(runtime)) = (weak.upgrade(), runtime.as_ref()) else {
+                return;
+            };
+            let wanted = inner.config.channel
+                || inner
+                    .channel_client
+                    .load(std::sync::atomic::Ordering::Relaxed);
+            let peer = inner.peer.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            if let (true, Some(peer)) = (wanted, peer) {
+                runtime.spawn(async move {
+                    let note = rmcp::model::CustomNotification::new(
+                        CHANNEL_NOTIFICATION,
+                        Some(serde_json::json!({
+                            "content": text,
+                            "meta": {"source": "nib", "job": format!("%{id}")}
+                        })),
+                    );
+                    let _ = peer
+                        .send_notification(rmcp::model::ServerNotification::CustomNotification(
+                            note,
+                        ))
+                        .await;
+                });
+            }
+        }));
+        NibServer { inner }
     }
 
     fn tool_list(config: &Config) -> Vec<Tool> {
@@ -392,9 +449,20 @@ impl NibServer {
     }
 }
 
+/// Claude Code's channel: the capability a server declares and the
+/// notification it sends.
+const CHANNEL: &str = "claude/channel";
+const CHANNEL_NOTIFICATION: &str = "notifications/claude/channel";
+
 impl ServerHandler for NibServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let mut capabilities = ServerCapabilities::builder().enable_tools().build();
+        if self.inner.config.channel {
+            let mut experimental = rmcp::model::ExperimentalCapabilities::new();
+            experimental.insert(CHANNEL.into(), serde_json::Map::new());
+            capabilities.experimental = Some(experimental);
+        }
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("nib", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "nib's read prints [PATH#TAG] headers and LINE:TEXT rows; those rows are the \
@@ -420,6 +488,7 @@ impl ServerHandler for NibServer {
         if let Some(answer) = self.modern_roots(&request, &context) {
             return Ok(answer);
         }
+        self.remember_peer(&context);
         let name = request.name.to_string();
         let arguments = request.arguments.clone();
         let agent = self.agent_for(&context);

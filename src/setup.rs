@@ -417,5 +417,8 @@ pub fn run(places: &Places, args: &SetupArgs) -> (String, i32) {
     if args.dry_run {
         out.push_str("nib setup --dry-run: nothing was written\n");
     }
+    out.push_str(
+        "tip: to have jobs that end wake the agent, add \"env\": {\"NIB_CHANNEL\": \"1\"} to nib's server entry and start Claude Code with `claude --dangerously-load-development-channels server:nib`\n",
+    );
     (out, 0)
 }

@@ -856,3 +856,44 @@ async fn the_status_line_names_running_jobs_and_forgets_a_server_that_ended() {
     }
     assert_eq!(after.trim(), "nib: idle");
 }
+
+#[tokio::test]
+async fn a_job_that_ends_is_announced_to_a_client_with_the_channel_and_to_no_other() {
+    // (declared by the client, NIB_CHANNEL=1): either turns it on.
+    for (declared, env) in [(true, false), (false, true), (false, false)] {
+        let dir = project();
+        let mut client = TestClient::new(Roots::Undeclared);
+        client.channel = declared;
+        let heard = client.custom.clone();
+        let env: &[(&str, &str)] = if env { &[("NIB_CHANNEL", "1")] } else { &[] };
+        let nib = start_with(Era::Handshake, dir.path(), client, env).await;
+        let declared = declared || !env.is_empty();
+        let started = nib
+            .ok(
+                "nibash",
+                json!({"command": "sleep 0.3; echo finished-now; exit 4", "background": true}),
+            )
+            .await;
+        let id = job_id(&started);
+        let mut got = Vec::new();
+        for _ in 0..25 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            got = heard.lock().unwrap().clone();
+            if !got.is_empty() {
+                break;
+            }
+        }
+        if declared {
+            assert!(
+                got.iter()
+                    .any(|n| n.starts_with("notifications/claude/channel")
+                        && n.contains(&format!("[job %{id} exited 4"))
+                        && n.contains("finished-now")),
+                "{got:?}"
+            );
+        } else {
+            assert!(got.is_empty(), "a client without the channel heard {got:?}");
+        }
+        nib.stop().await;
+    }
+}

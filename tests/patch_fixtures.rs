@@ -60,6 +60,7 @@ fn run_fixture(dir: &Path) -> Vec<String> {
             sandbox_bwrap: true,
             sandbox_bind: Vec::new(),
             shell: true,
+            channel: false,
         };
         let nibash = std::sync::Arc::default();
         let workspace = Workspace::new(config.project_dir.clone());

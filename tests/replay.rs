@@ -99,6 +99,7 @@ fn replay(name: &str, before: &str, after: &str) -> Result<Vec<u8>, String> {
         sandbox_bwrap: true,
         sandbox_bind: Vec::new(),
         shell: true,
+        channel: false,
     };
     let nibash = std::sync::Arc::default();
     let workspace = Workspace::new(config.project_dir.clone());

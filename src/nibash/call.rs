@@ -403,6 +403,21 @@ impl Consumer {
                 break;
             }
         }
+        // A client with nib's channel hears of the end at once.
+        let text = {
+            let s = self.entry.state();
+            let output = String::from_utf8_lossy(&s.output);
+            let rows: Vec<&str> = output.lines().collect();
+            let last = rows[rows.len().saturating_sub(20)..].join("\n");
+            format!(
+                "[job %{} {}: {}]\n{last}{}",
+                self.entry.id,
+                ending_words(&s),
+                self.entry.command,
+                if last.is_empty() { "" } else { "\n" }
+            )
+        };
+        self.asker.nib.announce(self.entry.id, text);
     }
 }
 

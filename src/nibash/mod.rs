@@ -36,6 +36,9 @@ use std::sync::Mutex;
 
 pub use crate::context::{Live, ProgressFn};
 
+/// What announces a job's end to the client: job number, text.
+pub type Announcer = Box<dyn Fn(u32, String) + Send + Sync>;
+
 /// A watcher and the roots it watches (`None`: they cannot be watched).
 type WatcherFor = (Vec<PathBuf>, Option<std::sync::Arc<watch::Watcher>>);
 
@@ -44,6 +47,8 @@ type WatcherFor = (Vec<PathBuf>, Option<std::sync::Arc<watch::Watcher>>);
 pub struct Nibash {
     /// Running calls and jobs.
     pub jobs: jobs::Jobs,
+    /// Tells the client at once that a job ended (its channel), when it has one.
+    pub announcer: Mutex<Option<Announcer>>,
     /// Named directories from `hash -d`.
     pub names: Mutex<BTreeMap<String, PathBuf>>,
     /// The watcher of the roots it was made for (`None` inside: none possible).
@@ -69,6 +74,18 @@ impl Nibash {
                 *slot = Some((roots.to_vec(), w.clone()));
                 w
             }
+        }
+    }
+
+    /// Announces that job `id` ended (nothing without an announcer).
+    pub fn announce(&self, id: u32, text: String) {
+        if let Some(a) = self
+            .announcer
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+        {
+            a(id, text);
         }
     }
 

@@ -61,6 +61,10 @@ pub struct TestClient {
     pub asked: Arc<std::sync::Mutex<Vec<String>>>,
     /// The messages of every progress notification received.
     pub progress: Arc<std::sync::Mutex<Vec<String>>>,
+    /// Declare Claude Code's channel (`experimental["claude/channel"]`).
+    pub channel: bool,
+    /// Every custom notification received: method and params as text.
+    pub custom: Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl TestClient {
@@ -71,6 +75,8 @@ impl TestClient {
             elicit: Elicit::Undeclared,
             asked: Arc::default(),
             progress: Arc::default(),
+            channel: false,
+            custom: Arc::default(),
         }
     }
 
@@ -102,7 +108,24 @@ impl ClientHandler for TestClient {
                 .build()
                 .elicitation;
         }
+        if self.channel {
+            let mut experimental = rmcp::model::ExperimentalCapabilities::new();
+            experimental.insert("claude/channel".into(), serde_json::Map::new());
+            caps.experimental = Some(experimental);
+        }
         ClientConfig::new(caps, Implementation::new("nib-tests", "0.0.0"))
+    }
+
+    async fn on_custom_notification(
+        &self,
+        notification: rmcp::model::CustomNotification,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        self.custom.lock().unwrap().push(format!(
+            "{} {}",
+            notification.method,
+            notification.params.unwrap_or_default()
+        ));
     }
 
     async fn create_elicitation(
