@@ -399,6 +399,20 @@ impl NibServer {
     }
 
     /// The agent behind a call (see [`crate::agents`]).
+    /// How the agent of a call is named in nibash_status's usage table.
+    fn agent_label(&self, context: &RequestContext<RoleServer>) -> String {
+        let meta = serde_json::to_value(&context.meta)
+            .ok()
+            .and_then(|v| v.as_object().cloned())
+            .unwrap_or_default();
+        let key = self.inner.agents.key_for(&meta);
+        match (key.session.is_empty(), key.agent.is_empty()) {
+            (true, true) => "main".into(),
+            (_, true) => format!("session {}", key.session),
+            _ => key.agent,
+        }
+    }
+
     fn agent_for(&self, context: &RequestContext<RoleServer>) -> Arc<Mutex<Agent>> {
         let meta = serde_json::to_value(&context.meta)
             .ok()
@@ -520,6 +534,11 @@ impl ServerHandler for NibServer {
                 .await?;
             let Some(req) = out.approval.clone() else {
                 self.save_soon();
+                self.inner.nibash.count(
+                    &self.agent_label(&context),
+                    &name,
+                    out.text.chars().count(),
+                );
                 return Ok(result(out).into());
             };
             asked += 1;

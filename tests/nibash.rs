@@ -501,6 +501,13 @@ async fn named_directories_carry_over_and_status_lists_jobs_and_layers() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     let status = nib.ok("nibash_status", json!({})).await;
     assert!(status.contains("sandbox: unconfined"), "{status}");
+    // What each tool returned to this agent, in characters.
+    assert!(
+        status.contains("characters returned this session: ")
+            && status.contains("  main nibash: ")
+            && status.contains(" calls\n"),
+        "{status}"
+    );
     assert!(
         status.contains(&format!("%{id} running (job)")) && status.contains("(a slow one)"),
         "{status}"

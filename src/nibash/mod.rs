@@ -49,6 +49,8 @@ pub struct Nibash {
     pub jobs: jobs::Jobs,
     /// Tells the client at once that a job ended (its channel), when it has one.
     pub announcer: Mutex<Option<Announcer>>,
+    /// Calls and characters returned, by agent and tool (nibash_status).
+    pub usage: Mutex<BTreeMap<(String, String), (u64, u64)>>,
     /// Named directories from `hash -d`.
     pub names: Mutex<BTreeMap<String, PathBuf>>,
     /// The watcher of the roots it was made for (`None` inside: none possible).
@@ -87,6 +89,14 @@ impl Nibash {
         {
             a(id, text);
         }
+    }
+
+    /// Counts one answer of `tool` to `agent`, `chars` characters long.
+    pub fn count(&self, agent: &str, tool: &str, chars: usize) {
+        let mut u = self.usage.lock().unwrap_or_else(|p| p.into_inner());
+        let e = u.entry((agent.to_string(), tool.to_string())).or_default();
+        e.0 += 1;
+        e.1 += chars as u64;
     }
 
     /// Defines (or redefines) a named directory.

@@ -127,6 +127,7 @@ pub fn status(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
     ));
     out.push_str(&crate::nibash::rules::describe(ctx.workspace.project_dir()));
     out.push('\n');
+    out.push_str(&usage(&nib.usage.lock().unwrap_or_else(|p| p.into_inner())));
     let entries = nib.jobs.all();
     if entries.is_empty() {
         out.push_str("no calls or jobs are running\n");
@@ -216,4 +217,23 @@ mod tests {
         assert_eq!(parse_timeout("60m"), Some(call::MAX_TIMEOUT));
         assert_eq!(parse_timeout("soon"), None);
     }
+}
+
+/// Characters returned per agent and tool this session (what an agent's
+/// context paid for each), biggest first.
+fn usage(u: &std::collections::BTreeMap<(String, String), (u64, u64)>) -> String {
+    if u.is_empty() {
+        return String::new();
+    }
+    let mut rows: Vec<(&(String, String), &(u64, u64))> = u.iter().collect();
+    rows.sort_by(|a, b| b.1.1.cmp(&a.1.1).then(a.0.cmp(b.0)));
+    let total: u64 = rows.iter().map(|(_, (_, c))| c).sum();
+    let mut out = format!("characters returned this session: {total}\n");
+    for ((agent, tool), (calls, chars)) in rows {
+        out.push_str(&format!(
+            "  {agent} {tool}: {chars} in {calls} call{}\n",
+            if *calls == 1 { "" } else { "s" }
+        ));
+    }
+    out
 }
