@@ -36,6 +36,9 @@ use std::sync::Mutex;
 
 pub use crate::context::{Live, ProgressFn};
 
+/// (agent, tool) → (calls, characters returned).
+pub type Usage = BTreeMap<(String, String), (u64, u64)>;
+
 /// What announces a job's end to the client: job number, text.
 pub type Announcer = Box<dyn Fn(u32, String) + Send + Sync>;
 
@@ -50,7 +53,7 @@ pub struct Nibash {
     /// Tells the client at once that a job ended (its channel), when it has one.
     pub announcer: Mutex<Option<Announcer>>,
     /// Calls and characters returned, by agent and tool (nibash_status).
-    pub usage: Mutex<BTreeMap<(String, String), (u64, u64)>>,
+    pub usage: Mutex<Usage>,
     /// Named directories from `hash -d`.
     pub names: Mutex<BTreeMap<String, PathBuf>>,
     /// The watcher of the roots it was made for (`None` inside: none possible).

@@ -221,11 +221,11 @@ mod tests {
 
 /// Characters returned per agent and tool this session (what an agent's
 /// context paid for each), biggest first.
-fn usage(u: &std::collections::BTreeMap<(String, String), (u64, u64)>) -> String {
+fn usage(u: &crate::nibash::Usage) -> String {
     if u.is_empty() {
         return String::new();
     }
-    let mut rows: Vec<(&(String, String), &(u64, u64))> = u.iter().collect();
+    let mut rows: Vec<_> = u.iter().collect();
     rows.sort_by(|a, b| b.1.1.cmp(&a.1.1).then(a.0.cmp(b.0)));
     let total: u64 = rows.iter().map(|(_, (_, c))| c).sum();
     let mut out = format!("characters returned this session: {total}\n");
