@@ -203,22 +203,6 @@ pub fn skim(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn timeouts_read_as_seconds_or_milliseconds_and_are_capped() {
-        assert_eq!(parse_timeout("30"), Some(Duration::from_secs(30)));
-        assert_eq!(parse_timeout("120000"), Some(Duration::from_secs(120)));
-        assert_eq!(parse_timeout("5m"), Some(Duration::from_secs(300)));
-        assert_eq!(parse_timeout("1500ms"), Some(Duration::from_millis(1500)));
-        assert_eq!(parse_timeout("3600"), Some(Duration::from_millis(3600)));
-        assert_eq!(parse_timeout("60m"), Some(call::MAX_TIMEOUT));
-        assert_eq!(parse_timeout("soon"), None);
-    }
-}
-
 /// Characters returned per agent and tool this session (what an agent's
 /// context paid for each), biggest first.
 fn usage(u: &crate::nibash::Usage) -> String {
@@ -236,4 +220,20 @@ fn usage(u: &crate::nibash::Usage) -> String {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeouts_read_as_seconds_or_milliseconds_and_are_capped() {
+        assert_eq!(parse_timeout("30"), Some(Duration::from_secs(30)));
+        assert_eq!(parse_timeout("120000"), Some(Duration::from_secs(120)));
+        assert_eq!(parse_timeout("5m"), Some(Duration::from_secs(300)));
+        assert_eq!(parse_timeout("1500ms"), Some(Duration::from_millis(1500)));
+        assert_eq!(parse_timeout("3600"), Some(Duration::from_millis(3600)));
+        assert_eq!(parse_timeout("60m"), Some(call::MAX_TIMEOUT));
+        assert_eq!(parse_timeout("soon"), None);
+    }
 }
