@@ -3,7 +3,7 @@
 //! project, and the output (stdout and stderr together), the exit status and
 //! the files left in the project must be the same. nib's closing lines
 //! (`[exit N]`, `[changed: …]`, trash notes) are its own and are set aside
-//! first; README's "Where nibash differs from bash" lists what is different on
+//! first; docs/nibash.md's "Where nibash differs from bash" lists what is different on
 //! purpose, and no script here depends on it.
 
 use std::collections::BTreeMap;
