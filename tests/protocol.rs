@@ -260,3 +260,187 @@ async fn a_client_that_never_answers_roots_does_not_block_tools() {
     assert!(text.contains("1:x"));
     nib.stop().await;
 }
+
+/// A small JSON Schema (2020-12) checker for the keywords MCP's published
+/// schema uses: `$ref` into `$defs`, `type`, `properties`, `required`,
+/// `const`, `enum`, `items`, `anyOf`, `additionalProperties`, `minimum`,
+/// `maximum`, `maxItems`. Returns the first mismatch as a path and a reason.
+fn check(root: &Value, schema: &Value, v: &Value, at: &str) -> Result<(), String> {
+    let Some(s) = schema.as_object() else {
+        return Ok(()); // `true` / `{}`-like schemas accept anything
+    };
+    if let Some(r) = s.get("$ref").and_then(Value::as_str) {
+        let name = r.trim_start_matches("#/$defs/");
+        let target = root["$defs"]
+            .get(name)
+            .ok_or_else(|| format!("{at}: unknown $ref {r}"))?;
+        check(root, target, v, at)?;
+    }
+    if let Some(t) = s.get("type") {
+        let types: Vec<&str> = match t {
+            Value::String(x) => vec![x.as_str()],
+            Value::Array(xs) => xs.iter().filter_map(Value::as_str).collect(),
+            _ => vec![],
+        };
+        let fits = |ty: &str| match ty {
+            "object" => v.is_object(),
+            "array" => v.is_array(),
+            "string" => v.is_string(),
+            "boolean" => v.is_boolean(),
+            "null" => v.is_null(),
+            "integer" => v.as_i64().is_some() || v.as_u64().is_some(),
+            "number" => v.is_number(),
+            _ => true,
+        };
+        if !types.is_empty() && !types.iter().any(|ty| fits(ty)) {
+            return Err(format!("{at}: expected {types:?}, got {v}"));
+        }
+    }
+    if let Some(c) = s.get("const")
+        && c != v
+    {
+        return Err(format!("{at}: expected {c}, got {v}"));
+    }
+    if let Some(Value::Array(options)) = s.get("enum")
+        && !options.contains(v)
+    {
+        return Err(format!("{at}: {v} is not one of {options:?}"));
+    }
+    if let Some(Value::Array(options)) = s.get("anyOf") {
+        let errors: Vec<String> = options
+            .iter()
+            .filter_map(|o| check(root, o, v, at).err())
+            .collect();
+        if errors.len() == options.len() {
+            return Err(format!(
+                "{at}: matches none of anyOf: {}",
+                errors.join(" | ")
+            ));
+        }
+    }
+    if let Some(n) = v.as_f64() {
+        if s.get("minimum")
+            .and_then(Value::as_f64)
+            .is_some_and(|m| n < m)
+        {
+            return Err(format!("{at}: {n} is below the minimum"));
+        }
+        if s.get("maximum")
+            .and_then(Value::as_f64)
+            .is_some_and(|m| n > m)
+        {
+            return Err(format!("{at}: {n} is above the maximum"));
+        }
+    }
+    if let Some(items) = v.as_array() {
+        if let Some(max) = s.get("maxItems").and_then(Value::as_u64)
+            && items.len() as u64 > max
+        {
+            return Err(format!("{at}: more than {max} items"));
+        }
+        if let Some(item_schema) = s.get("items") {
+            for (i, item) in items.iter().enumerate() {
+                check(root, item_schema, item, &format!("{at}[{i}]"))?;
+            }
+        }
+    }
+    if let Some(obj) = v.as_object() {
+        if let Some(Value::Array(required)) = s.get("required") {
+            for r in required.iter().filter_map(Value::as_str) {
+                if !obj.contains_key(r) {
+                    return Err(format!("{at}: missing required \"{r}\""));
+                }
+            }
+        }
+        let props = s.get("properties").and_then(Value::as_object);
+        for (k, val) in obj {
+            match props.and_then(|p| p.get(k)) {
+                Some(ps) => check(root, ps, val, &format!("{at}.{k}"))?,
+                None => match s.get("additionalProperties") {
+                    Some(Value::Bool(false)) => {
+                        return Err(format!("{at}: unexpected property \"{k}\""));
+                    }
+                    Some(extra) => check(root, extra, val, &format!("{at}.{k}"))?,
+                    None => {}
+                },
+            }
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn modern_era_results_match_the_published_schema() {
+    let schema: Value = serde_json::from_str(include_str!("fixtures/mcp-schema/2026-07-28.json"))
+        .expect("the schema parses");
+    let def = |name: &str| json!({"$ref": format!("#/$defs/{name}")});
+    let dir = project();
+    std::fs::write(dir.path().join("a.txt"), "alpha\n").unwrap();
+    let mut raw = Raw::start(dir.path());
+    let meta = |caps: Value| {
+        json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": caps,
+            "io.modelcontextprotocol/clientInfo": {"name": "schema-check", "version": "1"}
+        })
+    };
+    let cases: Vec<(&str, Value, &str)> = vec![
+        (
+            "server/discover",
+            json!({"_meta": meta(json!({}))}),
+            "DiscoverResultResponse",
+        ),
+        (
+            "tools/list",
+            json!({"_meta": meta(json!({}))}),
+            "ListToolsResultResponse",
+        ),
+        // 2026-07-28 removed `ping` (its changelog, item 5): method not found.
+        (
+            "ping",
+            json!({"_meta": meta(json!({}))}),
+            "JSONRPCErrorResponse",
+        ),
+        (
+            "tools/call",
+            json!({"name": "read", "arguments": {"paths": ["a.txt"]}, "_meta": meta(json!({}))}),
+            "CallToolResultResponse",
+        ),
+        (
+            "tools/call",
+            json!({"name": "read", "arguments": {"paths": ["missing.txt"]}, "_meta": meta(json!({}))}),
+            "CallToolResultResponse",
+        ),
+        (
+            "tools/call",
+            json!({"name": "nibash_status", "arguments": {}, "_meta": meta(json!({}))}),
+            "CallToolResultResponse",
+        ),
+        (
+            // A client that declared roots and sent none: nib asks for them.
+            "tools/call",
+            json!({"name": "read", "arguments": {"paths": ["a.txt"]}, "_meta": meta(json!({"roots": {}}))}),
+            "CallToolResultResponse",
+        ),
+        (
+            "tools/call",
+            json!({"name": "no_such_tool", "arguments": {}, "_meta": meta(json!({}))}),
+            "JSONRPCErrorResponse",
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (i, (method, params, def_name)) in cases.iter().enumerate() {
+        let id = i + 1;
+        raw.send(
+            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string(),
+        );
+        let answer = raw.recv();
+        if *method == "ping" && answer["error"]["code"] != -32601 {
+            failures.push(format!("ping is no method in 2026-07-28: {answer}"));
+        }
+        if let Err(e) = check(&schema, &def(def_name), &answer, "$") {
+            failures.push(format!("{method} → {def_name}: {e}\n  {answer}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
