@@ -802,7 +802,7 @@ async fn a_command_flooding_its_output_is_stopped() {
 }
 
 #[tokio::test]
-async fn the_status_line_names_running_jobs_and_forgets_a_server_that_ended() {
+async fn the_status_line_names_running_calls_and_jobs_and_forgets_a_server_that_ended() {
     let dir = project();
     let home = tempfile::tempdir().unwrap();
     let state = home.path().join("state");
@@ -850,6 +850,26 @@ async fn the_status_line_names_running_jobs_and_forgets_a_server_that_ended() {
     assert!(
         line.starts_with("nib: 1 job %") && line.contains(&format!("%{id} sleep 30")),
         "{line}"
+    );
+    // A call the agent waits for is named as running, beside the job.
+    let (answer, seen) = tokio::join!(
+        nib.call("nibash", json!({"command": "sleep 2.5; echo slept"})),
+        async {
+            for _ in 0..20 {
+                tokio::time::sleep(Duration::from_millis(150)).await;
+                let l = statusline();
+                if l.contains("running sleep 2.5; echo slept") {
+                    return l;
+                }
+            }
+            statusline()
+        }
+    );
+    assert!(answer.0.contains("slept"), "{answer:?}");
+    assert!(
+        seen.starts_with("nib: running sleep 2.5; echo slept (")
+            && seen.contains(&format!("; 1 job %{id} sleep 30")),
+        "{seen}"
     );
     nib.stop().await;
     // The server is gone: its file is removed (or ignored as dead).
