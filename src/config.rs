@@ -34,6 +34,9 @@ pub const NIB_SANDBOX_BIND: &str = "NIB_SANDBOX_BIND";
 /// `0` turns nibash (and skim, nibash_status) off.
 pub const NIB_SHELL: &str = "NIB_SHELL";
 
+/// `0`: no worker is started ahead of the next nibash call.
+pub const NIB_WARM: &str = "NIB_WARM";
+
 /// `1`: Claude Code was started with nib's channel, so a job that ends is
 /// announced at once (`notifications/claude/channel`).
 pub const NIB_CHANNEL: &str = "NIB_CHANNEL";
@@ -91,6 +94,8 @@ pub struct Config {
     pub shell: bool,
     /// [`NIB_CHANNEL`] is on.
     pub channel: bool,
+    /// Warm workers are on ([`NIB_WARM`] is not `0`).
+    pub warm: bool,
 }
 
 impl Config {
@@ -192,6 +197,7 @@ impl Config {
             failpoint: std::env::var(NIB_FAILPOINT).ok().filter(|v| !v.is_empty()),
             sandbox: flag(NIB_SANDBOX),
             channel: flag(NIB_CHANNEL),
+            warm: std::env::var(NIB_WARM).map_or(true, |v| v != "0"),
             shell: std::env::var(NIB_SHELL)
                 .map_or(true, |v| v != "0" && !v.eq_ignore_ascii_case("false")),
             confirm_outside_roots: flag(NIB_CONFIRM_OUTSIDE_ROOTS),

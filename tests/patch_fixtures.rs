@@ -61,6 +61,7 @@ fn run_fixture(dir: &Path) -> Vec<String> {
             sandbox_bind: Vec::new(),
             shell: true,
             channel: false,
+            warm: false,
         };
         let nibash = std::sync::Arc::default();
         let workspace = Workspace::new(config.project_dir.clone());

@@ -100,6 +100,7 @@ fn replay(name: &str, before: &str, after: &str) -> Result<Vec<u8>, String> {
         sandbox_bind: Vec::new(),
         shell: true,
         channel: false,
+        warm: false,
     };
     let nibash = std::sync::Arc::default();
     let workspace = Workspace::new(config.project_dir.clone());

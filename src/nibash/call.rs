@@ -12,7 +12,6 @@
 //! count: the broker reads the file itself and compares the tag.
 
 use std::io::Read;
-use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -22,6 +21,7 @@ use super::Nibash;
 use super::channel::{Ask, Channel, Event, Reply, Request};
 use super::cut;
 use super::jobs::{Entry, ending_words};
+use super::warm::Started;
 use crate::context::{Ctx, ToolOutput};
 use crate::fs::Scope;
 use crate::hashline::Tag;
@@ -620,8 +620,9 @@ pub fn run(ctx: &Ctx, nib: &Arc<Nibash>, args: CallArgs) -> ToolOutput {
     answer(ctx, nib, &args, consumer, finished_jobs, started_at)
 }
 
-type Started = (nib_sandbox::Worker, std::io::PipeReader, Channel);
-
+/// Starts the call's worker — the warm one when it was started for the same
+/// configuration — and hands it the request. Without command rules, and in
+/// a server (not a one-call `nib sh`), the next warm worker starts at once.
 fn start_worker(
     ctx: &Ctx,
     request: &Request,
@@ -629,24 +630,32 @@ fn start_worker(
     masked: Vec<PathBuf>,
     judge: Option<Arc<super::exec_judge::ProgramJudge>>,
 ) -> Result<Started, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find nib's own binary: {e}"))?;
-    let (ours, theirs) = UnixStream::pair().map_err(|e| format!("no channel: {e}"))?;
-    let mut chan = Channel::new(ours).map_err(|e| format!("no channel: {e}"))?;
-    chan.send(request).map_err(|e| format!("no channel: {e}"))?;
     let mut policy = ctx.config.sandbox_policy(&ctx.workspace.roots());
+    let plain = judge.is_none() && masked.is_empty() && ctx.config.warm;
     policy.masked = masked;
-    let mut sandbox = nib_sandbox::Sandbox::new(&exe, policy);
-    if let Some(judge) = judge {
-        sandbox = sandbox.with_exec_judge(judge);
+    let key = super::warm::key(&policy, cwd);
+    let warm = &ctx.nibash.warm;
+    let taken = if plain { warm.take(&key) } else { None };
+    let mut started = match taken {
+        Some(s) => s,
+        None => {
+            let exe = std::env::current_exe()
+                .map_err(|e| format!("cannot find nib's own binary: {e}"))?;
+            let mut sandbox = nib_sandbox::Sandbox::new(&exe, policy.clone());
+            if let Some(judge) = judge {
+                sandbox = sandbox.with_exec_judge(judge);
+            }
+            super::warm::start_with(sandbox, cwd)?
+        }
+    };
+    started
+        .2
+        .send(request)
+        .map_err(|e| format!("no channel: {e}"))?;
+    if plain && ctx.live.is_some() {
+        warm.refill(key, policy, cwd.to_path_buf());
     }
-    let argv = vec![
-        exe.clone().into_os_string(),
-        super::worker::NIBASH_ARG.into(),
-    ];
-    let (worker, pipe) = sandbox
-        .spawn_merged(&argv, cwd, &[], Some(theirs.into()))
-        .map_err(|e| e.to_string())?;
-    Ok((worker, pipe, chan))
+    Ok(started)
 }
 
 /// Builds the answer from what the call printed, and leaves a job running

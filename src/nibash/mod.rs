@@ -27,6 +27,7 @@ pub mod exec_judge;
 pub mod jobs;
 pub mod rules;
 pub mod skim;
+pub mod warm;
 pub mod watch;
 pub mod worker;
 
@@ -54,6 +55,8 @@ pub struct Nibash {
     pub announcer: Mutex<Option<Announcer>>,
     /// Calls and characters returned, by agent and tool (nibash_status).
     pub usage: Mutex<Usage>,
+    /// The worker started ahead of the next call.
+    pub warm: std::sync::Arc<warm::Warm>,
     /// Named directories from `hash -d`.
     pub names: Mutex<BTreeMap<String, PathBuf>>,
     /// The watcher of the roots it was made for (`None` inside: none possible).
