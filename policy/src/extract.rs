@@ -153,6 +153,27 @@ fn literal_piece(piece: &WordPiece, out: &mut String, quoted: bool) -> Option<()
 const MAX_UNMATCHED_PARENS: usize = 8;
 
 /// How many more `(` than `)` the text has outside quotes and comments.
+/// A run of digits right before `<` or `>` that does not fit a file
+/// descriptor number (brush-parser 0.4 unwraps its parse and panics), if
+/// the text has one. Any such run counts, wherever it stands: refusing a
+/// line with one only errs on the safe side.
+pub fn oversized_fd(text: &str) -> Option<&str> {
+    let bytes = text.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        if b != b'<' && b != b'>' {
+            continue;
+        }
+        let start = bytes[..i]
+            .iter()
+            .rposition(|c| !c.is_ascii_digit())
+            .map_or(0, |p| p + 1);
+        if i - start >= 10 && text[start..i].parse::<i32>().is_err() {
+            return Some(&text[start..i]);
+        }
+    }
+    None
+}
+
 fn unmatched_open_parens(text: &str) -> usize {
     let (mut open, mut close) = (0usize, 0usize);
     let (mut single, mut double, mut comment) = (false, false, false);
@@ -371,6 +392,12 @@ impl Extractor<'_> {
             // such text cannot parse anyway.
             return Err(ParseFailure(format!(
                 "more than {MAX_UNMATCHED_PARENS} `(` are never closed"
+            )));
+        }
+        if let Some(fd) = oversized_fd(text) {
+            // brush-parser panics on it (found by fuzzing); bash cannot use it either.
+            return Err(ParseFailure(format!(
+                "the file descriptor {fd} before a redirection is too large"
             )));
         }
         let mut parser =
@@ -595,6 +622,25 @@ impl VisitMut for Extractor<'_> {
             }
             Err(t) => self.unknown("a command substitution that is not closed", &t),
         }
+    }
+}
+
+#[cfg(test)]
+mod oversized {
+    use super::*;
+
+    #[test]
+    fn file_descriptors_too_large_for_the_parser_are_found_first() {
+        assert_eq!(oversized_fd("echo 99999999999>x"), Some("99999999999"));
+        assert_eq!(
+            oversized_fd("cat 3333333333333333<in"),
+            Some("3333333333333333")
+        );
+        assert_eq!(oversized_fd("echo 2147483647>x"), None, "fits an i32");
+        assert_eq!(oversized_fd("echo 2>x; ls 10>y"), None);
+        // The input the fuzzer found: no panic, a refusal.
+        let crash = "\u{ff}Ue$U33333333333ssssss33333333&&33333333333333333>33333U\u{e2}";
+        assert!(oversized_fd(crash).is_some());
     }
 }
 

@@ -213,6 +213,13 @@ async fn run(req: &Request) -> (i32, bool, Option<String>) {
     catch_fatal_signals();
     let mut fatal = FatalSignals::new();
     let mut signalled = None;
+    if let Some(fd) = nib_policy::extract::oversized_fd(&req.command) {
+        // brush-parser panics on it; say what bash would not run either.
+        complain(&format!(
+            "nibash: {fd}: a file descriptor number before a redirection is too large; nothing ran"
+        ));
+        return (1, false, None);
+    }
     let result = match shell.parse_string(req.command.clone()) {
         Ok(mut program) => {
             captures.rewrite(&mut program);
