@@ -153,6 +153,60 @@ fn literal_piece(piece: &WordPiece, out: &mut String, quoted: bool) -> Option<()
 const MAX_UNMATCHED_PARENS: usize = 8;
 
 /// How many more `(` than `)` the text has outside quotes and comments.
+/// Text brush-parser 0.4 cannot be given (both found by fuzzing): a file
+/// descriptor number too large before a redirection (it panics), and a
+/// here-document whose delimiter is an empty quoted word (it allocates
+/// without end). The reason, if `text` holds either; such lines are refused
+/// before parsing (fail closed).
+pub fn parser_trap(text: &str) -> Option<String> {
+    if let Some(fd) = oversized_fd(text) {
+        return Some(format!(
+            "the file descriptor {fd} before a redirection is too large"
+        ));
+    }
+    empty_heredoc_tag(text).then(|| "a here-document's delimiter is empty (<<\"\")".to_string())
+}
+
+/// A `<<` (not a here-string's `<<<`) with no newline after it: a
+/// here-document whose body never comes.
+fn heredoc_without_body(text: &str) -> bool {
+    let mut i = 0;
+    while let Some(at) = text[i..].find("<<") {
+        let end = i + at + 2;
+        if !text[end..].starts_with('<') && !text[end..].contains('\n') {
+            return true;
+        }
+        i = end + usize::from(text[end..].starts_with('<'));
+    }
+    false
+}
+
+/// `<<""`, `<<''` (also `<<-` and with spaces before the quotes).
+fn empty_heredoc_tag(text: &str) -> bool {
+    let b = text.as_bytes();
+    let mut i = 0;
+    while let Some(at) = text[i..].find("<<") {
+        let mut j = i + at + 2;
+        i = j;
+        if b.get(j) == Some(&b'<') {
+            continue; // a here-string
+        }
+        if b.get(j) == Some(&b'-') {
+            j += 1;
+        }
+        while matches!(b.get(j), Some(b' ' | b'\t')) {
+            j += 1;
+        }
+        if matches!(
+            (b.get(j), b.get(j + 1)),
+            (Some(b'"'), Some(b'"')) | (Some(b'\''), Some(b'\''))
+        ) {
+            return true;
+        }
+    }
+    false
+}
+
 /// A run of digits right before `<` or `>` that does not fit a file
 /// descriptor number (brush-parser 0.4 unwraps its parse and panics), if
 /// the text has one. Any such run counts, wherever it stands: refusing a
@@ -394,11 +448,15 @@ impl Extractor<'_> {
                 "more than {MAX_UNMATCHED_PARENS} `(` are never closed"
             )));
         }
-        if let Some(fd) = oversized_fd(text) {
-            // brush-parser panics on it (found by fuzzing); bash cannot use it either.
-            return Err(ParseFailure(format!(
-                "the file descriptor {fd} before a redirection is too large"
-            )));
+        if let Some(why) = parser_trap(text) {
+            return Err(ParseFailure(why));
+        }
+        if heredoc_without_body(text) {
+            // brush-parser 0.4 can allocate without end on such text (found
+            // by fuzzing): the rule check refuses it rather than risk nib.
+            return Err(ParseFailure(
+                "a here-document (<<) has no body after it (write its lines after the command line)".into(),
+            ));
         }
         let mut parser =
             brush_parser::Parser::new(std::io::BufReader::new(text.as_bytes()), &options());
@@ -641,6 +699,19 @@ mod oversized {
         // The input the fuzzer found: no panic, a refusal.
         let crash = "\u{ff}Ue$U33333333333ssssss33333333&&33333333333333333>33333U\u{e2}";
         assert!(oversized_fd(crash).is_some());
+        // And the one that ran out of memory.
+        for t in ["\u{ff}e!&<<\"\" ", "cat <<'' x", "cat <<- \"\" x"] {
+            assert!(parser_trap(t).is_some(), "{t:?}");
+        }
+        for t in ["cat <<EOF\nx\nEOF\n", "cat <<< ''", "cat <<'E'\nx\nE\n"] {
+            assert!(parser_trap(t).is_none(), "{t:?}");
+        }
+        // The second input that ran out of memory: a here-document with no body.
+        assert!(heredoc_without_body(
+            "\u{fb}\n\0r(\u{11}\u{8}<<\r(o)\u{8}\0-c "
+        ));
+        assert!(!heredoc_without_body("cat <<EOF\nx\nEOF"));
+        assert!(!heredoc_without_body("cat <<< x"));
     }
 }
 

@@ -213,12 +213,10 @@ async fn run(req: &Request) -> (i32, bool, Option<String>) {
     catch_fatal_signals();
     let mut fatal = FatalSignals::new();
     let mut signalled = None;
-    if let Some(fd) = nib_policy::extract::oversized_fd(&req.command) {
-        // brush-parser panics on it; say what bash would not run either.
-        complain(&format!(
-            "nibash: {fd}: a file descriptor number before a redirection is too large; nothing ran"
-        ));
-        return (1, false, None);
+    if let Some(why) = nib_policy::extract::parser_trap(&req.command) {
+        // brush-parser panics or runs out of memory on such text.
+        complain(&format!("nibash: {why}; nothing ran"));
+        return (2, false, None);
     }
     let result = match shell.parse_string(req.command.clone()) {
         Ok(mut program) => {
