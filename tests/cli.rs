@@ -7,10 +7,21 @@ use crate::common::*;
 use crate::read::VECTORS;
 
 fn nib(dir: &std::path::Path, args: &[&str], stdin: Option<&str>) -> (String, String, i32) {
+    nib_with(dir, args, stdin, &[])
+}
+
+/// `nib ARGS` in `dir` with extra environment variables.
+fn nib_with(
+    dir: &std::path::Path,
+    args: &[&str],
+    stdin: Option<&str>,
+    env: &[(&str, &std::path::Path)],
+) -> (String, String, i32) {
     let mut child = Command::new(nib_bin())
         .args(args)
         .current_dir(dir)
         .env_remove("NIB_DIRECTORY")
+        .envs(env.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -263,31 +274,8 @@ fn tokens_printed_by_one_verb_apply_in_the_next_process() {
     std::fs::write(dir.path().join("a.txt"), "old one\nkeep\nold two\n").unwrap();
     let state = tempfile::tempdir().unwrap();
     let run = |args: &[&str], stdin: Option<&str>| {
-        let mut child = Command::new(nib_bin())
-            .args(args)
-            .current_dir(dir.path())
-            .env_remove("NIB_DIRECTORY")
-            .env("NIB_STATE_DIR", state.path())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        if let Some(input) = stdin {
-            use std::io::Write;
-            child
-                .stdin
-                .as_mut()
-                .unwrap()
-                .write_all(input.as_bytes())
-                .unwrap();
-        }
-        drop(child.stdin.take());
-        let out = child.wait_with_output().unwrap();
-        (
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            out.status.code().unwrap_or(-1),
-        )
+        let (out, _, code) = nib_with(dir.path(), args, stdin, &[("NIB_STATE_DIR", state.path())]);
+        (out, code)
     };
     let (preview, _) = run(&["grep", "--replace", "new", "old", "."], None);
     let token = preview

@@ -6,16 +6,10 @@
 //! `after` is expected (MV, CP, Add File), `source_gone` says file.txt must be
 //! gone afterwards (MV).
 
-use std::path::Path;
-use std::sync::Mutex;
-
 use serde_json::json;
+use std::path::Path;
 
-use nib::config::Config;
-use nib::context::Ctx;
-use nib::state::Agent;
 use nib::tools;
-use nib::workspace::Workspace;
 
 const VARIANTS: [&str; 4] = ["lf", "crlf", "bom", "nofinal"];
 
@@ -47,36 +41,8 @@ fn run_fixture(dir: &Path) -> Vec<String> {
         let b = variant(&before, v).unwrap();
         let a = variant(&after, v).unwrap();
         std::fs::write(&file, &b).unwrap();
-        let config = Config {
-            project_dir: std::fs::canonicalize(project.path()).unwrap(),
-            roots_timeout: std::time::Duration::from_secs(1),
-            state_dir: state.path().to_path_buf(),
-            failpoint: None,
-            // The fixtures run confined: every path goes through openat2 beneath the root.
-            sandbox: true,
-            confirm_outside_roots: false,
-            approval_timeout: std::time::Duration::from_secs(1),
-            sandbox_network: false,
-            sandbox_bwrap: true,
-            sandbox_bind: Vec::new(),
-            shell: true,
-            channel: false,
-            warm: false,
-        };
-        let nibash = std::sync::Arc::default();
-        let workspace = Workspace::new(config.project_dir.clone());
-        let agent = Mutex::new(Agent::default());
-        let ctx = Ctx {
-            workspace: &workspace,
-            agent: &agent,
-            config: &config,
-            scope: workspace
-                .scope(config.sandbox, config.confirm_outside_roots)
-                .unwrap(),
-            enforce_seen: true,
-            nibash: &nibash,
-            live: None,
-        };
+        let lib = crate::common::Library::new(project.path(), state.path());
+        let ctx = lib.ctx();
         let read = tools::call(
             "read",
             json!({"paths": ["file.txt"]}).as_object().cloned(),

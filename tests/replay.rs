@@ -6,15 +6,9 @@
 //! must be the new version's — as committed, with CRLF line endings, and with
 //! mixed endings (untouched lines keep theirs).
 
-use std::sync::Mutex;
-
 use serde_json::json;
 
-use nib::config::Config;
-use nib::context::Ctx;
-use nib::state::Agent;
 use nib::tools;
-use nib::workspace::Workspace;
 
 /// The patch that turns `before` into `after`, line by line.
 fn patch_for(name: &str, tag: &str, before: &[&str], after: &[&str]) -> String {
@@ -87,33 +81,8 @@ fn replay(name: &str, before: &str, after: &str) -> Result<Vec<u8>, String> {
     let state = tempfile::tempdir().unwrap();
     let file = project.path().join(name);
     std::fs::write(&file, before).unwrap();
-    let config = Config {
-        project_dir: std::fs::canonicalize(project.path()).unwrap(),
-        roots_timeout: std::time::Duration::from_secs(1),
-        state_dir: state.path().to_path_buf(),
-        failpoint: None,
-        sandbox: true,
-        confirm_outside_roots: false,
-        approval_timeout: std::time::Duration::from_secs(1),
-        sandbox_network: false,
-        sandbox_bwrap: true,
-        sandbox_bind: Vec::new(),
-        shell: true,
-        channel: false,
-        warm: false,
-    };
-    let nibash = std::sync::Arc::default();
-    let workspace = Workspace::new(config.project_dir.clone());
-    let agent = Mutex::new(Agent::default());
-    let ctx = Ctx {
-        workspace: &workspace,
-        agent: &agent,
-        config: &config,
-        scope: workspace.scope(true, false).unwrap(),
-        enforce_seen: true,
-        nibash: &nibash,
-        live: None,
-    };
+    let lib = crate::common::Library::new(project.path(), state.path());
+    let ctx = lib.ctx();
     let old = lines(before);
     // Read it all, a page at a time (one read call shows at most 40 KiB).
     let mut tag = String::new();

@@ -375,3 +375,51 @@ pub fn header_tag(text: &str) -> String {
         .map(|(_, t)| t.to_string())
         .unwrap_or_default()
 }
+
+/// nib used as a library, the way the server runs a tool call: a confined
+/// scope over `project`, state in `state`, seen lines enforced.
+pub struct Library {
+    pub config: nib::config::Config,
+    pub workspace: nib::workspace::Workspace,
+    pub agent: std::sync::Mutex<nib::state::Agent>,
+    pub nibash: std::sync::Arc<nib::nibash::Nibash>,
+}
+
+impl Library {
+    pub fn new(project: &Path, state: &Path) -> Library {
+        let config = nib::config::Config {
+            project_dir: std::fs::canonicalize(project).unwrap(),
+            roots_timeout: std::time::Duration::from_secs(1),
+            state_dir: state.to_path_buf(),
+            failpoint: None,
+            // Confined: every path goes through openat2 beneath the root.
+            sandbox: true,
+            confirm_outside_roots: false,
+            approval_timeout: std::time::Duration::from_secs(1),
+            sandbox_network: false,
+            sandbox_bwrap: true,
+            sandbox_bind: Vec::new(),
+            shell: true,
+            channel: false,
+            warm: false,
+        };
+        Library {
+            workspace: nib::workspace::Workspace::new(config.project_dir.clone()),
+            config,
+            agent: std::sync::Mutex::default(),
+            nibash: Arc::default(),
+        }
+    }
+
+    pub fn ctx(&self) -> nib::context::Ctx<'_> {
+        nib::context::Ctx {
+            workspace: &self.workspace,
+            agent: &self.agent,
+            config: &self.config,
+            scope: self.workspace.scope(true, false).unwrap(),
+            enforce_seen: true,
+            nibash: &self.nibash,
+            live: None,
+        }
+    }
+}
