@@ -118,6 +118,17 @@ impl Config {
         }
     }
 
+    /// The sandbox programs run in for these roots, started through the
+    /// small worker entry beside nib's binary (or nib itself without it).
+    pub fn sandbox(&self, roots: &[PathBuf]) -> Result<nib_sandbox::Sandbox, String> {
+        let exe = std::env::current_exe()
+            .map_err(|e| format!("cannot find nib's own binary: {e}; nothing was run"))?;
+        Ok(nib_sandbox::Sandbox::new(
+            &nib_sandbox::entry_beside(&exe),
+            self.sandbox_policy(roots),
+        ))
+    }
+
     /// The sandbox mode programs run in, in one phrase (for `nib doctor`
     /// and nibash_status): the layers in force, and why bubblewrap is not
     /// among them when it is not.

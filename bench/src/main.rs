@@ -937,7 +937,7 @@ fn run() -> Result<()> {
             ));
         }
         for (scenario, policy) in layers {
-            let sandbox = nib_sandbox::Sandbox::new(&nib, policy);
+            let sandbox = nib_sandbox::Sandbox::new(&nib_sandbox::entry_beside(&nib), policy);
             let mut f = || -> Result<(Duration, usize)> {
                 let t = Instant::now();
                 let w = sandbox

@@ -44,7 +44,7 @@ pub use exec_guard::{ExecAttempt, ExecFile, ExecJudge, ExecLog, ExecRefusal};
 pub use policy::{Layers, Limits, Policy};
 pub use seccomp::denied_syscalls;
 pub use spawn::{Killer, Output, Sandbox, SandboxError, Worker};
-pub use worker::{WORKER_ARG, worker_main};
+pub use worker::{WORKER_ARG, WORKER_BINARY, entry_beside, worker_main};
 
 /// What the sandbox can apply on this machine, for `nib doctor` and nibash_status.
 pub fn probe() -> Layers {

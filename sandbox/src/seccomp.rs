@@ -139,9 +139,12 @@ pub fn install(programs: &[BpfProgram]) -> Result<(), String> {
 
 /// Whether seccomp filtering is available (the kernel reports a mode).
 pub fn available() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .map(|s| s.lines().any(|l| l.starts_with("Seccomp:")))
-        .unwrap_or(false)
+    static AVAILABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *AVAILABLE.get_or_init(|| {
+        std::fs::read_to_string("/proc/self/status")
+            .map(|s| s.lines().any(|l| l.starts_with("Seccomp:")))
+            .unwrap_or(false)
+    })
 }
 
 #[cfg(test)]

@@ -176,6 +176,7 @@ impl Sandbox {
         if program.is_empty() {
             return Err(SandboxError::Refused("no program to run".into()));
         }
+
         let layers = crate::probe();
         let bwrap = self.uses_bwrap();
         if let Some(why) = refusal(self.policy.confine, bwrap, &layers) {
@@ -452,6 +453,7 @@ impl Worker {
         let started = Instant::now();
         let mut output = Output::default();
         let mut nap = Duration::from_micros(50);
+        let exit_fd = pidfd_open(self.child.id());
         let status = loop {
             match self.child.try_wait() {
                 Ok(Some(s)) => break Some(s),
@@ -465,10 +467,19 @@ impl Worker {
                 output.timed_out = true;
                 self.kill();
             }
-            // Short naps first: most programs end within a few milliseconds.
-            std::thread::sleep(nap);
-            nap = (nap * 2).min(Duration::from_millis(5));
+            match &exit_fd {
+                // Woken the moment the worker ends; the cap and the timeout
+                // are checked every 5 ms meanwhile.
+                Some(fd) => wait_readable(fd, 5),
+                // Without pidfds: short naps first, most programs end within
+                // a few milliseconds.
+                None => {
+                    std::thread::sleep(nap);
+                    nap = (nap * 2).min(Duration::from_millis(5));
+                }
+            }
         };
+
         // Whatever the program left behind ends with it.
         if let Some(c) = &self.cgroup {
             c.kill_all();
@@ -487,6 +498,30 @@ impl Worker {
             let _ = std::fs::remove_dir_all(t);
         }
         output
+    }
+}
+
+/// A pidfd for our child `pid` (readable once it has ended), where the
+/// kernel has them (Linux 5.3+).
+fn pidfd_open(pid: u32) -> Option<std::os::fd::OwnedFd> {
+    let pid = libc::pid_t::try_from(pid).ok()?;
+    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    let fd = i32::try_from(fd).ok().filter(|fd| *fd >= 0)?;
+    // SAFETY: the kernel just returned this fd to us; nothing else owns it.
+    Some(unsafe { std::os::fd::FromRawFd::from_raw_fd(fd) })
+}
+
+/// Waits up to `ms` milliseconds for `fd` to become readable.
+fn wait_readable(fd: &std::os::fd::OwnedFd, ms: i32) {
+    let mut pfd = libc::pollfd {
+        fd: std::os::fd::AsRawFd::as_raw_fd(fd),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: poll on one pollfd that lives across the call.
+    unsafe {
+        libc::poll(&mut pfd, 1, ms);
     }
 }
 

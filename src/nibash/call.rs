@@ -639,9 +639,7 @@ fn start_worker(
     let mut started = match taken {
         Some(s) => s,
         None => {
-            let exe = std::env::current_exe()
-                .map_err(|e| format!("cannot find nib's own binary: {e}"))?;
-            let mut sandbox = nib_sandbox::Sandbox::new(&exe, policy.clone());
+            let mut sandbox = super::warm::sandbox(policy.clone())?;
             if let Some(judge) = judge {
                 sandbox = sandbox.with_exec_judge(judge);
             }

@@ -39,7 +39,20 @@ pub fn key(policy: &nib_sandbox::Policy, cwd: &Path) -> String {
 
 /// Starts a worker that waits for its request on the returned channel.
 pub fn start(policy: nib_sandbox::Policy, cwd: &Path) -> Result<Started, String> {
-    start_with(nib_sandbox::Sandbox::new(&own_binary()?, policy), cwd)
+    start_with(sandbox(policy)?, cwd)
+}
+
+/// A sandbox for nibash workers under `policy`: the small worker entry
+/// beside nib applies the layers, then runs `nib` [`super::worker::NIBASH_ARG`].
+pub fn sandbox(mut policy: nib_sandbox::Policy) -> Result<nib_sandbox::Sandbox, String> {
+    let exe = own_binary()?;
+    // nib itself must be visible inside bubblewrap too (its private /tmp
+    // would hide a binary kept there).
+    policy.read_only.push(exe.clone());
+    Ok(nib_sandbox::Sandbox::new(
+        &nib_sandbox::entry_beside(&exe),
+        policy,
+    ))
 }
 
 /// Starts a worker of `sandbox` (which may carry an exec judge).

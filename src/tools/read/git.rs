@@ -32,10 +32,7 @@ fn git(ctx: &Ctx, cwd: &Path, args: &[&str]) -> Result<String, String> {
         "color.ui=false".into(),
     ];
     argv.extend(args.iter().map(OsString::from));
-    let entry =
-        std::env::current_exe().map_err(|e| format!("cannot find nib's own binary: {e}"))?;
-    let policy = ctx.config.sandbox_policy(&ctx.workspace.roots());
-    let sandbox = nib_sandbox::Sandbox::new(&entry, policy);
+    let sandbox = ctx.config.sandbox(&ctx.workspace.roots())?;
     let env = [(OsString::from("LC_ALL"), OsString::from("C"))];
     let worker = sandbox.spawn(&argv, cwd, &env).map_err(|e| e.to_string())?;
     let out = worker.wait(Some(GIT_TIMEOUT));
