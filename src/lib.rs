@@ -19,6 +19,7 @@ pub mod hashline;
 pub mod hook;
 pub mod human;
 pub mod lang;
+pub mod memory;
 pub mod nibash;
 pub mod outline;
 pub mod search;

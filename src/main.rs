@@ -121,6 +121,7 @@ fn main() -> std::process::ExitCode {
             std::process::ExitCode::from(code as u8)
         }
         _ => {
+            nib::memory::limit_arenas();
             let runtime = match tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
                 .enable_all()

@@ -172,8 +172,10 @@ pub fn walk(
     let count = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
     let errors = AtomicUsize::new(0);
+    // Nested repositories the walk reached (their own rules applied); the
+    // others are walked on their own afterwards.
     let visited_dirs: Mutex<HashSet<PathBuf>> = Mutex::new(HashSet::new());
-    let walk_one = |root: &Path, parents: bool| {
+    let walk_one = |root: &Path, parents: bool, repos: &HashSet<PathBuf>| {
         let base = root.to_path_buf();
         builder(root, opts.no_ignore, parents)
             .build_parallel()
@@ -198,7 +200,9 @@ pub fn walk(
                         return WalkState::Continue;
                     };
                     if ft.is_dir() {
-                        if let Ok(mut v) = visited_dirs.lock() {
+                        if repos.contains(entry.path())
+                            && let Ok(mut v) = visited_dirs.lock()
+                        {
                             v.insert(entry.path().to_path_buf());
                         }
                         return WalkState::Continue;
@@ -239,15 +243,22 @@ pub fn walk(
             }
             Ok(st) if st.kind == fs::Kind::Dir => {
                 let own_rules_only = !opts.no_ignore && ignored_by_parent(root);
-                walk_one(root, !own_rules_only);
-                if !opts.no_ignore && !stop.load(Ordering::Relaxed) {
-                    for repo in nested_repos(root) {
+                let repos: HashSet<PathBuf> = if opts.no_ignore {
+                    HashSet::new()
+                } else {
+                    nested_repos(root).into_iter().collect()
+                };
+                walk_one(root, !own_rules_only, &repos);
+                if !stop.load(Ordering::Relaxed) {
+                    let mut repos: Vec<PathBuf> = repos.into_iter().collect();
+                    repos.sort();
+                    for repo in repos {
                         let visited = visited_dirs
                             .lock()
                             .map(|v| v.contains(&repo))
                             .unwrap_or(true);
                         if !visited {
-                            walk_one(&repo, false);
+                            walk_one(&repo, false, &HashSet::new());
                         }
                     }
                 }

@@ -342,7 +342,10 @@ impl NibServer {
                 nibash: &this.inner.nibash,
                 live: Some(live.as_ref()),
             };
-            tools::call(&name, arguments, &ctx)
+            let started = std::time::Instant::now();
+            let outcome = tools::call(&name, arguments, &ctx);
+            crate::memory::trim_after(started.elapsed());
+            outcome
         })
         .await;
         watcher.abort();

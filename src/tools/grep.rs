@@ -188,11 +188,14 @@ struct Found {
 fn find_matches(
     opts: &Options,
     walk: &WalkOptions,
-    skip_set: Option<&HashSet<PathBuf>>,
+    skip_set: Option<&HashSet<u64>>,
     deadline: Option<Instant>,
-) -> (Found, Option<HashSet<PathBuf>>) {
+) -> (Found, Option<HashSet<u64>>) {
     let results: Mutex<Vec<(PathBuf, search::FileMatches)>> = Mutex::new(Vec::new());
-    let searched_paths: Option<Mutex<HashSet<PathBuf>>> =
+    // Paths as 64-bit hashes: the set covers every file searched (30,000
+    // in a large tree), kept only for the look into ignored files.
+    let path_key = |p: &Path| xxhash_rust::xxh3::xxh3_64(p.as_os_str().as_encoded_bytes());
+    let searched_paths: Option<Mutex<HashSet<u64>>> =
         skip_set.is_none().then(|| Mutex::new(HashSet::new()));
     let searched = std::sync::atomic::AtomicUsize::new(0);
     let roots: Vec<PathBuf> = opts.targets.iter().map(|t| t.path.clone()).collect();
@@ -204,9 +207,9 @@ fn find_matches(
         if let Some(set) = &searched_paths
             && let Ok(mut s) = set.lock()
         {
-            s.insert(path.to_path_buf());
+            s.insert(path_key(path));
         }
-        if skip_set.is_some_and(|s| s.contains(path)) {
+        if skip_set.is_some_and(|s| s.contains(&path_key(path))) {
             return true;
         }
         searched.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -639,7 +642,7 @@ fn content(out: &mut String, found: &Found, opts: &Options, ctx: &Ctx) {
 }
 
 /// When nothing matched: which ignored files would, if that look is quick.
-fn ignored_hint(opts: &Options, searched: Option<&HashSet<PathBuf>>, ctx: &Ctx) -> String {
+fn ignored_hint(opts: &Options, searched: Option<&HashSet<u64>>, ctx: &Ctx) -> String {
     let Some(searched) = searched else {
         return String::new();
     };
