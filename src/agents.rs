@@ -84,13 +84,22 @@ fn fork_parent(state: &Path, child: &str) -> Option<String> {
 pub fn record_reset(state: &Path, session: &str) -> std::io::Result<()> {
     let dir = hook_dir(state, "reset");
     std::fs::create_dir_all(&dir)?;
-    std::fs::write(dir.join(safe(session)), b"")
+    // The time goes in the file: its mtime comes from the file system's
+    // coarse clock (a tick of several ms), which can put a reset made just
+    // after an agent was loaded before that load.
+    let nanos = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    std::fs::write(dir.join(safe(session)), nanos.to_string())
 }
 
 fn reset_time(state: &Path, session: &str) -> Option<SystemTime> {
-    std::fs::metadata(hook_dir(state, "reset").join(safe(session)))
-        .and_then(|m| m.modified())
+    let path = hook_dir(state, "reset").join(safe(session));
+    let written = std::fs::read_to_string(&path)
         .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .map(|n| SystemTime::UNIX_EPOCH + std::time::Duration::from_nanos(n));
+    written.or_else(|| std::fs::metadata(&path).and_then(|m| m.modified()).ok())
 }
 
 fn lookup_tool_use(state: &Path, id: &str) -> Option<ToolUse> {

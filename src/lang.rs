@@ -255,6 +255,23 @@ impl<V: Clone> Recent<V> {
         self.map.get(key).map(|(v, _)| v.clone())
     }
 
+    /// Drops the oldest entries that a new one of `weight` would evict
+    /// anyway, before it is made: a large parse then never holds memory
+    /// next to the trees it replaces.
+    fn make_room(&mut self, weight: usize) -> usize {
+        let before = self.weight;
+        while !self.order.is_empty()
+            && (self.order.len() >= self.max_len || self.weight + weight > self.max_weight)
+        {
+            if let Some(old) = self.order.pop_front()
+                && let Some((_, w)) = self.map.remove(&old)
+            {
+                self.weight -= w;
+            }
+        }
+        before - self.weight
+    }
+
     fn insert(&mut self, key: Key, value: V, weight: usize) {
         if let Some((_, w)) = self.map.insert(key, (value, weight)) {
             self.weight -= w;
@@ -279,20 +296,74 @@ fn pool() -> &'static Pool {
     POOL.get_or_init(Pool::default)
 }
 
+/// Source bytes whose trees the cache keeps.
+const TREE_BUDGET: usize = 128 << 10;
+
 /// Trees cost about 50 times their source in memory (a 5,000-line file's
-/// tree is 5–10 MiB): keep 128 KiB of source's worth, and always the latest,
-/// which the next edit of that file reparses from.
+/// tree is 5–10 MiB): keep [`TREE_BUDGET`] of source's worth, and always the
+/// latest edited version, which the next edit of that file reparses from. A
+/// read of a file larger than the budget keeps no tree (what reads need of
+/// it — declarations, the outline — is cached on its own, small).
 fn cache() -> &'static Mutex<Recent<Arc<Tree>>> {
     static CACHE: OnceLock<Mutex<Recent<Arc<Tree>>>> = OnceLock::new();
-    CACHE.get_or_init(|| Mutex::new(Recent::new(64, 128 << 10)))
+    CACHE.get_or_init(|| Mutex::new(Recent::new(64, TREE_BUDGET)))
+}
+
+/// Whether a new tree is kept when it is larger than the budget.
+#[derive(Clone, Copy, PartialEq)]
+enum Keep {
+    /// Only within the budget (a read's tree).
+    WithinBudget,
+    /// As the latest, whatever its size (an edit's tree).
+    Latest,
+    /// Only until the call ends: the tree serves a summary that is cached
+    /// on its own (declarations), so keeping it would only hold memory.
+    CallOnly,
 }
 
 fn tree_key(lang: Lang, source: &[u8]) -> Key {
     (lang, xxhash_rust::xxh3::xxh3_64(source))
 }
 
+thread_local! {
+    /// The last tree this thread's call parsed without keeping it (a large
+    /// file's, or one made only for its declarations), kept until the call
+    /// ends ([`release_call_trees`]): declarations, outline and imports of
+    /// one version then take one parse between them.
+    static CALL_TREE: std::cell::RefCell<Option<(Key, Arc<Tree>)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
 fn cached(key: Key) -> Option<Arc<Tree>> {
-    cache().lock().ok()?.get(&key)
+    if let Some(t) = cache().lock().ok().and_then(|c| c.get(&key)) {
+        return Some(t);
+    }
+    CALL_TREE.with_borrow(|slot| {
+        slot.as_ref()
+            .filter(|(k, _)| *k == key)
+            .map(|(_, t)| Arc::clone(t))
+    })
+}
+
+/// The source bytes behind a tree (its weight in the cache).
+fn tree_weight(tree: &Tree) -> usize {
+    tree.root_node().end_byte()
+}
+
+/// The syntax tree of `source` for this call only: from the cache when it
+/// is there, else parsed and dropped when the call ends.
+fn parse_for_call(lang: Lang, source: &[u8]) -> Option<Arc<Tree>> {
+    let key = tree_key(lang, source);
+    match cached(key) {
+        Some(t) => Some(t),
+        None => parse_into_cache(lang, source, key, None, Keep::CallOnly),
+    }
+}
+
+/// Drops the large tree this thread's call parsed (see [`Keep`]); the
+/// server calls it when a tool call ends.
+pub fn release_call_trees() {
+    CALL_TREE.with_borrow_mut(|slot| *slot = None);
 }
 
 /// The syntax tree of `source`, parsed once per version.
@@ -300,7 +371,7 @@ pub fn parse(lang: Lang, source: &[u8]) -> Option<Arc<Tree>> {
     let key = tree_key(lang, source);
     match cached(key) {
         Some(t) => Some(t),
-        None => parse_into_cache(lang, source, key, None),
+        None => parse_into_cache(lang, source, key, None, Keep::WithinBudget),
     }
 }
 
@@ -316,7 +387,7 @@ pub fn parse_edited(lang: Lang, previous: &[u8], source: &[u8]) -> Option<Arc<Tr
         t.edit(&changed_span(previous, source));
         t
     });
-    parse_into_cache(lang, source, key, old.as_ref())
+    parse_into_cache(lang, source, key, old.as_ref(), Keep::Latest)
 }
 
 /// One edit covering every byte that differs: from the common prefix to the
@@ -347,7 +418,18 @@ fn changed_span(old: &[u8], new: &[u8]) -> InputEdit {
     }
 }
 
-fn parse_into_cache(lang: Lang, source: &[u8], key: Key, old: Option<&Tree>) -> Option<Arc<Tree>> {
+fn parse_into_cache(
+    lang: Lang,
+    source: &[u8],
+    key: Key,
+    old: Option<&Tree>,
+    keep: Keep,
+) -> Option<Arc<Tree>> {
+    let kept = match keep {
+        Keep::Latest => true,
+        Keep::WithinBudget => source.len() <= TREE_BUDGET,
+        Keep::CallOnly => false,
+    };
     let mut parser = pool()
         .lock()
         .ok()?
@@ -358,13 +440,31 @@ fn parse_into_cache(lang: Lang, source: &[u8], key: Key, old: Option<&Tree>) -> 
             p.set_language(&lang.grammar()?).ok()?;
             Some(p)
         })?;
+    // At most one large tree at a time: the cache makes room for a large
+    // one (kept or not), and the call's previous tree goes.
+    let room = if kept || source.len() > TREE_BUDGET {
+        cache().lock().map_or(0, |mut c| c.make_room(source.len()))
+    } else {
+        0
+    };
+    let dropped =
+        room + CALL_TREE.with_borrow_mut(|slot| slot.take().map_or(0, |(_, t)| tree_weight(&t)));
+    if dropped >= 64 << 10 {
+        // Trees of 64 KiB of source and more hold megabytes: give them back
+        // before the next one is built, whichever malloc arena builds it.
+        crate::memory::release_freed();
+    }
     let tree = parser.parse(source, old).map(Arc::new);
     if let Ok(mut p) = pool().lock() {
         p.entry(lang).or_default().push(parser);
     }
     let tree = tree?;
-    if let Ok(mut c) = cache().lock() {
-        c.insert(key, Arc::clone(&tree), source.len());
+    if kept {
+        if let Ok(mut c) = cache().lock() {
+            c.insert(key, Arc::clone(&tree), source.len());
+        }
+    } else {
+        CALL_TREE.with_borrow_mut(|slot| *slot = Some((key, Arc::clone(&tree))));
     }
     Some(tree)
 }
@@ -450,7 +550,7 @@ pub fn declarations(lang: Lang, src: &[u8]) -> Arc<Vec<Decl>> {
 }
 
 fn find_declarations(lang: Lang, src: &[u8]) -> Vec<Decl> {
-    let Some(tree) = parse(lang, src) else {
+    let Some(tree) = parse_for_call(lang, src) else {
         return Vec::new();
     };
     let mut out = Vec::new();
@@ -563,7 +663,7 @@ fn first_error_in(tree: &Tree) -> Option<usize> {
 
 /// The import lines (1-based) and their imported names (Java, Kotlin).
 pub fn imports(lang: Lang, src: &[u8]) -> Vec<(usize, String)> {
-    let Some(tree) = parse(lang, src) else {
+    let Some(tree) = parse_for_call(lang, src) else {
         return Vec::new();
     };
     let mut out = Vec::new();
@@ -596,6 +696,24 @@ pub fn has_imports(lang: Lang) -> bool {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn room_is_made_before_a_value_that_would_evict_the_others() {
+        let mut r: Recent<u32> = Recent::new(4, 10);
+        r.insert((Lang::Rust, 1), 1, 4);
+        r.insert((Lang::Rust, 2), 2, 4);
+        // A value of weight 6 leaves room for only one of the two: the
+        // older goes before the new value is made.
+        assert_eq!(r.make_room(6), 4);
+        assert_eq!(r.get(&(Lang::Rust, 1)), None);
+        assert_eq!(r.get(&(Lang::Rust, 2)), Some(2));
+        // One larger than the whole budget leaves nothing behind.
+        assert_eq!(r.make_room(11), 4);
+        assert_eq!(r.get(&(Lang::Rust, 2)), None);
+        assert_eq!(r.weight, 0);
+        r.insert((Lang::Rust, 3), 3, 11);
+        assert_eq!(r.get(&(Lang::Rust, 3)), Some(3));
+    }
     use super::*;
 
     fn names(lang: Lang, src: &str) -> Vec<String> {
@@ -667,7 +785,38 @@ mod tests {
 /// The lines (1-based) an outline of a large file shows: every top-level
 /// line a declaration or statement starts on, and the first line of each
 /// first-level member.
-pub fn outline(lang: Lang, src: &[u8]) -> Vec<usize> {
+pub fn outline(lang: Lang, src: &[u8]) -> Arc<Outline> {
+    static OUTLINES: OnceLock<Mutex<Recent<Arc<Outline>>>> = OnceLock::new();
+    let cache = OUTLINES.get_or_init(|| Mutex::new(Recent::new(64, 1 << 20)));
+    let key = tree_key(lang, src);
+    if let Some(o) = cache.lock().ok().and_then(|c| c.get(&key)) {
+        return o;
+    }
+    let found = Arc::new(Outline {
+        lines: find_outline(lang, src),
+        import_runs: import_runs(lang, src),
+    });
+    if let Ok(mut c) = cache.lock() {
+        let names: usize = found
+            .import_runs
+            .iter()
+            .flat_map(|r| r.2.iter().map(String::len))
+            .sum();
+        c.insert(key, Arc::clone(&found), found.lines.len() * 8 + names);
+    }
+    found
+}
+
+/// What a read's outline shows of a parsed file (computed once per version).
+#[derive(Debug, Default)]
+pub struct Outline {
+    /// Lines of top-level items and their members (1-based).
+    pub lines: Vec<usize>,
+    /// Runs of 10 or more import lines (see [`import_runs`]).
+    pub import_runs: Vec<(usize, usize, Vec<String>)>,
+}
+
+fn find_outline(lang: Lang, src: &[u8]) -> Vec<usize> {
     let Some(tree) = parse(lang, src) else {
         return Vec::new();
     };

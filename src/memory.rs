@@ -23,11 +23,16 @@ pub fn limit_arenas() {
 }
 
 /// Returns freed heap pages to the system after a call that took `took`.
-#[allow(unsafe_code)]
 pub fn trim_after(took: Duration) {
-    if took < TRIM_AFTER {
-        return;
+    if took >= TRIM_AFTER {
+        release_freed();
     }
+}
+
+/// Returns freed heap pages to the system now: after dropping something
+/// large (a syntax tree of megabytes) and before making its successor.
+#[allow(unsafe_code)]
+pub fn release_freed() {
     #[cfg(target_env = "gnu")]
     // SAFETY: malloc_trim takes an integer and only releases free memory.
     unsafe {

@@ -344,6 +344,7 @@ impl NibServer {
             };
             let started = std::time::Instant::now();
             let outcome = tools::call(&name, arguments, &ctx);
+            crate::lang::release_call_trees();
             crate::memory::trim_after(started.elapsed());
             outcome
         })

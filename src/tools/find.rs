@@ -115,7 +115,9 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
         roots.push(r);
     }
     let now = SystemTime::now();
-    let found: Mutex<Vec<(PathBuf, fs::Stat)>> = Mutex::new(Vec::new());
+    // What sorting and the folder summary need of each file, and no more:
+    // a walk of a large tree keeps tens of thousands of these.
+    let found: Mutex<Vec<Found>> = Mutex::new(Vec::new());
     let visit = |path: &Path, _rel: &Path| -> bool {
         if let Ok(st) = fs::stat(&ctx.scope, path) {
             let big_enough = min_size.is_none_or(|m| st.size >= m);
@@ -128,7 +130,11 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
                 && recent
                 && let Ok(mut f) = found.lock()
             {
-                f.push((path.to_path_buf(), st));
+                f.push(Found {
+                    path: path.to_path_buf(),
+                    size: st.size,
+                    modified: st.modified,
+                });
             }
         }
         true
@@ -144,9 +150,11 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
     );
     let mut files = found.into_inner().unwrap_or_default();
     match sort {
-        Sort::Path => files.sort_by(|a, b| a.0.cmp(&b.0)),
-        Sort::Size => files.sort_by(|a, b| b.1.size.cmp(&a.1.size).then(a.0.cmp(&b.0))),
-        Sort::Modified => files.sort_by(|a, b| b.1.modified.cmp(&a.1.modified).then(a.0.cmp(&b.0))),
+        Sort::Path => files.sort_by(|a, b| a.path.cmp(&b.path)),
+        Sort::Size => files.sort_by(|a, b| b.size.cmp(&a.size).then(a.path.cmp(&b.path))),
+        Sort::Modified => {
+            files.sort_by(|a, b| b.modified.cmp(&a.modified).then(a.path.cmp(&b.path)))
+        }
     }
     let total = files.len();
     let order = match sort {
@@ -172,11 +180,14 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
         out.push('\n');
         let shown: Vec<(String, String)> = page
             .iter()
-            .map(|(p, st)| {
-                (
-                    ws.display(p),
-                    crate::tools::read::file_facts(&ctx.scope, p, st, now),
-                )
+            .filter_map(|f| {
+                // Stat again for the page's facts (a file removed since the
+                // walk drops out).
+                let st = fs::stat(&ctx.scope, &f.path).ok()?;
+                Some((
+                    ws.display(&f.path),
+                    crate::tools::read::file_facts(&ctx.scope, &f.path, &st, now),
+                ))
             })
             .collect();
         if sort == Sort::Path {
@@ -221,29 +232,46 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
     Ok(ToolOutput::ok(out))
 }
 
+/// A file the walk found.
+struct Found {
+    path: PathBuf,
+    size: u64,
+    modified: Option<SystemTime>,
+}
+
 fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// Folders with their file counts and sizes, coarsened until they fit a page.
-fn folders(files: &[(PathBuf, fs::Stat)], ctx: &Ctx) -> String {
-    let shown: Vec<(String, u64)> = files
-        .iter()
-        .map(|(p, st)| (ctx.workspace.display(p), st.size))
+fn folders(files: &[Found], ctx: &Ctx) -> String {
+    // Each folder once (files sum into their folder), then shown.
+    let mut by_folder: BTreeMap<&Path, (usize, u64)> = BTreeMap::new();
+    for f in files {
+        let g = by_folder
+            .entry(f.path.parent().unwrap_or(Path::new("")))
+            .or_insert((0, 0));
+        g.0 += 1;
+        g.1 += f.size;
+    }
+    let shown: Vec<(String, usize, u64)> = by_folder
+        .into_iter()
+        .map(|(dir, (n, size))| {
+            let d = ctx.workspace.display(dir);
+            (if d == "." { String::new() } else { d }, n, size)
+        })
         .collect();
     let mut depth = 6;
     loop {
         let mut groups: BTreeMap<String, (usize, u64)> = BTreeMap::new();
-        for (path, size) in &shown {
-            let parts: Vec<&str> = path.split('/').collect();
-            let dir_parts = &parts[..parts.len().saturating_sub(1)];
-            let key = if dir_parts.is_empty() {
+        for (dir, n, size) in &shown {
+            let key = if dir.is_empty() {
                 ".".to_string()
             } else {
-                dir_parts[..dir_parts.len().min(depth)].join("/")
+                dir.split('/').take(depth).collect::<Vec<_>>().join("/")
             };
             let g = groups.entry(key).or_insert((0, 0));
-            g.0 += 1;
+            g.0 += n;
             g.1 += size;
         }
         if groups.len() <= PAGE || depth == 1 {

@@ -382,14 +382,12 @@ fn rows_for(
         ));
         return block;
     }
-    let lang = crate::lang::Lang::of(path);
-    let lines = match lang {
-        Some(l) => crate::lang::outline(l, &file.bytes),
+    let parsed = crate::lang::Lang::of(path).map(|l| crate::lang::outline(l, &file.bytes));
+    let lines = match &parsed {
+        Some(o) => o.lines.clone(),
         None => outline::outline(&text.lines, shape),
     };
-    let runs = lang
-        .map(|l| crate::lang::import_runs(l, &file.bytes))
-        .unwrap_or_default();
+    let runs = parsed.map(|o| o.import_runs.clone()).unwrap_or_default();
     let mut run_iter = runs.iter().peekable();
     for &n in &lines {
         if let Some((first, last, names)) = run_iter.peek()
