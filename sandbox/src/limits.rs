@@ -69,7 +69,12 @@ impl PidsCgroup {
 
     /// Kills every process in the cgroup, repeatedly until it is empty, then removes it.
     pub fn kill_all(&self) {
-        for _ in 0..50 {
+        // Processes that are ending (a PID namespace's init right after its
+        // parent) leave the list within microseconds: check again soon, then
+        // less often, for at most about half a second.
+        let mut nap = std::time::Duration::from_micros(50);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_millis(500);
+        while std::time::Instant::now() < deadline {
             let procs = std::fs::read_to_string(self.procs_file()).unwrap_or_default();
             let pids: Vec<i32> = procs
                 .lines()
@@ -85,7 +90,8 @@ impl PidsCgroup {
                     libc::kill(pid, libc::SIGKILL);
                 }
             }
-            std::thread::sleep(std::time::Duration::from_millis(10));
+            std::thread::sleep(nap);
+            nap = (nap * 2).min(std::time::Duration::from_millis(10));
         }
         let _ = std::fs::remove_dir(&self.dir);
     }
