@@ -193,3 +193,30 @@ pub fn worker_main(args: &[OsString]) -> ! {
         127,
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn the_small_entry_is_used_only_when_it_is_an_executable_file_beside_the_binary() {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = dir.path().join("nib");
+        std::fs::write(&exe, b"").unwrap();
+        // Missing: nib itself.
+        assert_eq!(entry_beside(&exe), exe);
+        // Present but not executable: nib itself.
+        let small = dir.path().join(WORKER_BINARY);
+        std::fs::write(&small, b"").unwrap();
+        std::fs::set_permissions(&small, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert_eq!(entry_beside(&exe), exe);
+        // Executable: the small entry.
+        std::fs::set_permissions(&small, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(entry_beside(&exe), small);
+        // A folder of that name is not an entry.
+        std::fs::remove_file(&small).unwrap();
+        std::fs::create_dir(&small).unwrap();
+        assert_eq!(entry_beside(&exe), exe);
+    }
+}
