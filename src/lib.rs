@@ -20,6 +20,7 @@ pub mod hook;
 pub mod human;
 pub mod lang;
 pub mod memory;
+pub mod names;
 pub mod nibash;
 pub mod outline;
 pub mod search;

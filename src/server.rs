@@ -90,7 +90,7 @@ impl NibServer {
     /// A server for one connection.
     pub fn new(config: Config) -> NibServer {
         let inner = Arc::new(Inner {
-            workspace: Workspace::new(config.project_dir.clone()),
+            workspace: Workspace::with_project_names(config.project_dir.clone()),
             agents: Agents::new(&config.state_dir),
             config,
             last_save: Mutex::new(std::time::Instant::now()),

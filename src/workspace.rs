@@ -1,29 +1,71 @@
 //! Where paths start and how they are shown: the project directory and the
 //! client's roots.
 //!
-//! Tool arguments name paths relative to the project directory (or absolute, or
-//! `~/…`). Output shows paths relative to the project directory when they lie
+//! Tool arguments name paths relative to the project directory (or absolute,
+//! `~/…`, or `~NAME/…` for a named directory, [`crate::names`]). Output shows paths relative to the project directory when they lie
 //! under it, else absolute, with control characters escaped so a file name can
 //! never forge a row. Roots are recorded here for the confinement issue; without
 //! NIB_SANDBOX they restrict nothing, as in the original.
 
 use std::path::{Component, Path, PathBuf};
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
 
-/// The project directory and the roots the client gave.
+use crate::names::{Names, Source};
+
+/// The project directory, the roots the client gave and the named directories.
 #[derive(Debug)]
 pub struct Workspace {
     project_dir: PathBuf,
     roots: RwLock<Option<Vec<PathBuf>>>,
+    /// Shared with the workspaces made from this one ([`Workspace::sharing_names`]).
+    names: Arc<RwLock<Names>>,
 }
 
 impl Workspace {
-    /// A workspace rooted at `project_dir` (already canonical).
+    /// A workspace rooted at `project_dir` with the names of its nib.json.
+    pub fn with_project_names(project_dir: PathBuf) -> Workspace {
+        let mut names = Names::default();
+        crate::names::load_project(&project_dir, &mut names);
+        let w = Workspace::new(project_dir);
+        w.set_names(names);
+        w
+    }
+
+    /// A workspace rooted at `project_dir` (already canonical), without names.
     pub fn new(project_dir: PathBuf) -> Workspace {
         Workspace {
             project_dir,
             roots: RwLock::new(None),
+            names: Arc::new(RwLock::new(Names::default())),
         }
+    }
+
+    /// A workspace rooted at `project_dir` whose names are `other`'s: a
+    /// name either defines is a name of both.
+    pub fn sharing_names(project_dir: PathBuf, other: &Workspace) -> Workspace {
+        Workspace {
+            project_dir,
+            roots: RwLock::new(None),
+            names: Arc::clone(&other.names),
+        }
+    }
+
+    /// The named directories now.
+    pub fn names(&self) -> Names {
+        self.names.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Defines a name (see [`Names::define`]); `Err` says why it was not.
+    pub fn define_name(&self, name: &str, dir: &Path, source: Source) -> Result<(), String> {
+        self.names
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .define(name, dir, source)
+    }
+
+    /// Replaces the names (a worker receives the broker's).
+    pub fn set_names(&self, names: Names) {
+        *self.names.write().unwrap_or_else(|p| p.into_inner()) = names;
     }
 
     /// The project directory.
@@ -97,6 +139,15 @@ impl Workspace {
         {
             return PathBuf::from(home).join(rest);
         }
+        if arg.starts_with('~')
+            && let Some(p) = self
+                .names
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .expand(arg)
+        {
+            return p;
+        }
         let p = Path::new(arg);
         if p.is_absolute() {
             p.to_path_buf()
@@ -108,17 +159,24 @@ impl Workspace {
     /// How a path is shown to the agent.
     pub fn display(&self, path: &Path) -> String {
         let lexical = lexical_normalize(path);
-        let shown = match lexical.strip_prefix(&self.project_dir) {
+        let mut shown = match lexical.strip_prefix(&self.project_dir) {
             Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
             Ok(rel) => rel.to_string_lossy().into_owned(),
             Err(_) => lexical.to_string_lossy().into_owned(),
         };
+        let names = self.names.read().unwrap_or_else(|p| p.into_inner());
+        if !names.is_empty()
+            && let Some(short) = names.shorten(&lexical)
+            && short.len() < shown.len()
+        {
+            shown = short;
+        }
         escape_control(&shown)
     }
 }
 
 /// Removes `.` and folds `a/..` for display only (never for access decisions).
-fn lexical_normalize(path: &Path) -> PathBuf {
+pub(crate) fn lexical_normalize(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for c in path.components() {
         match c {

@@ -12,6 +12,7 @@ mod confine;
 mod edit;
 mod grep;
 mod lang;
+mod names;
 mod nibash;
 mod patch_fixtures;
 mod policy;

@@ -89,13 +89,7 @@ struct Asker {
 
 /// Whether `name` may name a folder (what `hash -d name=dir` accepts).
 fn name_is_valid(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 64
-        && !name.starts_with(['-', '.'])
-        && !name.contains("..")
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+    crate::names::valid_name(name)
 }
 
 impl Asker {
@@ -372,7 +366,12 @@ impl Consumer {
                 // Untrusted like every event: a name nib would accept from
                 // `hash -d`, for a folder the call's scope can reach.
                 if name_is_valid(&name) && self.asker.is_folder(&dir) {
-                    self.asker.nib.set_name(name, dir);
+                    // A conflict keeps the first definition; the worker
+                    // already told the agent what it defined.
+                    let _ =
+                        self.asker
+                            .workspace
+                            .define_name(&name, &dir, crate::names::Source::Hash);
                 }
             }
             Msg::Event(Event::Done {
@@ -531,7 +530,13 @@ pub fn run(ctx: &Ctx, nib: &Arc<Nibash>, args: CallArgs) -> ToolOutput {
     let request = Request {
         command: args.command.clone(),
         cwd: cwd.clone(),
-        names: nib.names(),
+        names: ctx
+            .workspace
+            .names()
+            .list()
+            .iter()
+            .map(|n| (n.name.clone(), n.dir.clone()))
+            .collect(),
         job: entry.id,
         mark: crate::fs::unique_id(),
         rules: runtime,
@@ -561,7 +566,7 @@ pub fn run(ctx: &Ctx, nib: &Arc<Nibash>, args: CallArgs) -> ToolOutput {
         asker: Asker {
             scope: ctx.scope.clone(),
             nib: Arc::clone(nib),
-            workspace: Workspace::new(cwd.clone()),
+            workspace: Workspace::sharing_names(cwd.clone(), ctx.workspace),
             trashed: Vec::new(),
         },
         seen: Vec::new(),
@@ -1170,9 +1175,9 @@ mod forged {
                 "forged events ended the call"
             );
         }
-        let names = nib.names();
+        let names = consumer.asker.workspace.names();
         assert!(
-            names.values().all(|d| d.starts_with(&root)),
+            names.list().iter().all(|n| n.dir.starts_with(&root)),
             "a forged name points outside the roots: {names:?}"
         );
         // The worker's own end (its mark through the pipe) still ends it.

@@ -57,8 +57,6 @@ pub struct Nibash {
     pub usage: Mutex<Usage>,
     /// The worker started ahead of the next call.
     pub warm: std::sync::Arc<warm::Warm>,
-    /// Named directories from `hash -d`.
-    pub names: Mutex<BTreeMap<String, PathBuf>>,
     /// The watcher of the roots it was made for (`None` inside: none possible).
     watcher: Mutex<Option<WatcherFor>>,
     /// A walk for changed files stopped at its limit once: do not walk again.
@@ -66,11 +64,6 @@ pub struct Nibash {
 }
 
 impl Nibash {
-    /// The named directories now.
-    pub fn names(&self) -> BTreeMap<String, PathBuf> {
-        self.names.lock().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-
     /// The watcher for these roots (made on first use, remade when the roots
     /// change), or `None` when the roots cannot be watched.
     pub fn watcher(&self, roots: &[PathBuf]) -> Option<std::sync::Arc<watch::Watcher>> {
@@ -103,13 +96,5 @@ impl Nibash {
         let e = u.entry((agent.to_string(), tool.to_string())).or_default();
         e.0 += 1;
         e.1 += chars as u64;
-    }
-
-    /// Defines (or redefines) a named directory.
-    pub fn set_name(&self, name: String, dir: PathBuf) {
-        self.names
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(name, dir);
     }
 }

@@ -127,6 +127,11 @@ pub fn status(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
     ));
     out.push_str(&crate::nibash::rules::describe(ctx.workspace.project_dir()));
     out.push('\n');
+    out.push_str(
+        &ctx.workspace
+            .names()
+            .describe(|p| crate::workspace::escape_control(&p.to_string_lossy())),
+    );
     out.push_str(&usage(&nib.usage.lock().unwrap_or_else(|p| p.into_inner())));
     let entries = nib.jobs.all();
     if entries.is_empty() {

@@ -458,6 +458,15 @@ fn hash(ctx: ExecutionContext<'_, Se>, args: Vec<CommandArg>) -> Answer<'_> {
             }
             return Ok(ExecutionResult::success());
         }
+        // The broker's table, to say at once what it would refuse (it
+        // checks again: the worker is not trusted).
+        let mut table = crate::names::Names::default();
+        for (name, dir) in super::request()
+            .map(|r| r.names.clone())
+            .unwrap_or_default()
+        {
+            let _ = table.define(&name, &dir, crate::names::Source::Hash);
+        }
         for d in defs {
             let Some((name, dir)) = d.split_once('=') else {
                 let _ = writeln!(ctx.stderr(), "hash -d: {d}: expected name=dir");
@@ -470,6 +479,10 @@ fn hash(ctx: ExecutionContext<'_, Se>, args: Vec<CommandArg>) -> Answer<'_> {
                     "hash -d: {}: not a folder; no name was defined",
                     dir.display()
                 );
+                return Ok(ExecutionResult::new(1));
+            }
+            if let Err(why) = table.define(name, &dir, crate::names::Source::Hash) {
+                let _ = writeln!(ctx.stderr(), "hash -d: {why}");
                 return Ok(ExecutionResult::new(1));
             }
             send(&Event::Name {

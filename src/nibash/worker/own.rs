@@ -691,6 +691,14 @@ pub fn answer(call: &Call) -> (String, u8) {
         Err(e) => return (format!("nibash: {e}\n"), 2),
     };
     let workspace = Workspace::new(project);
+    // The broker's names, so the rows' headers shorten as the tools' do.
+    if let Some(req) = super::request() {
+        let mut names = crate::names::Names::default();
+        for (name, dir) in &req.names {
+            let _ = names.define(name, dir, crate::names::Source::Hash);
+        }
+        workspace.set_names(names);
+    }
     let agent = Mutex::new(Agent::default());
     let nibash = std::sync::Arc::default();
     let ctx = Ctx {

@@ -1,0 +1,340 @@
+//! Named directories: `~NAME/rest` stands for a folder in every tool's
+//! arguments, and every path nib prints under a named folder is shortened
+//! with the longest name that matches.
+//!
+//! This module owns the table: which names exist, where each came from,
+//! what is accepted as a name, how conflicts are settled (the first
+//! definition of a name stays; a name that is a prefix of another is
+//! refused), expanding a `~NAME` argument and shortening a path. Where the
+//! names come from is decided by their sources (nib.json here, `hash -d` in
+//! nibash); what a name may reach is decided by confinement as for any
+//! path: a name never widens access.
+
+use std::path::{Path, PathBuf};
+
+/// Where a name was defined.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Source {
+    /// `directories` in the project's nib.json.
+    NibJson,
+    /// `hash -d name=dir` in nibash.
+    Hash,
+}
+
+impl Source {
+    /// How the source is named in notes and listings.
+    pub fn label(self) -> &'static str {
+        match self {
+            Source::NibJson => "nib.json",
+            Source::Hash => "hash -d",
+        }
+    }
+}
+
+/// One named folder.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Name {
+    /// The name, without the `~`.
+    pub name: String,
+    /// The folder, absolute.
+    pub dir: PathBuf,
+    /// Where it was defined.
+    pub source: Source,
+}
+
+/// The names in force.
+#[derive(Clone, Debug, Default)]
+pub struct Names {
+    list: Vec<Name>,
+    /// Why definitions from files were not taken (for nibash_status).
+    notes: Vec<String>,
+}
+
+/// Whether `name` may be a name: letters, digits, `_`, `-` and `.`, not
+/// starting with `-` or `.`, no `..`, at most 64 characters.
+pub fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && !name.starts_with(['-', '.'])
+        && !name.contains("..")
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+}
+
+impl Names {
+    /// The names, in the order they were defined.
+    pub fn list(&self) -> &[Name] {
+        &self.list
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    /// Why definitions read from files were not taken.
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    /// The listing nibash_status prints: each name with its folder (as
+    /// `shown` shows it) and its source, then the notes.
+    pub fn describe(&self, shown: impl Fn(&Path) -> String) -> String {
+        if self.list.is_empty() && self.notes.is_empty() {
+            return "names: none (define them in nib.json's \"directories\" or with hash -d name=dir)\n".into();
+        }
+        let mut out = String::from("names:\n");
+        for n in &self.list {
+            out.push_str(&format!(
+                "  ~{} = {} ({})\n",
+                n.name,
+                shown(&n.dir),
+                n.source.label()
+            ));
+        }
+        for note in &self.notes {
+            out.push_str(&format!("  {note}\n"));
+        }
+        out
+    }
+
+    /// Defines `name` for `dir` (absolute, already checked to be a folder by
+    /// the caller). Refuses, saying why and that the name was not defined: a
+    /// name that is not valid, a folder path with `..` or control
+    /// characters, a name defined before (the first stays), and a name that
+    /// is a prefix of another or has another as its prefix. Defining the
+    /// same name for the same folder again is no change.
+    pub fn define(&mut self, name: &str, dir: &Path, source: Source) -> Result<(), String> {
+        if !valid_name(name) {
+            return Err(format!(
+                "~{}: a name is letters, digits, _, - and . (not first), without \"..\"; it was not defined",
+                crate::workspace::escape_control(name)
+            ));
+        }
+        let shown = dir.to_string_lossy();
+        if !dir.is_absolute()
+            || shown.chars().any(char::is_control)
+            || dir
+                .components()
+                .any(|c| matches!(c, std::path::Component::ParentDir))
+        {
+            return Err(format!(
+                "~{name}: {} is not an absolute folder path without \"..\" or control characters; the name was not defined",
+                crate::workspace::escape_control(&shown)
+            ));
+        }
+        if let Some(old) = self.list.iter().find(|n| n.name == name) {
+            if old.dir == dir {
+                return Ok(());
+            }
+            return Err(format!(
+                "~{name} is already {} (from {}); the {} definition for {} was ignored",
+                old.dir.display(),
+                old.source.label(),
+                source.label(),
+                crate::workspace::escape_control(&shown)
+            ));
+        }
+        if let Some(other) = self
+            .list
+            .iter()
+            .find(|n| n.name.starts_with(name) || name.starts_with(n.name.as_str()))
+        {
+            return Err(format!(
+                "~{name} and ~{} would be prefixes of each other; ~{name} was not defined",
+                other.name
+            ));
+        }
+        self.list.push(Name {
+            name: name.to_string(),
+            dir: dir.to_path_buf(),
+            source,
+        });
+        Ok(())
+    }
+
+    /// The path an argument `~NAME` or `~NAME/rest` stands for, when NAME
+    /// is defined (`~/…` and `~` are the home folder, not names).
+    pub fn expand(&self, arg: &str) -> Option<PathBuf> {
+        let rest = arg.strip_prefix('~')?;
+        let (name, tail) = match rest.split_once('/') {
+            Some((n, t)) => (n, Some(t)),
+            None => (rest, None),
+        };
+        if name.is_empty() {
+            return None;
+        }
+        let dir = &self.list.iter().find(|n| n.name == name)?.dir;
+        Some(match tail {
+            Some(t) if !t.is_empty() => dir.join(t),
+            _ => dir.clone(),
+        })
+    }
+
+    /// `path` (absolute, normalized) written with the longest name whose
+    /// folder holds it: `~NAME` or `~NAME/rest`.
+    pub fn shorten(&self, path: &Path) -> Option<String> {
+        let (n, rest) = self
+            .list
+            .iter()
+            .filter_map(|n| path.strip_prefix(&n.dir).ok().map(|rest| (n, rest)))
+            .max_by_key(|(n, _)| n.dir.as_os_str().len())?;
+        Some(if rest.as_os_str().is_empty() {
+            format!("~{}", n.name)
+        } else {
+            format!("~{}/{}", n.name, rest.to_string_lossy())
+        })
+    }
+}
+
+/// The `directories` of the project's nib.json (`{"directories": {"orm":
+/// "path/to/orm"}}`, paths relative to the project), defined into `names`
+/// with nib.json as their source. Why any was not defined (or the file
+/// could not be read as JSON) is kept in the table's notes.
+pub fn load_project(project_dir: &Path, names: &mut Names) {
+    let notes = read_project(project_dir, names);
+    names.notes.extend(notes);
+}
+
+fn read_project(project_dir: &Path, names: &mut Names) -> Vec<String> {
+    let path = project_dir.join("nib.json");
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Vec::new();
+    };
+    let value: serde_json::Value = match serde_json::from_str(&text) {
+        Ok(v) => v,
+        Err(e) => {
+            return vec![format!(
+                "[names: nib.json is not JSON ({e}); no names were read from it]"
+            )];
+        }
+    };
+    let Some(dirs) = value.get("directories") else {
+        return Vec::new();
+    };
+    let Some(dirs) = dirs.as_object() else {
+        return vec![
+            "[names: \"directories\" in nib.json is not an object of name: folder; no names were read from it]".into(),
+        ];
+    };
+    let mut notes = Vec::new();
+    for (name, dir) in dirs {
+        let Some(dir) = dir.as_str() else {
+            notes.push(format!(
+                "[names: ~{name}: the folder is not a string; the name was not defined]"
+            ));
+            continue;
+        };
+        // `..` folded: the name stands for the folder the path names (what
+        // it may reach is still decided by confinement at each use).
+        let full = crate::workspace::lexical_normalize(&project_dir.join(dir));
+        if !full.is_dir() {
+            notes.push(format!(
+                "[names: ~{name}: {} is not a folder; the name was not defined]",
+                crate::workspace::escape_control(dir)
+            ));
+            continue;
+        }
+        if let Err(why) = names.define(name, &full, Source::NibJson) {
+            notes.push(format!("[names: {why}]"));
+        }
+    }
+    notes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(entries: &[(&str, &str)]) -> Names {
+        let mut n = Names::default();
+        for (name, dir) in entries {
+            n.define(name, Path::new(dir), Source::NibJson).unwrap();
+        }
+        n
+    }
+
+    #[test]
+    fn names_expand_and_paths_shorten_with_the_longest_match() {
+        let n = table(&[
+            ("orm", "/p/src/main/java/com/ex/orm"),
+            ("wf", "/p/src/main/java/com/ex/orm/workflow"),
+        ]);
+        assert_eq!(
+            n.expand("~orm/Repo.java"),
+            Some(PathBuf::from("/p/src/main/java/com/ex/orm/Repo.java"))
+        );
+        assert_eq!(
+            n.expand("~orm"),
+            Some(PathBuf::from("/p/src/main/java/com/ex/orm"))
+        );
+        assert_eq!(
+            n.expand("~orm/"),
+            Some(PathBuf::from("/p/src/main/java/com/ex/orm"))
+        );
+        assert_eq!(n.expand("~/x"), None);
+        assert_eq!(n.expand("~"), None);
+        assert_eq!(n.expand("~nope/x"), None);
+        assert_eq!(n.expand("orm/x"), None);
+        assert_eq!(
+            n.shorten(Path::new("/p/src/main/java/com/ex/orm/workflow/Step.java"))
+                .as_deref(),
+            Some("~wf/Step.java")
+        );
+        assert_eq!(
+            n.shorten(Path::new("/p/src/main/java/com/ex/orm/A.java"))
+                .as_deref(),
+            Some("~orm/A.java")
+        );
+        assert_eq!(
+            n.shorten(Path::new("/p/src/main/java/com/ex/orm"))
+                .as_deref(),
+            Some("~orm")
+        );
+        // A sibling whose name only starts the same is not under the folder.
+        assert_eq!(
+            n.shorten(Path::new("/p/src/main/java/com/ex/ormx/A.java")),
+            None
+        );
+    }
+
+    #[test]
+    fn conflicts_keep_the_first_and_refuse_prefixes_and_bad_names() {
+        let mut n = table(&[("orm", "/p/orm")]);
+        let twice = n
+            .define("orm", Path::new("/p/other"), Source::Hash)
+            .unwrap_err();
+        assert!(
+            twice.contains("already /p/orm (from nib.json)") && twice.contains("hash -d"),
+            "{twice}"
+        );
+        assert_eq!(n.expand("~orm"), Some(PathBuf::from("/p/orm")));
+        assert!(
+            n.define("orm", Path::new("/p/orm"), Source::Hash).is_ok(),
+            "the same definition again is no change"
+        );
+        assert!(
+            n.define("ormx", Path::new("/p/x"), Source::Hash)
+                .unwrap_err()
+                .contains("prefixes")
+        );
+        assert!(
+            n.define("or", Path::new("/p/x"), Source::Hash)
+                .unwrap_err()
+                .contains("prefixes")
+        );
+        assert!(n.define("a..b", Path::new("/p/x"), Source::Hash).is_err());
+        assert!(n.define("a\nb", Path::new("/p/x"), Source::Hash).is_err());
+        assert!(
+            n.define("up", Path::new("/p/../etc"), Source::Hash)
+                .is_err()
+        );
+        assert!(n.define("rel", Path::new("p/x"), Source::Hash).is_err());
+        assert!(
+            n.define("ctl", Path::new("/p/a\u{7}b"), Source::Hash)
+                .is_err()
+        );
+        assert_eq!(n.list().len(), 1);
+    }
+}

@@ -1,0 +1,156 @@
+//! Named directories from nib.json and from `hash -d`: a name works as a
+//! path in the tools' arguments and in nibash, paths under it are printed
+//! with it, an edit can use it in its header, conflicts are explained, and a
+//! name never reaches past the roots under the sandbox (a canary).
+
+use serde_json::json;
+
+use crate::common::*;
+
+const DEEP: &str = "src/main/java/com/example/platform/orm/workflow";
+const SECRET: &str = "canary: the model must never see this\n";
+
+/// A project with a deep package folder named `wf` in nib.json, a second
+/// definition of `wf`, a prefix of it, and a name for a folder outside.
+fn project_with_names() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(dir.path()).unwrap();
+    let root = base.join("root");
+    std::fs::create_dir_all(root.join(DEEP)).unwrap();
+    std::fs::create_dir_all(root.join("docs")).unwrap();
+    std::fs::create_dir_all(base.join("outside")).unwrap();
+    std::fs::write(base.join("outside/secret"), SECRET).unwrap();
+    std::fs::write(
+        root.join(DEEP).join("Step.java"),
+        "package com.example.platform.orm.workflow;\n\nclass Step {\n    int order;\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("nib.json"),
+        json!({"directories": {
+            "wf": DEEP,
+            "w": "docs",
+            "out": "../outside",
+            "bad..name": "docs",
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    (dir, root)
+}
+
+#[tokio::test]
+async fn nib_json_names_work_in_arguments_and_output_in_both_eras() {
+    for era in ERAS {
+        let (_keep, root) = project_with_names();
+        let nib = start(era, &root).await;
+
+        // A read through the name: rows under a header written with it.
+        let t = nib.ok("read", json!({"paths": ["~wf/Step.java"]})).await;
+        assert!(t.starts_with("[~wf/Step.java#"), "{t}");
+        assert!(t.contains("3:class Step {"), "{t}");
+
+        // grep and find print the shortened path too.
+        let g = nib
+            .ok("grep", json!({"pattern": "int order", "paths": ["src"]}))
+            .await;
+        assert!(g.contains("~wf/Step.java"), "{g}");
+        assert!(!g.contains(DEEP), "the long prefix is gone: {g}");
+        let f = nib.ok("find", json!({"paths": ["~wf"]})).await;
+        assert!(f.contains("Step.java") && !f.contains(DEEP), "{f}");
+
+        // An edit whose header uses the name, anchored on the rows read.
+        let tag = Nib::tag_in(&t);
+        let e = nib
+            .ok(
+                "edit",
+                json!({"input": format!("[~wf/Step.java#{tag}]\nPUT >4:\n+    int weight;\n")}),
+            )
+            .await;
+        assert!(e.contains("[~wf/Step.java#"), "{e}");
+        assert_eq!(
+            std::fs::read_to_string(root.join(DEEP).join("Step.java")).unwrap(),
+            "package com.example.platform.orm.workflow;\n\nclass Step {\n    int order;\n    int weight;\n}\n"
+        );
+
+        // nibash: an unquoted name expands, a quoted one stays literal.
+        let n = nib
+            .ok(
+                "nibash",
+                json!({"command": "cat ~wf/Step.java | wc -l; echo '~wf/x'"}),
+            )
+            .await;
+        assert!(n.contains("6\n") && n.contains("~wf/x"), "{n}");
+
+        // nibash_status lists the names with their sources and says why
+        // the others were not defined.
+        let s = nib.ok("nibash_status", json!({})).await;
+        assert!(s.contains("~wf = ") && s.contains("(nib.json)"), "{s}");
+        assert!(s.contains("~w and ~wf would be prefixes"), "{s}");
+        assert!(s.contains("bad..name"), "{s}");
+        nib.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn hash_d_names_reach_the_tools_and_keep_the_first_definition() {
+    let (_keep, root) = project_with_names();
+    let nib = start(Era::Modern, &root).await;
+    let t = nib
+        .ok(
+            "nibash",
+            json!({"command": "hash -d flow=src/main/java/com/example/platform/orm"}),
+        )
+        .await;
+    assert!(!t.contains("hash -d:"), "{t}");
+    // The name now works in the file tools.
+    let r = nib
+        .ok("read", json!({"paths": ["~flow/workflow/Step.java"]}))
+        .await;
+    assert!(r.contains("class Step"), "{r}");
+    // A second definition of the same name is refused, naming the first.
+    let again = nib
+        .call("nibash", json!({"command": "hash -d flow=docs"}))
+        .await
+        .0;
+    assert!(
+        again.contains("already") && again.contains("was ignored"),
+        "{again}"
+    );
+    let r = nib
+        .ok("read", json!({"paths": ["~flow/workflow/Step.java"]}))
+        .await;
+    // Printed with the longest name that matches: nib.json's ~wf.
+    assert!(
+        r.starts_with("[~wf/Step.java#"),
+        "the first definition stays: {r}"
+    );
+    nib.stop().await;
+}
+
+#[tokio::test]
+async fn a_name_outside_the_roots_reaches_nothing_under_the_sandbox() {
+    let (_keep, root) = project_with_names();
+    let nib = start_with(
+        Era::Modern,
+        &root,
+        TestClient::new(Roots::Undeclared),
+        &[("NIB_SANDBOX", "1")],
+    )
+    .await;
+    let (t, is_error) = nib.call("read", json!({"paths": ["~out/secret"]})).await;
+    assert!(is_error, "{t}");
+    assert!(!t.contains("canary"), "the secret was shown: {t}");
+    assert!(t.contains("~out"), "the refusal names the name: {t}");
+    let (t, _) = nib
+        .call("nibash", json!({"command": "cat ~out/secret"}))
+        .await;
+    assert!(!t.contains("canary"), "nibash showed the secret: {t}");
+    // The write is refused too, and nothing appears outside.
+    let (t, is_error) = nib
+        .call("write", json!({"path": "~out/new", "content": "x\n"}))
+        .await;
+    assert!(is_error, "{t}");
+    assert!(!root.parent().unwrap().join("outside/new").exists());
+    nib.stop().await;
+}
