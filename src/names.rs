@@ -19,6 +19,8 @@ pub enum Source {
     NibJson,
     /// `hash -d name=dir` in nibash.
     Hash,
+    /// A JVM source root's package prefix (`src/<set>/java|kotlin`).
+    Jvm,
 }
 
 impl Source {
@@ -27,6 +29,7 @@ impl Source {
         match self {
             Source::NibJson => "nib.json",
             Source::Hash => "hash -d",
+            Source::Jvm => "JVM source root",
         }
     }
 }
@@ -48,6 +51,8 @@ pub struct Names {
     list: Vec<Name>,
     /// Why definitions from files were not taken (for nibash_status).
     notes: Vec<String>,
+    /// Notes not yet said in an answer.
+    pub unannounced: Vec<String>,
 }
 
 /// Whether `name` may be a name: letters, digits, `_`, `-` and `.`, not
@@ -76,6 +81,24 @@ impl Names {
     /// Why definitions read from files were not taken.
     pub fn notes(&self) -> &[String] {
         &self.notes
+    }
+
+    /// Drops the names whose folder is gone; says which.
+    pub fn prune(&mut self) -> Vec<String> {
+        let mut notes = Vec::new();
+        self.list.retain(|n| {
+            let there = n.dir.is_dir();
+            if !there {
+                notes.push(format!(
+                    "names: ~{} was dropped, its folder {} is gone",
+                    n.name,
+                    crate::workspace::escape_control(&n.dir.to_string_lossy())
+                ));
+            }
+            there
+        });
+        self.notes.extend(notes.iter().cloned());
+        notes
     }
 
     /// The listing nibash_status prints: each name with its folder (as
@@ -193,23 +216,140 @@ impl Names {
 /// with nib.json as their source. Why any was not defined (or the file
 /// could not be read as JSON) is kept in the table's notes.
 pub fn load_project(project_dir: &Path, names: &mut Names) {
-    let notes = read_project(project_dir, names);
-    names.notes.extend(notes);
+    let (mut notes, auto) = read_project(project_dir, names);
+    if auto {
+        notes.extend(name_jvm_roots(project_dir, names));
+    }
+    names.notes.extend(notes.iter().cloned());
+    names.unannounced.extend(
+        notes
+            .iter()
+            .map(|n| n.trim_start_matches('[').trim_end_matches(']').to_string()),
+    );
 }
 
-fn read_project(project_dir: &Path, names: &mut Names) -> Vec<String> {
+/// A package prefix this long or longer gets a name.
+pub const JVM_PREFIX: usize = 24;
+
+/// Folders a JVM source-root search looks through at most (a bound on a
+/// large tree's startup cost).
+const JVM_SEARCH_LIMIT: usize = 20_000;
+
+/// Names the package prefix of each JVM source root (`src/<set>/java` or
+/// `src/<set>/kotlin`, at most 6 folders deep, ignored folders skipped): the
+/// folders below the root that each hold exactly one folder and no file,
+/// when their path is [`JVM_PREFIX`] characters or more. The name is the
+/// prefix's last folder (`orm`), else the set and that (`test-orm`), else
+/// no name, with a note.
+fn name_jvm_roots(project_dir: &Path, names: &mut Names) -> Vec<String> {
+    let mut roots: Vec<(PathBuf, String)> = Vec::new();
+    let walk = ignore::WalkBuilder::new(project_dir)
+        .hidden(true)
+        .max_depth(Some(6))
+        .filter_entry(|e| e.file_type().is_some_and(|t| t.is_dir()))
+        .build();
+    for entry in walk.flatten().take(JVM_SEARCH_LIMIT) {
+        let path = entry.path();
+        let lang = path.file_name().and_then(|n| n.to_str());
+        let set = path
+            .parent()
+            .and_then(|p| p.file_name())
+            .and_then(|n| n.to_str());
+        let src = path
+            .parent()
+            .and_then(Path::parent)
+            .and_then(|p| p.file_name())
+            .and_then(|n| n.to_str());
+        if matches!(lang, Some("java" | "kotlin"))
+            && src == Some("src")
+            && let Some(set) = set
+        {
+            roots.push((path.to_path_buf(), set.to_string()));
+        }
+    }
+    roots.sort();
+    let mut notes = Vec::new();
+    for (root, set) in roots {
+        let prefix = single_chain(&root);
+        let Ok(rel) = prefix.strip_prefix(&root) else {
+            continue;
+        };
+        if rel.to_string_lossy().len() < JVM_PREFIX {
+            continue;
+        }
+        if names.list.iter().any(|n| n.dir == prefix) {
+            continue;
+        }
+        let Some(last) = prefix.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        let defined = [last.to_string(), format!("{set}-{last}")]
+            .into_iter()
+            .any(|name| names.define(&name, &prefix, Source::Jvm).is_ok());
+        if !defined {
+            notes.push(format!(
+                "[names: the package folder {} got no name: ~{last} and ~{set}-{last} are taken or clash with other names]",
+                crate::workspace::escape_control(&prefix.to_string_lossy())
+            ));
+        }
+    }
+    notes
+}
+
+/// The deepest folder below `root` reached through folders that each hold
+/// exactly one folder and nothing else.
+fn single_chain(root: &Path) -> PathBuf {
+    let mut at = root.to_path_buf();
+    for _ in 0..64 {
+        let Ok(entries) = std::fs::read_dir(&at) else {
+            break;
+        };
+        let mut only: Option<PathBuf> = None;
+        let mut count = 0;
+        for e in entries.flatten() {
+            count += 1;
+            if count > 1 {
+                break;
+            }
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                only = Some(e.path());
+            }
+        }
+        match (count, only) {
+            (1, Some(next)) => at = next,
+            _ => break,
+        }
+    }
+    at
+}
+
+/// nib.json's names, its notes, and whether JVM roots get names
+/// (`"autoDirectories": false` turns that off).
+fn read_project(project_dir: &Path, names: &mut Names) -> (Vec<String>, bool) {
     let path = project_dir.join("nib.json");
     let Ok(text) = std::fs::read_to_string(&path) else {
-        return Vec::new();
+        return (Vec::new(), true);
     };
     let value: serde_json::Value = match serde_json::from_str(&text) {
         Ok(v) => v,
         Err(e) => {
-            return vec![format!(
-                "[names: nib.json is not JSON ({e}); no names were read from it]"
-            )];
+            return (
+                vec![format!(
+                    "[names: nib.json is not JSON ({e}); no names were read from it]"
+                )],
+                true,
+            );
         }
     };
+    let auto = value.get("autoDirectories") != Some(&serde_json::Value::Bool(false));
+    (read_directories(project_dir, &value, names), auto)
+}
+
+fn read_directories(
+    project_dir: &Path,
+    value: &serde_json::Value,
+    names: &mut Names,
+) -> Vec<String> {
     let Some(dirs) = value.get("directories") else {
         return Vec::new();
     };
@@ -336,5 +476,58 @@ mod tests {
                 .is_err()
         );
         assert_eq!(n.list().len(), 1);
+    }
+
+    #[test]
+    fn jvm_source_roots_with_a_long_package_prefix_get_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path();
+        let make = |rel: &str| {
+            let f = p.join(rel);
+            std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+            std::fs::write(f, "class A {}\n").unwrap();
+        };
+        make("src/main/java/com/example/platform/orm/A.java");
+        make("src/main/java/com/example/platform/orm/workflow/B.java");
+        make("src/test/java/com/example/platform/orm/T.java");
+        make("lib/src/main/kotlin/org/short/K.kt");
+        let mut n = Names::default();
+        load_project(p, &mut n);
+        let got: Vec<(&str, Source)> = n
+            .list()
+            .iter()
+            .map(|x| (x.name.as_str(), x.source))
+            .collect();
+        assert_eq!(
+            got,
+            vec![("orm", Source::Jvm), ("test-orm", Source::Jvm)],
+            "{:?}",
+            n.notes()
+        );
+        assert_eq!(
+            n.list()[0].dir,
+            p.join("src/main/java/com/example/platform/orm")
+        );
+        // nib.json first, and "autoDirectories": false turns the roots off.
+        std::fs::write(p.join("nib.json"), r#"{"directories": {"orm": "lib"}}"#).unwrap();
+        let mut n = Names::default();
+        load_project(p, &mut n);
+        let got: Vec<(&str, Source)> = n
+            .list()
+            .iter()
+            .map(|x| (x.name.as_str(), x.source))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("orm", Source::NibJson),
+                ("main-orm", Source::Jvm),
+                ("test-orm", Source::Jvm)
+            ]
+        );
+        std::fs::write(p.join("nib.json"), r#"{"autoDirectories": false}"#).unwrap();
+        let mut n = Names::default();
+        load_project(p, &mut n);
+        assert!(n.is_empty());
     }
 }

@@ -343,7 +343,10 @@ impl NibServer {
                 live: Some(live.as_ref()),
             };
             let started = std::time::Instant::now();
-            let outcome = tools::call(&name, arguments, &ctx);
+            let mut outcome = tools::call(&name, arguments, &ctx);
+            if let Ok(out) = &mut outcome {
+                crate::context::push_notes(&mut out.text, &ctx.workspace.name_news());
+            }
             crate::lang::release_call_trees();
             crate::memory::trim_after(started.elapsed());
             outcome

@@ -63,6 +63,15 @@ impl Workspace {
             .define(name, dir, source)
     }
 
+    /// What the next answer should say about names, once: why some were
+    /// not defined at startup, and names dropped because their folder went.
+    pub fn name_news(&self) -> Vec<String> {
+        let mut names = self.names.write().unwrap_or_else(|p| p.into_inner());
+        let mut news = std::mem::take(&mut names.unannounced);
+        news.extend(names.prune());
+        news
+    }
+
     /// Replaces the names (a worker receives the broker's).
     pub fn set_names(&self, names: Names) {
         *self.names.write().unwrap_or_else(|p| p.into_inner()) = names;

@@ -48,6 +48,10 @@ async fn nib_json_names_work_in_arguments_and_output_in_both_eras() {
         // A read through the name: rows under a header written with it.
         let t = nib.ok("read", json!({"paths": ["~wf/Step.java"]})).await;
         assert!(t.starts_with("[~wf/Step.java#"), "{t}");
+        // The first answer says once why some names were not defined.
+        assert!(t.contains("~w and ~wf would be prefixes"), "{t}");
+        let again = nib.ok("read", json!({"paths": ["~wf/Step.java:1"]})).await;
+        assert!(!again.contains("prefixes"), "said only once: {again}");
         assert!(t.contains("3:class Step {"), "{t}");
 
         // grep and find print the shortened path too.
@@ -125,6 +129,18 @@ async fn hash_d_names_reach_the_tools_and_keep_the_first_definition() {
         r.starts_with("[~wf/Step.java#"),
         "the first definition stays: {r}"
     );
+
+    // A name whose folder goes is dropped, with a note in the next answer.
+    std::fs::create_dir(root.join("tmpdir")).unwrap();
+    let t = nib
+        .ok("nibash", json!({"command": "hash -d gone=tmpdir"}))
+        .await;
+    assert!(!t.contains("hash -d:"), "{t}");
+    std::fs::remove_dir(root.join("tmpdir")).unwrap();
+    let t = nib.ok("find", json!({"paths": ["docs"]})).await;
+    assert!(t.contains("~gone was dropped"), "{t}");
+    let s = nib.ok("nibash_status", json!({})).await;
+    assert!(!s.contains("~gone ="), "{s}");
     nib.stop().await;
 }
 
