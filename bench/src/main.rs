@@ -1106,6 +1106,8 @@ fn run() -> Result<()> {
         .print();
     }
 
+    names_scenarios(&nib, &scratch, n.min(20))?;
+
     peak_kib = peak_kib.max(server.peak_kib().unwrap_or(0));
     println!("\nthe main server's peak memory (VmHWM) after each scenario that raised it:");
     let mut last = 0;
@@ -1127,6 +1129,169 @@ fn run() -> Result<()> {
     );
     drop(server);
     let _ = std::fs::remove_dir_all(&scratch);
+    Ok(())
+}
+
+/// A JVM project with a deep package tree: 6 packages of 2 subpackages
+/// under `com/example/platform/orm`, 8 classes each, half as many tests;
+/// 20 classes hold the word `checkpoint`.
+fn generate_jvm(root: &Path) -> Result<()> {
+    let mut rng = Rng(0x6a76_6d21);
+    let mut marked = 0;
+    for (set, per) in [("main", 8), ("test", 4)] {
+        for pkg in [
+            "workflow",
+            "repository",
+            "model",
+            "service",
+            "query",
+            "mapping",
+        ] {
+            for sub in ["impl", "api"] {
+                let dir = root.join(format!(
+                    "src/{set}/java/com/example/platform/orm/{pkg}/{sub}"
+                ));
+                for i in 0..per {
+                    let class = format!(
+                        "{}{}{i}",
+                        ident(&mut rng),
+                        if set == "test" { "Test" } else { "" }
+                    );
+                    let mut body = format!(
+                        "package com.example.platform.orm.{pkg}.{sub};\n\nimport java.util.List;\nimport java.util.Map;\n\n/** The {class} of {pkg}. */\npublic class {class} {{\n    private final List<String> items;\n\n    public {class}(List<String> items) {{\n        this.items = items;\n    }}\n"
+                    );
+                    for m in 0..(20 + rng.below(30)) {
+                        let word = if marked < 20 && m == 3 {
+                            marked += 1;
+                            "checkpoint"
+                        } else {
+                            rng.pick(WORDS)
+                        };
+                        body.push_str(&format!(
+                            "\n    /** Returns the {word} for a {}. */\n    public int {}{m}(Map<String, Integer> input, int limit) {{\n        int total = limit;\n        for (String item : items) {{\n            total += input.getOrDefault(item, {m});\n        }}\n        return total;\n    }}\n",
+                            rng.pick(WORDS),
+                            ident(&mut rng).to_lowercase()
+                        ));
+                    }
+                    body.push_str("}\n");
+                    write(&dir.join(format!("{class}.java")), &body)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Named directories: the characters an agent gets, and the time, for the
+/// same calls in a generated JVM project with and without names (the JVM
+/// source roots' names; `"autoDirectories": false` for the plain copy).
+fn names_scenarios(nib: &Path, scratch: &Path, n: usize) -> Result<()> {
+    let named_dir = scratch.join("jvm-named");
+    let plain_dir = scratch.join("jvm-plain");
+    for d in [&named_dir, &plain_dir] {
+        generate_jvm(d)?;
+        let git = |args: &[&str]| {
+            Command::new("git")
+                .args(args)
+                .current_dir(d)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+        };
+        if git(&["init", "-q"]).is_ok() {
+            let _ = git(&["add", "-A"]);
+            let _ = git(&[
+                "-c",
+                "user.name=bench",
+                "-c",
+                "user.email=bench@example.org",
+                "commit",
+                "-qm",
+                "start",
+            ]);
+        }
+    }
+    write(
+        &plain_dir.join("nib.json"),
+        "{\"autoDirectories\": false}\n",
+    )?;
+    // A few changes for git status: edited and new files in deep packages.
+    for d in [&named_dir, &plain_dir] {
+        for (i, f) in walk(&d.join("src/main/java"), 2000).iter().enumerate() {
+            if i % 9 == 0 {
+                let mut text = std::fs::read_to_string(f).map_err(|e| e.to_string())?;
+                text.push_str("// edited\n");
+                write(f, &text)?;
+            }
+        }
+        write(
+            &d.join("src/main/java/com/example/platform/orm/workflow/impl/NewStep.java"),
+            "class NewStep {}\n",
+        )?;
+    }
+    let state = scratch.join("names-state");
+    std::fs::create_dir_all(&state).map_err(|e| e.to_string())?;
+    let mut named = Server::spawn_with(nib, &named_dir, &state, &[])?;
+    named.initialize()?;
+    let mut plain = Server::spawn_with(nib, &plain_dir, &state, &[])?;
+    plain.initialize()?;
+    let long = walk(&named_dir.join("src/main/java"), 2000)
+        .into_iter()
+        .max_by_key(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
+        .ok_or("no Java file generated")?;
+    let rel = long
+        .strip_prefix(&named_dir)
+        .map_err(|e| e.to_string())?
+        .to_string_lossy()
+        .into_owned();
+    let calls: Vec<(&str, &str, Value)> = vec![
+        (
+            "read of a long class (outline)",
+            "read",
+            json!({"paths": [rel]}),
+        ),
+        (
+            "grep, 20 matches",
+            "grep",
+            json!({"pattern": "checkpoint", "paths": ["src"]}),
+        ),
+        ("find src", "find", json!({"paths": ["src"], "skip": 0})),
+        (
+            "nibash git status",
+            "nibash",
+            json!({"command": "git status"}),
+        ),
+    ];
+    let (mut all_named, mut all_plain) = (0usize, 0usize);
+    for (what, tool, args) in calls {
+        let mut plain_chars = 0;
+        let mut plain_times = Vec::new();
+        let mut f = || -> Result<(Duration, usize)> {
+            let (d, text) = time(|| named.call(tool, args.clone()))?;
+            let (pd, ptext) = time(|| plain.call(tool, args.clone()))?;
+            plain_times.push(pd);
+            plain_chars = ptext.chars().count();
+            Ok((d, text.chars().count()))
+        };
+        let (s, c, _) = interleave(n, Some(&mut f), &mut [])?;
+        let named_chars = c.unwrap_or(0);
+        all_named += named_chars;
+        all_plain += plain_chars;
+        Row {
+            scenario: format!("names: {what} (JVM project)"),
+            nib: s,
+            chars: c,
+            baselines: vec![(
+                format!("without names ({plain_chars} chars)"),
+                stat(plain_times),
+            )],
+        }
+        .print();
+    }
+    println!(
+        "  names: {all_named} characters against {all_plain} without ({:.0}% fewer)",
+        100.0 * (1.0 - all_named as f64 / all_plain.max(1) as f64)
+    );
     Ok(())
 }
 
