@@ -517,7 +517,7 @@ pub fn run_tool(config: Config, name: &str, mut args: Map<String, Value>) -> i32
             }
         }
     }
-    let workspace = Workspace::with_project_names(config.project_dir.clone());
+    let workspace = Workspace::with_project_names(config.project_dir.clone(), false);
     // Tokens an earlier `nib grep --replace` or refused `nib edit` printed.
     let mut first = Agent::default();
     crate::cli_tokens::load(&config.state_dir, &mut first.tokens);

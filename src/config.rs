@@ -36,6 +36,8 @@ pub const NIB_SHELL: &str = "NIB_SHELL";
 
 /// `0`: no worker is started ahead of the next nibash call.
 pub const NIB_WARM: &str = "NIB_WARM";
+/// `0` turns off the names nib gives folders an agent keeps seeing.
+pub const NIB_AUTO_NAMES: &str = "NIB_AUTO_NAMES";
 
 /// `1`: Claude Code was started with nib's channel, so a job that ends is
 /// announced at once (`notifications/claude/channel`).
@@ -96,6 +98,8 @@ pub struct Config {
     pub channel: bool,
     /// Warm workers are on ([`NIB_WARM`] is not `0`).
     pub warm: bool,
+    /// Automatic names for folders shown often ([`NIB_AUTO_NAMES`] is not `0`).
+    pub auto_names: bool,
 }
 
 impl Config {
@@ -209,6 +213,7 @@ impl Config {
             sandbox: flag(NIB_SANDBOX),
             channel: flag(NIB_CHANNEL),
             warm: std::env::var(NIB_WARM).map_or(true, |v| v != "0"),
+            auto_names: std::env::var(NIB_AUTO_NAMES).map_or(true, |v| v != "0"),
             shell: std::env::var(NIB_SHELL)
                 .map_or(true, |v| v != "0" && !v.eq_ignore_ascii_case("false")),
             confirm_outside_roots: flag(NIB_CONFIRM_OUTSIDE_ROOTS),

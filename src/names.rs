@@ -21,6 +21,10 @@ pub enum Source {
     Hash,
     /// A JVM source root's package prefix (`src/<set>/java|kotlin`).
     Jvm,
+    /// A folder the agent kept seeing, named by nib.
+    Auto,
+    /// A name (`hash -d` or automatic) used in two earlier sessions.
+    Kept,
 }
 
 impl Source {
@@ -30,6 +34,8 @@ impl Source {
             Source::NibJson => "nib.json",
             Source::Hash => "hash -d",
             Source::Jvm => "JVM source root",
+            Source::Auto => "seen often",
+            Source::Kept => "kept from earlier sessions",
         }
     }
 }
@@ -53,7 +59,15 @@ pub struct Names {
     notes: Vec<String>,
     /// Notes not yet said in an answer.
     pub unannounced: Vec<String>,
+    /// How often each folder of the project was shown, while automatic
+    /// names are on.
+    sightings: Option<std::collections::HashMap<PathBuf, u32>>,
 }
+
+/// A folder gets an automatic name when paths in it were shown this often…
+pub const AUTO_SIGHTINGS: u32 = 8;
+/// …and the folder is still shown with at least this many characters.
+pub const AUTO_MIN_CHARS: usize = 20;
 
 /// Whether `name` may be a name: letters, digits, `_`, `-` and `.`, not
 /// starting with `-` or `.`, no `..`, at most 64 characters.
@@ -81,6 +95,50 @@ impl Names {
     /// Why definitions read from files were not taken.
     pub fn notes(&self) -> &[String] {
         &self.notes
+    }
+
+    /// Turns automatic names on (folders shown often get one).
+    pub fn enable_auto(&mut self) {
+        self.sightings.get_or_insert_with(Default::default);
+    }
+
+    /// Counts a sighting of `path` (absolute, normalized, in the project),
+    /// shown as `shown`: its folder gets a name after [`AUTO_SIGHTINGS`] when
+    /// the folder is shown with [`AUTO_MIN_CHARS`] or more, announced once.
+    pub fn saw(&mut self, path: &Path, shown: &str) {
+        let Some(sightings) = self.sightings.as_mut() else {
+            return;
+        };
+        let Some(folder) = path.parent() else {
+            return;
+        };
+        let folder_shown = shown.rfind('/').unwrap_or(0);
+        if folder_shown < AUTO_MIN_CHARS {
+            return;
+        }
+        if sightings.len() > 50_000 {
+            sightings.clear();
+        }
+        let count = sightings.entry(folder.to_path_buf()).or_insert(0);
+        *count += 1;
+        if *count != AUTO_SIGHTINGS {
+            return;
+        }
+        let last = folder.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let parent = folder
+            .parent()
+            .and_then(|p| p.file_name())
+            .and_then(|n| n.to_str())
+            .unwrap_or("");
+        let named = [last.to_string(), format!("{parent}-{last}")]
+            .into_iter()
+            .find(|name| self.define(name, folder, Source::Auto).is_ok());
+        if let Some(name) = named {
+            self.unannounced.push(format!(
+                "names: ~{name} now stands for {} (shown {AUTO_SIGHTINGS} times; NIB_AUTO_NAMES=0 turns automatic names off)",
+                &shown[..folder_shown]
+            ));
+        }
     }
 
     /// Drops the names whose folder is gone; says which.
@@ -383,6 +441,90 @@ fn read_directories(
     notes
 }
 
+/// A name as kept under the state folder: in how many sessions it was
+/// defined, and the last of them.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct KeptName {
+    name: String,
+    dir: PathBuf,
+    sessions: u32,
+    last_session: String,
+}
+
+/// Names are kept for a project once they were used in this many sessions.
+pub const KEEP_AFTER_SESSIONS: u32 = 2;
+
+/// The file of a project's names under the state folder.
+fn kept_file(state_dir: &Path, project_dir: &Path) -> PathBuf {
+    let key = xxhash_rust::xxh3::xxh3_64(project_dir.as_os_str().as_encoded_bytes());
+    state_dir.join("names").join(format!("{key:016x}.json"))
+}
+
+fn read_kept(state_dir: &Path, project_dir: &Path) -> Vec<KeptName> {
+    std::fs::read(kept_file(state_dir, project_dir))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default()
+}
+
+/// Defines the names of this project used in [`KEEP_AFTER_SESSIONS`]
+/// earlier sessions (whose folders still exist), after the other sources.
+pub fn load_kept(state_dir: &Path, project_dir: &Path, names: &mut Names) {
+    for k in read_kept(state_dir, project_dir) {
+        if k.sessions >= KEEP_AFTER_SESSIONS
+            && k.dir.is_dir()
+            && let Err(why) = names.define(&k.name, &k.dir, Source::Kept)
+        {
+            names.notes.push(format!("[names: {why}]"));
+        }
+    }
+}
+
+/// Records this session's `hash -d` and automatic names (and the kept ones
+/// still in use) for the project, counting each session once.
+pub fn save_used(state_dir: &Path, project_dir: &Path, names: &Names, session: &str) {
+    let mut kept = read_kept(state_dir, project_dir);
+    let mut changed = false;
+    for n in names.list() {
+        if !matches!(n.source, Source::Hash | Source::Auto | Source::Kept) {
+            continue;
+        }
+        match kept.iter_mut().find(|k| k.name == n.name && k.dir == n.dir) {
+            Some(k) if k.last_session == session => {}
+            Some(k) => {
+                k.sessions = k.sessions.saturating_add(1);
+                k.last_session = session.to_string();
+                changed = true;
+            }
+            None => {
+                kept.push(KeptName {
+                    name: n.name.clone(),
+                    dir: n.dir.clone(),
+                    sessions: 1,
+                    last_session: session.to_string(),
+                });
+                changed = true;
+            }
+        }
+    }
+    if !changed {
+        return;
+    }
+    let path = kept_file(state_dir, project_dir);
+    let Ok(bytes) = serde_json::to_vec_pretty(&kept) else {
+        return;
+    };
+    if let Some(dir) = path.parent()
+        && std::fs::create_dir_all(dir).is_ok()
+    {
+        // Written whole, then renamed over the old file.
+        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        if std::fs::write(&tmp, bytes).is_ok() && std::fs::rename(&tmp, &path).is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -529,5 +671,36 @@ mod tests {
         let mut n = Names::default();
         load_project(p, &mut n);
         assert!(n.is_empty());
+    }
+
+    #[test]
+    fn names_used_in_two_sessions_are_kept_for_later_ones() {
+        let state = tempfile::tempdir().unwrap();
+        let project = tempfile::tempdir().unwrap();
+        let dir = project.path().join("deep");
+        std::fs::create_dir(&dir).unwrap();
+        let mut used = Names::default();
+        used.define("deep", &dir, Source::Hash).unwrap();
+        let later = || {
+            let mut n = Names::default();
+            load_kept(state.path(), project.path(), &mut n);
+            n
+        };
+        save_used(state.path(), project.path(), &used, "s1");
+        save_used(state.path(), project.path(), &used, "s1");
+        assert!(later().is_empty(), "one session is not enough");
+        save_used(state.path(), project.path(), &used, "s2");
+        let kept = later();
+        assert_eq!(kept.list().len(), 1);
+        assert_eq!(
+            (kept.list()[0].name.as_str(), kept.list()[0].source),
+            ("deep", Source::Kept)
+        );
+        // Another project does not see them; a folder that went is not kept.
+        let mut other = Names::default();
+        load_kept(state.path(), &project.path().join("x"), &mut other);
+        assert!(other.is_empty());
+        std::fs::remove_dir(&dir).unwrap();
+        assert!(later().is_empty());
     }
 }

@@ -60,6 +60,8 @@ struct Inner {
     peer: Mutex<Option<Peer<RoleServer>>>,
     /// The client declared Claude Code's channel (`experimental["claude/channel"]`).
     channel_client: std::sync::atomic::AtomicBool,
+    /// This session, for counting the sessions a name was used in.
+    session: String,
 }
 
 impl NibServer {
@@ -90,8 +92,22 @@ impl NibServer {
     /// A server for one connection.
     pub fn new(config: Config) -> NibServer {
         let inner = Arc::new(Inner {
-            workspace: Workspace::with_project_names(config.project_dir.clone()),
+            workspace: {
+                let w =
+                    Workspace::with_project_names(config.project_dir.clone(), config.auto_names);
+                w.update_names(|n| {
+                    crate::names::load_kept(&config.state_dir, &config.project_dir, n)
+                });
+                w
+            },
             agents: Agents::new(&config.state_dir),
+            session: format!(
+                "{}-{}",
+                std::process::id(),
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos())
+            ),
             config,
             last_save: Mutex::new(std::time::Instant::now()),
             nibash: Arc::default(),
@@ -451,13 +467,20 @@ impl NibServer {
             .unwrap_or_else(|p| p.into_inner());
         if last.elapsed() >= std::time::Duration::from_secs(2) {
             *last = std::time::Instant::now();
-            self.inner.agents.save_all();
+            self.save();
         }
     }
 
-    /// Saves what every agent saw (at exit).
+    /// Saves what every agent saw, and the names this session used (also at exit).
     pub fn save(&self) {
         self.inner.agents.save_all();
+        let inner = &self.inner;
+        crate::names::save_used(
+            &inner.config.state_dir,
+            &inner.config.project_dir,
+            &inner.workspace.names(),
+            &inner.session,
+        );
     }
 
     fn refused_write(&self, key: &Path, why: &str) -> CallToolResponse {

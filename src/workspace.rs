@@ -23,9 +23,13 @@ pub struct Workspace {
 
 impl Workspace {
     /// A workspace rooted at `project_dir` with the names of its nib.json.
-    pub fn with_project_names(project_dir: PathBuf) -> Workspace {
+    /// With `auto`, folders shown often get names too ([`Names::saw`]).
+    pub fn with_project_names(project_dir: PathBuf, auto: bool) -> Workspace {
         let mut names = Names::default();
         crate::names::load_project(&project_dir, &mut names);
+        if auto {
+            names.enable_auto();
+        }
         let w = Workspace::new(project_dir);
         w.set_names(names);
         w
@@ -70,6 +74,11 @@ impl Workspace {
         let mut news = std::mem::take(&mut names.unannounced);
         news.extend(names.prune());
         news
+    }
+
+    /// Changes the names in place.
+    pub fn update_names<R>(&self, f: impl FnOnce(&mut Names) -> R) -> R {
+        f(&mut self.names.write().unwrap_or_else(|p| p.into_inner()))
     }
 
     /// Replaces the names (a worker receives the broker's).
@@ -173,12 +182,15 @@ impl Workspace {
             Ok(rel) => rel.to_string_lossy().into_owned(),
             Err(_) => lexical.to_string_lossy().into_owned(),
         };
-        let names = self.names.read().unwrap_or_else(|p| p.into_inner());
+        let mut names = self.names.write().unwrap_or_else(|p| p.into_inner());
         if !names.is_empty()
             && let Some(short) = names.shorten(&lexical)
             && short.len() < shown.len()
         {
             shown = short;
+        }
+        if lexical.starts_with(&self.project_dir) {
+            names.saw(&lexical, &shown);
         }
         escape_control(&shown)
     }

@@ -170,3 +170,116 @@ async fn a_name_outside_the_roots_reaches_nothing_under_the_sandbox() {
     assert!(!root.parent().unwrap().join("outside/new").exists());
     nib.stop().await;
 }
+
+#[tokio::test]
+async fn folders_shown_often_get_a_name_once_unless_turned_off() {
+    for auto in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let deep = "services/billing/internal/reconciliation";
+        std::fs::create_dir_all(root.join(deep)).unwrap();
+        for i in 0..3 {
+            std::fs::write(root.join(deep).join(format!("f{i}.txt")), "ledger entry\n").unwrap();
+        }
+        let env: &[(&str, &str)] = if auto {
+            &[]
+        } else {
+            &[("NIB_AUTO_NAMES", "0")]
+        };
+        let nib = start_with(Era::Modern, &root, TestClient::new(Roots::Undeclared), env).await;
+        let mut announced = Vec::new();
+        let mut last = String::new();
+        for _ in 0..4 {
+            last = nib
+                .ok("grep", json!({"pattern": "ledger", "paths": ["services"]}))
+                .await;
+            if last.contains("now stands for") {
+                announced.push(last.clone());
+            }
+        }
+        if auto {
+            assert_eq!(announced.len(), 1, "announced once: {announced:?}");
+            assert!(
+                announced[0].contains(
+                    "~reconciliation now stands for services/billing/internal/reconciliation"
+                ),
+                "{}",
+                announced[0]
+            );
+            assert!(
+                last.contains("~reconciliation/f0.txt") && !last.contains(deep),
+                "{last}"
+            );
+            // The name works in arguments too, and is listed as nib's own.
+            let r = nib
+                .ok("read", json!({"paths": ["~reconciliation/f1.txt"]}))
+                .await;
+            assert!(r.contains("ledger entry"), "{r}");
+            let s = nib.ok("nibash_status", json!({})).await;
+            assert!(
+                s.contains("~reconciliation = ") && s.contains("(seen often)"),
+                "{s}"
+            );
+        } else {
+            assert!(announced.is_empty(), "{announced:?}");
+            assert!(last.contains(deep), "{last}");
+        }
+        nib.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn a_name_used_in_two_sessions_is_kept_for_the_next() {
+    let (_keep, root) = project_with_names();
+    let state = tempfile::tempdir().unwrap();
+    let state_env = state.path().display().to_string();
+    let env: &[(&str, &str)] = &[("NIB_STATE_DIR", &state_env)];
+    let session = |define: bool| {
+        let root = root.clone();
+        async move {
+            let nib = start_with(Era::Modern, &root, TestClient::new(Roots::Undeclared), env).await;
+            if define {
+                let t = nib
+                    .ok("nibash", json!({"command": "hash -d docs=docs"}))
+                    .await;
+                assert!(!t.contains("hash -d:"), "{t}");
+            }
+            let s = nib.ok("nibash_status", json!({})).await;
+            nib.stop().await;
+            s
+        }
+    };
+    let names_file = || {
+        std::fs::read_dir(state.path().join("names"))
+            .map(|d| {
+                d.flatten()
+                    .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+                    .collect::<String>()
+            })
+            .unwrap_or_default()
+    };
+    // Waits for the stopped server's save (it writes as it exits).
+    let saved = |sessions: &str| {
+        let want = format!("\"sessions\": {sessions}");
+        async move {
+            for _ in 0..100 {
+                if names_file().contains(&want) {
+                    return;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+            panic!("never saved with {want}: {}", names_file());
+        }
+    };
+    session(true).await;
+    saved("1").await;
+    let s = session(false).await;
+    assert!(!s.contains("~docs ="), "one session is not enough: {s}");
+    session(true).await;
+    saved("2").await;
+    let s = session(false).await;
+    assert!(
+        s.contains("~docs = ") && s.contains("(kept from earlier sessions)"),
+        "{s}"
+    );
+}

@@ -1183,8 +1183,9 @@ fn generate_jvm(root: &Path) -> Result<()> {
 }
 
 /// Named directories: the characters an agent gets, and the time, for the
-/// same calls in a generated JVM project with and without names (the JVM
-/// source roots' names; `"autoDirectories": false` for the plain copy).
+/// same calls in a generated JVM project with names (the JVM source roots',
+/// then automatic ones) and without (`"autoDirectories": false` and
+/// `NIB_AUTO_NAMES=0` for the plain copy).
 fn names_scenarios(nib: &Path, scratch: &Path, n: usize) -> Result<()> {
     let named_dir = scratch.join("jvm-named");
     let plain_dir = scratch.join("jvm-plain");
@@ -1233,7 +1234,7 @@ fn names_scenarios(nib: &Path, scratch: &Path, n: usize) -> Result<()> {
     std::fs::create_dir_all(&state).map_err(|e| e.to_string())?;
     let mut named = Server::spawn_with(nib, &named_dir, &state, &[])?;
     named.initialize()?;
-    let mut plain = Server::spawn_with(nib, &plain_dir, &state, &[])?;
+    let mut plain = Server::spawn_with(nib, &plain_dir, &state, &[("NIB_AUTO_NAMES", "0")])?;
     plain.initialize()?;
     let long = walk(&named_dir.join("src/main/java"), 2000)
         .into_iter()

@@ -402,6 +402,7 @@ impl Library {
             shell: true,
             channel: false,
             warm: false,
+            auto_names: false,
         };
         Library {
             workspace: nib::workspace::Workspace::new(config.project_dir.clone()),
