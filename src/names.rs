@@ -633,16 +633,23 @@ mod tests {
         make("src/main/java/com/example/platform/orm/workflow/B.java");
         make("src/test/java/com/example/platform/orm/T.java");
         make("lib/src/main/kotlin/org/short/K.kt");
-        let mut n = Names::default();
-        load_project(p, &mut n);
-        let got: Vec<(&str, Source)> = n
-            .list()
-            .iter()
-            .map(|x| (x.name.as_str(), x.source))
-            .collect();
+        let loaded = || {
+            let mut n = Names::default();
+            load_project(p, &mut n);
+            let got: Vec<(String, Source)> = n
+                .list()
+                .iter()
+                .map(|x| (x.name.clone(), x.source))
+                .collect();
+            (n, got)
+        };
+        let named = |v: &[(&str, Source)]| -> Vec<(String, Source)> {
+            v.iter().map(|(n, s)| (n.to_string(), *s)).collect()
+        };
+        let (n, got) = loaded();
         assert_eq!(
             got,
-            vec![("orm", Source::Jvm), ("test-orm", Source::Jvm)],
+            named(&[("orm", Source::Jvm), ("test-orm", Source::Jvm)]),
             "{:?}",
             n.notes()
         );
@@ -652,25 +659,16 @@ mod tests {
         );
         // nib.json first, and "autoDirectories": false turns the roots off.
         std::fs::write(p.join("nib.json"), r#"{"directories": {"orm": "lib"}}"#).unwrap();
-        let mut n = Names::default();
-        load_project(p, &mut n);
-        let got: Vec<(&str, Source)> = n
-            .list()
-            .iter()
-            .map(|x| (x.name.as_str(), x.source))
-            .collect();
         assert_eq!(
-            got,
-            vec![
+            loaded().1,
+            named(&[
                 ("orm", Source::NibJson),
                 ("main-orm", Source::Jvm),
                 ("test-orm", Source::Jvm)
-            ]
+            ])
         );
         std::fs::write(p.join("nib.json"), r#"{"autoDirectories": false}"#).unwrap();
-        let mut n = Names::default();
-        load_project(p, &mut n);
-        assert!(n.is_empty());
+        assert!(loaded().0.is_empty());
     }
 
     #[test]
