@@ -373,7 +373,9 @@ async fn failures_the_exit_status_hides_are_named() {
         let started = nib
             .ok(
                 "nibash",
-                json!({"command": "cat missing.txt 2>/dev/null &"}),
+                // The job outlives the call's answer (a bare `cat &` may
+                // end before the worker looks for running jobs).
+                json!({"command": "{ sleep 0.5; cat missing.txt 2>/dev/null; } &"}),
             )
             .await;
         let id = job_id(&started);
@@ -923,4 +925,44 @@ async fn a_job_that_ends_is_announced_to_a_client_with_the_channel_and_to_no_oth
         }
         nib.stop().await;
     }
+}
+
+#[tokio::test]
+async fn changed_files_are_grouped_by_folder_and_big_folders_folded() {
+    let dir = project();
+    std::fs::create_dir_all(dir.path().join("src")).unwrap();
+    let nib = start_mode(dir.path(), &[]).await;
+    let out = sh(
+        &nib,
+        "mkdir -p gen && for i in 1 2 3 4 5 6 7 8 9 10; do echo $i > gen/f$i.txt; done; echo a > src/a.rs; echo b > src/b.rs; echo t > top.txt",
+    )
+    .await;
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("[changed: "))
+        .unwrap_or_default()
+        .to_string();
+    let tag = |rel: &str| expected_tag(&std::fs::read(dir.path().join(rel)).unwrap());
+    assert!(
+        line.contains(&format!(
+            "src/{{a.rs#{}, b.rs#{}}}",
+            tag("src/a.rs"),
+            tag("src/b.rs")
+        )) || line.contains(&format!(
+            "src/{{b.rs#{}, a.rs#{}}}",
+            tag("src/b.rs"),
+            tag("src/a.rs")
+        )),
+        "{out}"
+    );
+    assert!(
+        line.contains(&format!("top.txt#{}", tag("top.txt"))),
+        "{out}"
+    );
+    assert!(
+        line.contains("gen/ (10 files)") && !line.contains("f1.txt"),
+        "{out}"
+    );
+    assert!(!line.contains(" more"), "{out}");
+    nib.stop().await;
 }

@@ -479,20 +479,35 @@ fn spawn_reader(mut pipe: std::io::PipeReader, tx: Sender<Msg>, mark: Vec<u8>) {
     });
 }
 
-fn spawn_events(mut chan: Channel, tx: Sender<Msg>) {
+/// Forwards the worker's events; the receiver hears when the channel closed.
+fn spawn_events(mut chan: Channel, tx: Sender<Msg>) -> mpsc::Receiver<()> {
+    let (closed_tx, closed) = mpsc::channel();
     std::thread::spawn(move || {
         while let Ok(Some(ev)) = chan.recv::<Event>() {
             if tx.send(Msg::Event(ev)).is_err() {
                 break;
             }
         }
+        let _ = closed_tx.send(());
     });
+    closed
 }
 
-fn spawn_waiter(mut worker: nib_sandbox::Worker, entry: Arc<Entry>, tx: Sender<Msg>) {
+/// Reports the worker's end — after every event it sent (`events_closed`
+/// hears when the channel is read to its end), so a call that ends with its
+/// worker never loses a `Done` or a name still in the channel.
+fn spawn_waiter(
+    mut worker: nib_sandbox::Worker,
+    entry: Arc<Entry>,
+    tx: Sender<Msg>,
+    events_closed: mpsc::Receiver<()>,
+) {
     std::thread::spawn(move || {
         worker.wait_exited();
         entry.forget_killer();
+        // The worker's end of the channel closed with it (no program holds
+        // it); a descendant that kept it open only delays this briefly.
+        let _ = events_closed.recv_timeout(Duration::from_secs(2));
         let status = worker.wait_blocking();
         let code = status
             .map(|s| {
@@ -556,9 +571,9 @@ pub fn run(ctx: &Ctx, nib: &Arc<Nibash>, args: CallArgs) -> ToolOutput {
     let (tx, rx) = mpsc::channel();
     let replies = broker_side.sender().ok().and_then(|s| Channel::new(s).ok());
     spawn_reader(pipe, tx.clone(), end_mark(&request.mark));
-    spawn_events(broker_side, tx.clone());
+    let events_closed = spawn_events(broker_side, tx.clone());
     let tx_cancel = tx.clone();
-    spawn_waiter(worker, Arc::clone(&entry), tx);
+    spawn_waiter(worker, Arc::clone(&entry), tx, events_closed);
     let mut consumer = Consumer {
         entry: Arc::clone(&entry),
         rx,

@@ -104,9 +104,31 @@ pub fn report(ctx: &Ctx, start: &Start, skip: &[PathBuf]) -> String {
         }
     };
     let paths: Vec<PathBuf> = paths.into_iter().filter(|p| !skip.contains(p)).collect();
+    // A folder with many changed files is one entry with its count.
+    let mut per_folder: std::collections::BTreeMap<&Path, usize> = Default::default();
+    for p in &paths {
+        *per_folder.entry(p.parent().unwrap_or(p)).or_default() += 1;
+    }
+    let mut folded: Vec<String> = Vec::new();
     let mut listed = Vec::new();
     let mut rows = String::new();
-    for p in paths.iter().take(LISTED) {
+    let mut taken = 0;
+    for (folder, n) in &per_folder {
+        if *n >= FOLD {
+            folded.push(format!("{}/ ({n} files)", ctx.workspace.display(folder)));
+        }
+    }
+    for p in &paths {
+        if per_folder
+            .get(p.parent().unwrap_or(p))
+            .is_some_and(|n| *n >= FOLD)
+        {
+            continue;
+        }
+        if taken == LISTED {
+            break;
+        }
+        taken += 1;
         let shown = ctx.workspace.display(p);
         let Ok(file) = crate::fs::read_file(&ctx.scope, p, crate::context::TEXT_LIMIT) else {
             listed.push(shown);
@@ -122,15 +144,18 @@ pub fn report(ctx: &Ctx, start: &Start, skip: &[PathBuf]) -> String {
             rows.push_str(&part);
         }
     }
-    if listed.is_empty() && !cut_short {
+    if listed.is_empty() && folded.is_empty() && !cut_short {
         return String::new();
     }
     let mut out = String::new();
-    if !listed.is_empty() {
-        let more = paths.len().saturating_sub(LISTED);
+    if !listed.is_empty() || !folded.is_empty() {
+        let in_folded: usize = per_folder.values().filter(|n| **n >= FOLD).sum();
+        let more = paths.len().saturating_sub(taken + in_folded);
+        let mut entries = group_by_folder(&listed);
+        entries.extend(folded);
         out.push_str(&format!(
             "[changed: {}{}]\n",
-            listed.join(", "),
+            entries.join(", "),
             if more > 0 {
                 format!(" and {more} more")
             } else {
@@ -143,6 +168,37 @@ pub fn report(ctx: &Ctx, start: &Start, skip: &[PathBuf]) -> String {
         out.push_str(&format!(
             "[changed files: the roots hold over {WALK_LIMIT} entries, so not all were checked]\n"
         ));
+    }
+    out
+}
+
+/// A folder with this many changed files is listed as one entry with its count.
+const FOLD: usize = 8;
+
+/// Shown paths (`dir/name#TAG`) with each folder written once: files of the
+/// same folder follow it in braces (`src/{a.rs#1234, b.rs#5678}`), a file
+/// alone in its folder and top-level files stay as they are; folders in
+/// the order they first appear.
+fn group_by_folder(shown: &[String]) -> Vec<String> {
+    let mut order: Vec<&str> = Vec::new();
+    let mut files: std::collections::HashMap<&str, Vec<&str>> = Default::default();
+    for s in shown {
+        let (dir, name) = s.rsplit_once('/').unwrap_or(("", s.as_str()));
+        if !files.contains_key(dir) {
+            order.push(dir);
+        }
+        files.entry(dir).or_default().push(name);
+    }
+    let mut out = Vec::new();
+    for dir in order {
+        let names = &files[dir];
+        if dir.is_empty() {
+            out.extend(names.iter().map(|n| n.to_string()));
+        } else if names.len() == 1 {
+            out.push(format!("{dir}/{}", names[0]));
+        } else {
+            out.push(format!("{dir}/{{{}}}", names.join(", ")));
+        }
     }
     out
 }
@@ -204,6 +260,29 @@ fn small_change(ctx: &Ctx, path: &Path, shown: &str, tag: Tag, bytes: &[u8]) -> 
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn changed_files_are_grouped_by_folder() {
+        let shown: Vec<String> = [
+            "a.txt#0001",
+            "src/x.rs#0002",
+            "docs/guide.md#0003",
+            "src/y.rs#0004",
+            "b.txt#0005",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(
+            group_by_folder(&shown),
+            [
+                "a.txt#0001",
+                "b.txt#0005",
+                "src/{x.rs#0002, y.rs#0004}",
+                "docs/guide.md#0003"
+            ]
+        );
+    }
     use super::*;
 
     #[test]

@@ -41,16 +41,25 @@ const NAMED: usize = 3;
 /// Where a call's discarded stderr goes.
 pub struct Captures {
     dir: PathBuf,
+    /// Makes the file names this call's own: the broker's mark for the call
+    /// (the worker's pid is the same, 2, in every worker's PID namespace,
+    /// and unconfined workers share the system's temp folder).
+    call: String,
     files: Vec<PathBuf>,
     /// The command each capture belongs to (its name as written).
     names: Vec<String>,
 }
 
 impl Captures {
-    /// Captures in `dir` (the worker's temp folder).
-    pub fn new(dir: &Path) -> Captures {
+    /// Captures in `dir` (the worker's temp folder) for the call `call`
+    /// (letters, digits and `-`; anything else is dropped).
+    pub fn new(dir: &Path, call: &str) -> Captures {
         Captures {
             dir: dir.to_path_buf(),
+            call: call
+                .chars()
+                .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+                .collect(),
             files: Vec::new(),
             names: Vec::new(),
         }
@@ -122,7 +131,8 @@ impl nib_policy::ast::VisitMut for Captures {
             && word.value == "/dev/null"
         {
             let file = self.dir.join(format!(
-                "nib-stderr-{}-{}",
+                "nib-stderr-{}-{}-{}",
+                self.call,
                 std::process::id(),
                 self.files.len()
             ));
@@ -266,7 +276,7 @@ mod tests {
         let mut prog = parse(
             "cat x 2>/dev/null; if true; then ls y 2>>/dev/null; fi; { echo; } 2>/dev/null; f() { a 2>/dev/null; }; echo 2>/tmp/keep >/dev/null",
         );
-        let mut c = Captures::new(Path::new("/cap"));
+        let mut c = Captures::new(Path::new("/cap"), "m1");
         c.rewrite(&mut prog);
         assert_eq!(c.files.len(), 4);
         let text = prog.to_string().replace("> ", ">");
@@ -287,7 +297,7 @@ mod tests {
         // `exec 2>/dev/null` changes the shell: its stderr goes to a capture,
         // but nothing is wrapped.
         let mut prog = parse("exec 2>/dev/null; echo x");
-        let mut c = Captures::new(Path::new("/cap"));
+        let mut c = Captures::new(Path::new("/cap"), "m1");
         c.rewrite(&mut prog);
         assert!(!prog.to_string().contains(BUILTIN), "{prog}");
     }

@@ -206,7 +206,7 @@ async fn run(req: &Request) -> (i32, bool, Option<String>) {
         }
     };
     let params = shell.default_exec_params();
-    let mut captures = discarded::Captures::new(&std::env::temp_dir());
+    let mut captures = discarded::Captures::new(&std::env::temp_dir(), &req.mark);
     // Taken before anything runs, so they never end the worker unseen: a
     // handler of our own notes one at once (tokio's chains to it), and
     // tokio's wakes the call while it waits for a program.
