@@ -116,12 +116,21 @@ impl Names {
         if folder_shown < AUTO_MIN_CHARS {
             return;
         }
-        if sightings.len() > 50_000 {
-            sightings.clear();
-        }
-        let count = sightings.entry(folder.to_path_buf()).or_insert(0);
-        *count += 1;
-        if *count != AUTO_SIGHTINGS {
+        // Counted without allocating once a folder is known (most calls).
+        let count = match sightings.get_mut(folder) {
+            Some(c) => {
+                *c = c.saturating_add(1);
+                *c
+            }
+            None => {
+                if sightings.len() > 50_000 {
+                    sightings.clear();
+                }
+                sightings.insert(folder.to_path_buf(), 1);
+                1
+            }
+        };
+        if count != AUTO_SIGHTINGS {
             return;
         }
         let last = folder.file_name().and_then(|n| n.to_str()).unwrap_or("");
@@ -256,15 +265,28 @@ impl Names {
     /// `path` (absolute, normalized) written with the longest name whose
     /// folder holds it: `~NAME` or `~NAME/rest`.
     pub fn shorten(&self, path: &Path) -> Option<String> {
+        // Byte prefixes that end at a `/` (both paths are normalized): a
+        // memcmp per name, not a walk of components.
+        let bytes = path.as_os_str().as_encoded_bytes();
         let (n, rest) = self
             .list
             .iter()
-            .filter_map(|n| path.strip_prefix(&n.dir).ok().map(|rest| (n, rest)))
+            .filter_map(|n| {
+                let dir = n.dir.as_os_str().as_encoded_bytes();
+                let rest = bytes.strip_prefix(dir)?;
+                match rest.first() {
+                    None => Some((n, &rest[..0])),
+                    Some(b'/') => Some((n, &rest[1..])),
+                    // A folder written with its final `/` (the root).
+                    Some(_) if dir.ends_with(b"/") => Some((n, rest)),
+                    Some(_) => None,
+                }
+            })
             .max_by_key(|(n, _)| n.dir.as_os_str().len())?;
-        Some(if rest.as_os_str().is_empty() {
+        Some(if rest.is_empty() {
             format!("~{}", n.name)
         } else {
-            format!("~{}/{}", n.name, rest.to_string_lossy())
+            format!("~{}/{}", n.name, String::from_utf8_lossy(rest))
         })
     }
 }
@@ -578,6 +600,11 @@ mod tests {
         assert_eq!(
             n.shorten(Path::new("/p/src/main/java/com/ex/ormx/A.java")),
             None
+        );
+        let root = table(&[("top", "/")]);
+        assert_eq!(
+            root.shorten(Path::new("/etc/hosts")).as_deref(),
+            Some("~top/etc/hosts")
         );
     }
 
