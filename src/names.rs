@@ -82,6 +82,16 @@ pub fn valid_name(name: &str) -> bool {
 }
 
 impl Names {
+    /// A table of `(name, folder)` pairs the broker already accepted (what a
+    /// worker receives with its request); pairs that clash are left out.
+    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a String, &'a PathBuf)>) -> Names {
+        let mut names = Names::default();
+        for (name, dir) in pairs {
+            let _ = names.define(name, dir, Source::Hash);
+        }
+        names
+    }
+
     /// The names, in the order they were defined.
     pub fn list(&self) -> &[Name] {
         &self.list

@@ -460,13 +460,9 @@ fn hash(ctx: ExecutionContext<'_, Se>, args: Vec<CommandArg>) -> Answer<'_> {
         }
         // The broker's table, to say at once what it would refuse (it
         // checks again: the worker is not trusted).
-        let mut table = crate::names::Names::default();
-        for (name, dir) in super::request()
-            .map(|r| r.names.clone())
-            .unwrap_or_default()
-        {
-            let _ = table.define(&name, &dir, crate::names::Source::Hash);
-        }
+        let mut table = crate::names::Names::from_pairs(
+            super::request().map(|r| &r.names).into_iter().flatten(),
+        );
         for d in defs {
             let Some((name, dir)) = d.split_once('=') else {
                 let _ = writeln!(ctx.stderr(), "hash -d: {d}: expected name=dir");

@@ -693,11 +693,7 @@ pub fn answer(call: &Call) -> (String, u8) {
     let workspace = Workspace::new(project);
     // The broker's names, so the rows' headers shorten as the tools' do.
     if let Some(req) = super::request() {
-        let mut names = crate::names::Names::default();
-        for (name, dir) in &req.names {
-            let _ = names.define(name, dir, crate::names::Source::Hash);
-        }
-        workspace.set_names(names);
+        workspace.set_names(crate::names::Names::from_pairs(&req.names));
     }
     let agent = Mutex::new(Agent::default());
     let nibash = std::sync::Arc::default();
