@@ -1007,7 +1007,7 @@ fn run() -> Result<()> {
             }
             .print();
         }
-        if confined {
+        if !env.is_empty() {
             peak_kib = peak_kib.max(srv.peak_kib().unwrap_or(0));
         }
     }
