@@ -8,6 +8,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod agents;
+pub mod by_folder;
 pub mod cli;
 pub mod cli_tokens;
 pub mod config;
@@ -15,6 +16,7 @@ pub mod context;
 pub mod edit;
 pub mod filekind;
 pub mod fs;
+pub mod git;
 pub mod hashline;
 pub mod hook;
 pub mod human;

@@ -283,6 +283,10 @@ struct Consumer {
     replies: Option<Channel>,
     asker: Asker,
     seen: Vec<SeenReport>,
+    /// Whole outputs of reshaped commands: (command, text).
+    wholes: Vec<(String, String)>,
+    /// One of them left out something that matters.
+    wholes_named: bool,
     done_at: Option<Instant>,
     cancelled: bool,
     /// Execs the call's tree was refused (while program rules exist).
@@ -362,6 +366,18 @@ impl Consumer {
                 self.entry.kill();
             }
             Msg::Event(Event::Seen { path, tag, lines }) => self.seen.push((path, tag, lines)),
+            Msg::Event(Event::Whole {
+                command,
+                text,
+                named,
+            }) => {
+                self.wholes_named |= named;
+                // Bounded like the call's own output.
+                let kept: usize = self.wholes.iter().map(|(_, t)| t.len()).sum();
+                if kept + text.len() <= OUTPUT_STOP {
+                    self.wholes.push((command, text));
+                }
+            }
             Msg::Event(Event::Name { name, dir }) => {
                 // Untrusted like every event: a name nib would accept from
                 // `hash -d`, for a folder the call's scope can reach.
@@ -585,6 +601,8 @@ pub fn run(ctx: &Ctx, nib: &Arc<Nibash>, args: CallArgs) -> ToolOutput {
             trashed: Vec::new(),
         },
         seen: Vec::new(),
+        wholes: Vec::new(),
+        wholes_named: false,
         done_at: None,
         cancelled: false,
         exec_log,
@@ -738,6 +756,18 @@ fn answer(
         }
         record_seen(ctx, &consumer.seen, &text);
     }
+    if !consumer.wholes.is_empty() {
+        let mut whole = String::new();
+        for (command, text) in consumer.wholes.drain(..) {
+            whole.push_str(&format!("$ {command}\n{text}"));
+        }
+        let name = format!("nibash-{}-{}-whole", std::process::id(), entry.id);
+        if let Ok(log) = cut::save_log(&name, whole.as_bytes())
+            && consumer.wholes_named
+        {
+            out.push_str(&format!("[git's whole output: {}]\n", log.display()));
+        }
+    }
     if dropped > 0 {
         out.push_str(&format!("[{dropped} more bytes of output were not kept]\n"));
     }
@@ -875,10 +905,12 @@ impl<'a> ShownRows<'a> {
                 continue;
             }
             let Some((tag, name)) = header else { continue };
-            // grep marks its rows with `*` (a match) or a space (context).
+            // grep marks its rows with `*` (a match) or a space (context),
+            // git's diffs mark added rows with `+`.
             let row = line
                 .strip_prefix('*')
                 .or_else(|| line.strip_prefix(' '))
+                .or_else(|| line.strip_prefix('+'))
                 .unwrap_or(line);
             let Some((digits, text)) = row.split_once(':') else {
                 continue;
@@ -1132,6 +1164,8 @@ mod forged {
                 trashed: Vec::new(),
             },
             seen: Vec::new(),
+            wholes: Vec::new(),
+            wholes_named: false,
             done_at: None,
             cancelled: false,
             exec_log: None,

@@ -151,7 +151,7 @@ pub fn report(ctx: &Ctx, start: &Start, skip: &[PathBuf]) -> String {
     if !listed.is_empty() || !folded.is_empty() {
         let in_folded: usize = per_folder.values().filter(|n| **n >= FOLD).sum();
         let more = paths.len().saturating_sub(taken + in_folded);
-        let mut entries = group_by_folder(&listed);
+        let mut entries = crate::by_folder::group(&listed);
         entries.extend(folded);
         out.push_str(&format!(
             "[changed: {}{}]\n",
@@ -174,34 +174,6 @@ pub fn report(ctx: &Ctx, start: &Start, skip: &[PathBuf]) -> String {
 
 /// A folder with this many changed files is listed as one entry with its count.
 const FOLD: usize = 8;
-
-/// Shown paths (`dir/name#TAG`) with each folder written once: files of the
-/// same folder follow it in braces (`src/{a.rs#1234, b.rs#5678}`), a file
-/// alone in its folder and top-level files stay as they are; folders in
-/// the order they first appear.
-fn group_by_folder(shown: &[String]) -> Vec<String> {
-    let mut order: Vec<&str> = Vec::new();
-    let mut files: std::collections::HashMap<&str, Vec<&str>> = Default::default();
-    for s in shown {
-        let (dir, name) = s.rsplit_once('/').unwrap_or(("", s.as_str()));
-        if !files.contains_key(dir) {
-            order.push(dir);
-        }
-        files.entry(dir).or_default().push(name);
-    }
-    let mut out = Vec::new();
-    for dir in order {
-        let names = &files[dir];
-        if dir.is_empty() {
-            out.extend(names.iter().map(|n| n.to_string()));
-        } else if names.len() == 1 {
-            out.push(format!("{dir}/{}", names[0]));
-        } else {
-            out.push(format!("{dir}/{{{}}}", names.join(", ")));
-        }
-    }
-    out
-}
 
 /// Whether the agent's newest version of the file is exactly this content.
 fn known_to_agent(ctx: &Ctx, path: &Path, tag: Tag, bytes: &[u8]) -> bool {
@@ -274,7 +246,7 @@ mod tests {
         .map(|s| s.to_string())
         .collect();
         assert_eq!(
-            group_by_folder(&shown),
+            crate::by_folder::group(&shown),
             [
                 "a.txt#0001",
                 "b.txt#0005",

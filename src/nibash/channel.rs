@@ -70,6 +70,17 @@ pub enum Event {
         /// The folder, absolute.
         dir: PathBuf,
     },
+    /// A command printed a reshaped form of this output (git's): the whole
+    /// of it goes to the call's log.
+    Whole {
+        /// The command, as the log names it.
+        command: String,
+        /// What it printed (stdout, then stderr).
+        text: String,
+        /// Something the answer left out matters (advice, progress, a
+        /// failure's details): the answer names the log.
+        named: bool,
+    },
     /// The command line finished; `background` when jobs it started still run.
     Done {
         /// Its exit status.

@@ -91,7 +91,16 @@ pub fn git(ctx: ExecutionContext<'_, Se>, args: Vec<CommandArg>) -> Answer<'_> {
             {
                 git_clean(&ctx, rest)
             }
-            _ => super::own::system(ctx, args).await,
+            _ => {
+                let to_model = matches!(
+                    ctx.params.try_stdout(ctx.shell),
+                    Some(brush_core::openfiles::OpenFile::Stdout(_))
+                );
+                match crate::git::plan(rest).filter(|_| to_model) {
+                    Some(plan) => Ok(super::git::reshaped(&ctx, &argv, &plan)),
+                    None => super::own::system(ctx, args).await,
+                }
+            }
         }
     })
 }

@@ -14,6 +14,7 @@
 pub mod bridge;
 pub mod deletes;
 pub mod discarded;
+pub mod git;
 pub mod own;
 pub mod words;
 

@@ -678,6 +678,17 @@ fn plan_rg(args: &[String], cwd: &Path) -> Option<Call> {
 /// Runs the call with the tools in this process and reports the rows shown
 /// as seen; returns the text and the exit status.
 pub fn answer(call: &Call) -> (String, u8) {
+    let answered = with_tools(|ctx, workspace| answer_with(call, ctx, workspace));
+    match answered {
+        Ok(a) => a,
+        Err(e) => (format!("nibash: {e}\n"), 2),
+    }
+}
+
+/// Runs `f` with the file tools of this process: a workspace on the call's
+/// project with the broker's names, a fresh agent (unconfined: the worker's
+/// sandbox confines it); reports the rows the tools showed as seen.
+pub fn with_tools<T>(f: impl FnOnce(&Ctx, &Workspace) -> T) -> Result<T, String> {
     let project = super::request()
         .map(|r| r.cwd.clone())
         .unwrap_or_else(|| std::env::current_dir().unwrap_or_default());
@@ -688,7 +699,7 @@ pub fn answer(call: &Call) -> (String, u8) {
             c.confirm_outside_roots = false;
             c
         }
-        Err(e) => return (format!("nibash: {e}\n"), 2),
+        Err(e) => return Err(e.to_string()),
     };
     let workspace = Workspace::new(project);
     // The broker's names, so the rows' headers shorten as the tools' do.
@@ -706,27 +717,7 @@ pub fn answer(call: &Call) -> (String, u8) {
         nibash: &nibash,
         live: None,
     };
-    let (text, code) = match call {
-        Call::Read(sels) => {
-            let mut m = Map::new();
-            m.insert("paths".into(), json!(sels));
-            m.insert("full".into(), json!(true));
-            match tools::call("read", Some(m), &ctx) {
-                Ok(out) => (out.text, u8::from(out.is_error)),
-                Err(e) => (format!("nibash: {e}\n"), 2),
-            }
-        }
-        Call::Grep(m) => match tools::call("grep", Some(m.clone()), &ctx) {
-            Ok(out) if out.is_error => (out.text, 2),
-            Ok(out) => {
-                let none = out.text.starts_with("no matches");
-                (out.text, u8::from(none))
-            }
-            Err(e) => (format!("nibash: {e}\n"), 2),
-        },
-        Call::Count(files, what) => (count(&workspace, files, *what), 0),
-        Call::Columns(path, ranges) => (columns(&workspace, path, ranges), 0),
-    };
+    let result = f(&ctx, &workspace);
     let guard = agent.lock().unwrap_or_else(|p| p.into_inner());
     for (path, version) in guard.seen.all_versions() {
         if version.seen.ranges().is_empty() {
@@ -738,6 +729,31 @@ pub fn answer(call: &Call) -> (String, u8) {
             lines: version.seen.ranges().to_vec(),
         });
     }
+    Ok(result)
+}
+
+fn answer_with(call: &Call, ctx: &Ctx, workspace: &Workspace) -> (String, u8) {
+    let (text, code) = match call {
+        Call::Read(sels) => {
+            let mut m = Map::new();
+            m.insert("paths".into(), json!(sels));
+            m.insert("full".into(), json!(true));
+            match tools::call("read", Some(m), ctx) {
+                Ok(out) => (out.text, u8::from(out.is_error)),
+                Err(e) => (format!("nibash: {e}\n"), 2),
+            }
+        }
+        Call::Grep(m) => match tools::call("grep", Some(m.clone()), ctx) {
+            Ok(out) if out.is_error => (out.text, 2),
+            Ok(out) => {
+                let none = out.text.starts_with("no matches");
+                (out.text, u8::from(none))
+            }
+            Err(e) => (format!("nibash: {e}\n"), 2),
+        },
+        Call::Count(files, what) => (count(workspace, files, *what), 0),
+        Call::Columns(path, ranges) => (columns(workspace, path, ranges), 0),
+    };
     (text, code)
 }
 

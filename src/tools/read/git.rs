@@ -11,14 +11,13 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 use crate::context::Ctx;
 use crate::fs::{self, Kind};
-use crate::hashline::{self, Tag};
+
 use crate::text::Text;
-use crate::tools::output::{Block, Row, SeenTarget};
+use crate::tools::output::{Block, Row};
 
 /// How long one git command may run.
 const GIT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -134,7 +133,7 @@ pub fn revision(ctx: &Ctx, path: &Path, rev: &str) -> Vec<Block> {
             ],
         ) {
             Ok(diff) => {
-                blocks.extend(diff_blocks(ctx, &cwd, &diff));
+                blocks.extend(crate::git::patch::blocks(ctx, &cwd, &diff));
                 blocks
             }
             Err(e) => fail(e),
@@ -199,89 +198,8 @@ pub fn revision(ctx: &Ctx, path: &Path, rev: &str) -> Vec<Block> {
             &spec,
         ],
     ) {
-        Ok(diff) => blocks.extend(diff_blocks(ctx, &cwd, &diff)),
+        Ok(diff) => blocks.extend(crate::git::patch::blocks(ctx, &cwd, &diff)),
         Err(e) => return fail(e),
-    }
-    blocks
-}
-
-/// One block per file of a unified diff, as rows of the current file.
-fn diff_blocks(ctx: &Ctx, cwd: &Path, diff: &str) -> Vec<Block> {
-    let mut blocks: Vec<Block> = Vec::new();
-    let mut current: Option<(Arc<Text>, bool)> = None;
-    let mut n = 0usize;
-    for line in diff.lines() {
-        if let Some(rest) = line.strip_prefix("diff --git ") {
-            let name = rest.rsplit_once(" b/").map(|(_, b)| b).unwrap_or(rest);
-            let path = cwd.join(name);
-            let shown = ctx.workspace.display(&path);
-            let file = fs::read_file(&ctx.scope, &path, crate::context::TEXT_LIMIT).ok();
-            let mut block = Block {
-                shown_path: shown.clone(),
-                ..Block::default()
-            };
-            match file {
-                Some(f) => {
-                    let tag = Tag::of(&f.bytes);
-                    let text = Arc::new(Text::decode(&f.bytes));
-                    block.head = hashline::header(&shown, tag);
-                    block.total_lines = text.len();
-                    if let Ok(canonical) = fs::canonical(&path) {
-                        block.seen = Some(SeenTarget {
-                            canonical,
-                            tag,
-                            text: Arc::clone(&text),
-                        });
-                    }
-                    current = Some((text, true));
-                }
-                None => {
-                    block.head = format!("[{shown}] (not in the working tree)");
-                    current = Some((Arc::new(Text::decode(b"")), false));
-                }
-            }
-            blocks.push(block);
-            continue;
-        }
-        let Some(block) = blocks.last_mut() else {
-            continue;
-        };
-        if let Some(h) = line.strip_prefix("@@ ") {
-            // @@ -a,b +c,d @@
-            n = h
-                .split_whitespace()
-                .find_map(|t| t.strip_prefix('+'))
-                .and_then(|t| t.split(',').next())
-                .and_then(|t| t.parse().ok())
-                .unwrap_or(1);
-            continue;
-        }
-        if line.starts_with("+++")
-            || line.starts_with("---")
-            || line.starts_with("index ")
-            || line.starts_with('\\')
-        {
-            continue;
-        }
-        let Some((text, _)) = &current else { continue };
-        let (mark, body) = match line.chars().next() {
-            Some('+') => ('+', &line[1..]),
-            Some(' ') => (' ', &line[1..]),
-            Some('-') => {
-                block.rows.push(Row::plain(format!("-|{}", &line[1..])));
-                continue;
-            }
-            _ => continue,
-        };
-        if text.line(n) == Some(body) {
-            block.rows.push(Row::anchored(
-                n,
-                format!("{mark}{}", hashline::anchored_row(n, body)),
-            ));
-        } else {
-            block.rows.push(Row::plain(format!("{mark}{n}|{body}")));
-        }
-        n += 1;
     }
     blocks
 }
