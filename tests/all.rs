@@ -10,6 +10,7 @@ mod cli;
 mod clients;
 mod confine;
 mod edit;
+mod git;
 mod grep;
 mod lang;
 mod names;

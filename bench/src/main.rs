@@ -1110,6 +1110,7 @@ fn run() -> Result<()> {
     }
 
     names_scenarios(&nib, &scratch, n.min(20))?;
+    git_scenarios(&nib, &scratch, n.min(20))?;
 
     peak_kib = peak_kib.max(server.peak_kib().unwrap_or(0));
     println!("\nthe main server's peak memory (VmHWM) after each scenario that raised it:");
@@ -1295,6 +1296,82 @@ fn names_scenarios(nib: &Path, scratch: &Path, n: usize) -> Result<()> {
     println!(
         "  names: {all_named} characters against {all_plain} without ({:.0}% fewer)",
         100.0 * (1.0 - all_named as f64 / all_plain.max(1) as f64)
+    );
+    Ok(())
+}
+
+/// nibash's git against git's own output (the same command piped through
+/// `cat`, which nib leaves as git printed it), in a clone of this repository
+/// with a 10-file change in the work tree: characters and time.
+fn git_scenarios(nib: &Path, scratch: &Path, n: usize) -> Result<()> {
+    let top = Command::new("git")
+        .args(["rev-parse", "--show-toplevel"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
+    let Some(top) = top else {
+        println!("  git: not run from a git repository; skipped");
+        return Ok(());
+    };
+    let repo = scratch.join("git-clone");
+    let cloned = Command::new("git")
+        .args(["clone", "-q"])
+        .arg(&top)
+        .arg(&repo)
+        .status()
+        .map_err(|e| e.to_string())?;
+    if !cloned.success() {
+        return Err("git clone of this repository failed".into());
+    }
+    let files = Command::new("git")
+        .args(["ls-files", "*.rs"])
+        .current_dir(&repo)
+        .output()
+        .map_err(|e| e.to_string())?;
+    let listed = String::from_utf8_lossy(&files.stdout).into_owned();
+    for (i, f) in listed.lines().step_by(7).take(10).enumerate() {
+        let path = repo.join(f);
+        let mut text = std::fs::read_to_string(&path).map_err(|e| e.to_string())?;
+        text = text.replacen("\n", &format!("\n// bench change {i}\n"), 3);
+        write(&path, &text)?;
+    }
+    write(&repo.join("notes/new-a.md"), "a\n")?;
+    write(&repo.join("notes/new-b.md"), "b\n")?;
+    let state = scratch.join("git-state");
+    std::fs::create_dir_all(&state).map_err(|e| e.to_string())?;
+    let mut server = Server::spawn_with(nib, &repo, &state, &[])?;
+    server.initialize()?;
+    let (mut all_nib, mut all_raw) = (0usize, 0usize);
+    for command in ["git status", "git diff", "git log -10", "git show HEAD", "git diff --stat"] {
+        let mut raw_chars = 0;
+        let mut raw_times = Vec::new();
+        let srv = &mut server;
+        let mut f = || -> Result<(Duration, usize)> {
+            let (d, text) = time(|| srv.call("nibash", json!({ "command": command })))?;
+            let piped = format!("{command} | cat");
+            let (rd, raw) = time(|| srv.call("nibash", json!({ "command": piped })))?;
+            raw_times.push(rd);
+            raw_chars = raw.chars().count();
+            Ok((d, text.chars().count()))
+        };
+        let (s, c, _) = interleave(n, Some(&mut f), &mut [])?;
+        all_nib += c.unwrap_or(0);
+        all_raw += raw_chars;
+        Row {
+            scenario: format!("nibash `{command}` (this repository, 10 files changed)"),
+            nib: s,
+            chars: c,
+            baselines: vec![(
+                format!("git's own output, `| cat` ({raw_chars} chars)"),
+                stat(raw_times),
+            )],
+        }
+        .print();
+    }
+    println!(
+        "  git: {all_nib} characters against git's own {all_raw} ({:.0}% of them)",
+        100.0 * all_nib as f64 / all_raw.max(1) as f64
     );
     Ok(())
 }

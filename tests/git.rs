@@ -1,0 +1,159 @@
+//! nibash's git, reshaped where its output reaches the model: real
+//! repositories built here (two authors, a rename, a binary file, CRLF
+//! lines, names with spaces and non-UTF-8 bytes, a merge conflict, a
+//! detached HEAD, a submodule), snapshots of what the model gets, diffs whose
+//! rows an edit can use without a read, and git's own bytes when piped —
+//! with and without NIB_SANDBOX=1.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::json;
+
+use crate::common::*;
+
+const MODES: [&[(&str, &str)]; 2] = [&[("TZ", "UTC")], &[("TZ", "UTC"), ("NIB_SANDBOX", "1")]];
+
+/// Runs git in `dir` with fixed identities and dates, so hashes repeat.
+fn git(dir: &Path, args: &[&str]) -> String {
+    git_as(dir, "Me", "me@example.org", args)
+}
+
+fn git_as(dir: &Path, name: &str, email: &str, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", name)
+        .env("GIT_AUTHOR_EMAIL", email)
+        .env("GIT_COMMITTER_NAME", name)
+        .env("GIT_COMMITTER_EMAIL", email)
+        .env("GIT_AUTHOR_DATE", "2026-11-30T09:15:00Z")
+        .env("GIT_COMMITTER_DATE", "2026-11-30T09:15:00Z")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("LC_ALL", "C")
+        .env("TZ", "UTC")
+        .output()
+        .expect("git runs");
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A repository with history by two authors and changes in the work tree.
+fn repository(dir: &Path) {
+    git(dir, &["init", "-q", "-b", "main"]);
+    git(dir, &["config", "user.email", "me@example.org"]);
+    git(dir, &["config", "user.name", "Me"]);
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::create_dir_all(dir.join("docs")).unwrap();
+    std::fs::write(dir.join("src/a.rs"), "fn a() {}\nfn b() {}\nfn c() {}\n").unwrap();
+    std::fs::write(dir.join("src/crlf.txt"), "one\r\ntwo\r\nthree\r\n").unwrap();
+    std::fs::write(dir.join("docs/with space.md"), "# Title\n").unwrap();
+    std::fs::write(dir.join("old.txt"), "kept\n").unwrap();
+    std::fs::write(dir.join("logo.png"), [0x89, b'P', b'N', b'G', 0, 1, 2]).unwrap();
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-qm", "First commit\n\nWith a body line."]);
+    std::fs::write(dir.join("src/a.rs"), "fn a() {}\nfn b2() {}\nfn c() {}\nfn d() {}\n").unwrap();
+    git(dir, &["mv", "old.txt", "src/new.txt"]);
+    std::fs::write(dir.join("logo.png"), [0x89, b'P', b'N', b'G', 0, 9]).unwrap();
+    git(dir, &["add", "-A"]);
+    git_as(dir, "Other Person", "other@example.net", &["commit", "-qm", "Second: rename and b2"]);
+    // The work tree: a modified CRLF file, a staged file, untracked ones.
+    std::fs::write(dir.join("src/crlf.txt"), "one\r\nTWO\r\nthree\r\n").unwrap();
+    std::fs::write(dir.join("src/b.rs"), "fn staged() {}\n").unwrap();
+    git(dir, &["add", "src/b.rs"]);
+    std::fs::write(dir.join("un tracked.txt"), "u\n").unwrap();
+    use std::os::unix::ffi::OsStrExt;
+    std::fs::write(dir.join(std::ffi::OsStr::from_bytes(b"caf\xe9.txt")), "latin-1 name\n").unwrap();
+}
+
+async fn sh(nib: &Nib, command: &str) -> String {
+    nib.ok("nibash", json!({ "command": command })).await
+}
+
+#[tokio::test]
+async fn git_views_are_reshaped_and_diff_rows_anchor_an_edit() {
+    for env in MODES {
+        let dir = project();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        repository(&root);
+        let nib = start_with(Era::Modern, &root, TestClient::new(Roots::Undeclared), env).await;
+        // Sandboxed or not, the model gets the same text.
+        insta::assert_snapshot!("status", sh(&nib, "git status").await);
+        insta::assert_snapshot!("status_short", sh(&nib, "git status -sb").await);
+        insta::assert_snapshot!("log_stat", sh(&nib, "git log --stat").await);
+        insta::assert_snapshot!("show_head", sh(&nib, "git show HEAD").await);
+        insta::assert_snapshot!("ls_files", sh(&nib, "git ls-files").await);
+        let diff = sh(&nib, "git diff").await;
+        insta::assert_snapshot!("diff", diff);
+
+        // Piped or redirected, git's own bytes.
+        let raw = git(&root, &["status"]);
+        assert_eq!(sh(&nib, "git status | cat").await.trim_end(), raw.trim_end());
+        sh(&nib, "git log --stat > log.txt").await;
+        assert_eq!(
+            std::fs::read_to_string(root.join("log.txt")).unwrap(),
+            git(&root, &["log", "--stat"])
+        );
+        std::fs::remove_file(root.join("log.txt")).unwrap();
+
+        // An edit straight from the diff's rows, with no read: line 2 of the
+        // CRLF file was printed as an anchor, and its ending is kept.
+        let tag = Nib::tag_in(&diff);
+        assert!(diff.contains("+2:TWO"), "{diff}");
+        nib.ok(
+            "edit",
+            json!({"input": format!("[src/crlf.txt#{tag}]\nPUT 2:\n+Two\n")}),
+        )
+        .await;
+        assert_eq!(
+            std::fs::read(root.join("src/crlf.txt")).unwrap(),
+            b"one\r\nTwo\r\nthree\r\n"
+        );
+        // A failure is never hidden: git's error and status reach the answer.
+        let (bad, _) = nib.call("nibash", json!({"command": "git show no-such-rev"})).await;
+        assert!(bad.contains("fatal:") && bad.contains("[exit 128]"), "{bad}");
+    }
+}
+
+#[tokio::test]
+async fn conflicts_detached_heads_and_submodules_stay_readable() {
+    for env in MODES {
+        let dir = project();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        repository(&root);
+        git(&root, &["stash", "-u", "-q"]);
+        // Both sides change line 1 of src/a.rs.
+        git(&root, &["checkout", "-q", "-b", "topic"]);
+        std::fs::write(root.join("src/a.rs"), "fn topic() {}\n").unwrap();
+        git(&root, &["commit", "-qam", "topic side"]);
+        git(&root, &["checkout", "-q", "main"]);
+        std::fs::write(root.join("src/a.rs"), "fn main_side() {}\n").unwrap();
+        git(&root, &["commit", "-qam", "main side"]);
+        let nib = start_with(Era::Handshake, &root, TestClient::new(Roots::Undeclared), env).await;
+        let (merge, _) = nib.call("nibash", json!({"command": "git merge topic"})).await;
+        assert!(merge.contains("CONFLICT (content): Merge conflict in src/a.rs"), "{merge}");
+        assert!(merge.contains("[exit 1]"), "{merge}");
+        let status = sh(&nib, "git status").await;
+        assert!(status.contains("Unmerged paths:\n  both modified: src/a.rs"), "{status}");
+        assert!(!status.contains("(use \"git"), "advice goes: {status}");
+        sh(&nib, "git merge --abort").await;
+
+        let detached = sh(&nib, "git checkout -q HEAD~1 && git status").await;
+        assert!(detached.starts_with("HEAD detached at "), "{detached}");
+        sh(&nib, "git checkout -q main").await;
+
+        // A submodule's change is one entry like any other.
+        let sub = root.join("sub");
+        std::fs::create_dir_all(&sub).unwrap();
+        git(&sub, &["init", "-q", "-b", "main"]);
+        std::fs::write(sub.join("s.txt"), "s\n").unwrap();
+        git(&sub, &["add", "-A"]);
+        git(&sub, &["commit", "-qm", "sub"]);
+        git(&root, &["-c", "protocol.file.allow=always", "submodule", "add", "-q", "./sub", "sub"]);
+        std::fs::write(sub.join("s.txt"), "changed\n").unwrap();
+        let status = sh(&nib, "git status").await;
+        assert!(status.contains("sub (modified content)"), "{status}");
+        assert!(status.contains("new file: .gitmodules, sub"), "{status}");
+    }
+}
