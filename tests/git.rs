@@ -35,7 +35,11 @@ fn git_as(dir: &Path, name: &str, email: &str, args: &[&str]) -> String {
         .env("TZ", "UTC")
         .output()
         .expect("git runs");
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -53,18 +57,31 @@ fn repository(dir: &Path) {
     std::fs::write(dir.join("logo.png"), [0x89, b'P', b'N', b'G', 0, 1, 2]).unwrap();
     git(dir, &["add", "-A"]);
     git(dir, &["commit", "-qm", "First commit\n\nWith a body line."]);
-    std::fs::write(dir.join("src/a.rs"), "fn a() {}\nfn b2() {}\nfn c() {}\nfn d() {}\n").unwrap();
+    std::fs::write(
+        dir.join("src/a.rs"),
+        "fn a() {}\nfn b2() {}\nfn c() {}\nfn d() {}\n",
+    )
+    .unwrap();
     git(dir, &["mv", "old.txt", "src/new.txt"]);
     std::fs::write(dir.join("logo.png"), [0x89, b'P', b'N', b'G', 0, 9]).unwrap();
     git(dir, &["add", "-A"]);
-    git_as(dir, "Other Person", "other@example.net", &["commit", "-qm", "Second: rename and b2"]);
+    git_as(
+        dir,
+        "Other Person",
+        "other@example.net",
+        &["commit", "-qm", "Second: rename and b2"],
+    );
     // The work tree: a modified CRLF file, a staged file, untracked ones.
     std::fs::write(dir.join("src/crlf.txt"), "one\r\nTWO\r\nthree\r\n").unwrap();
     std::fs::write(dir.join("src/b.rs"), "fn staged() {}\n").unwrap();
     git(dir, &["add", "src/b.rs"]);
     std::fs::write(dir.join("un tracked.txt"), "u\n").unwrap();
     use std::os::unix::ffi::OsStrExt;
-    std::fs::write(dir.join(std::ffi::OsStr::from_bytes(b"caf\xe9.txt")), "latin-1 name\n").unwrap();
+    std::fs::write(
+        dir.join(std::ffi::OsStr::from_bytes(b"caf\xe9.txt")),
+        "latin-1 name\n",
+    )
+    .unwrap();
 }
 
 async fn sh(nib: &Nib, command: &str) -> String {
@@ -89,7 +106,10 @@ async fn git_views_are_reshaped_and_diff_rows_anchor_an_edit() {
 
         // Piped or redirected, git's own bytes.
         let raw = git(&root, &["status"]);
-        assert_eq!(sh(&nib, "git status | cat").await.trim_end(), raw.trim_end());
+        assert_eq!(
+            sh(&nib, "git status | cat").await.trim_end(),
+            raw.trim_end()
+        );
         sh(&nib, "git log --stat > log.txt").await;
         assert_eq!(
             std::fs::read_to_string(root.join("log.txt")).unwrap(),
@@ -111,8 +131,13 @@ async fn git_views_are_reshaped_and_diff_rows_anchor_an_edit() {
             b"one\r\nTwo\r\nthree\r\n"
         );
         // A failure is never hidden: git's error and status reach the answer.
-        let (bad, _) = nib.call("nibash", json!({"command": "git show no-such-rev"})).await;
-        assert!(bad.contains("fatal:") && bad.contains("[exit 128]"), "{bad}");
+        let (bad, _) = nib
+            .call("nibash", json!({"command": "git show no-such-rev"}))
+            .await;
+        assert!(
+            bad.contains("fatal:") && bad.contains("[exit 128]"),
+            "{bad}"
+        );
     }
 }
 
@@ -130,12 +155,26 @@ async fn conflicts_detached_heads_and_submodules_stay_readable() {
         git(&root, &["checkout", "-q", "main"]);
         std::fs::write(root.join("src/a.rs"), "fn main_side() {}\n").unwrap();
         git(&root, &["commit", "-qam", "main side"]);
-        let nib = start_with(Era::Handshake, &root, TestClient::new(Roots::Undeclared), env).await;
-        let (merge, _) = nib.call("nibash", json!({"command": "git merge topic"})).await;
-        assert!(merge.contains("CONFLICT (content): Merge conflict in src/a.rs"), "{merge}");
+        let nib = start_with(
+            Era::Handshake,
+            &root,
+            TestClient::new(Roots::Undeclared),
+            env,
+        )
+        .await;
+        let (merge, _) = nib
+            .call("nibash", json!({"command": "git merge topic"}))
+            .await;
+        assert!(
+            merge.contains("CONFLICT (content): Merge conflict in src/a.rs"),
+            "{merge}"
+        );
         assert!(merge.contains("[exit 1]"), "{merge}");
         let status = sh(&nib, "git status").await;
-        assert!(status.contains("Unmerged paths:\n  both modified: src/a.rs"), "{status}");
+        assert!(
+            status.contains("Unmerged paths:\n  both modified: src/a.rs"),
+            "{status}"
+        );
         assert!(!status.contains("(use \"git"), "advice goes: {status}");
         sh(&nib, "git merge --abort").await;
 
@@ -150,7 +189,18 @@ async fn conflicts_detached_heads_and_submodules_stay_readable() {
         std::fs::write(sub.join("s.txt"), "s\n").unwrap();
         git(&sub, &["add", "-A"]);
         git(&sub, &["commit", "-qm", "sub"]);
-        git(&root, &["-c", "protocol.file.allow=always", "submodule", "add", "-q", "./sub", "sub"]);
+        git(
+            &root,
+            &[
+                "-c",
+                "protocol.file.allow=always",
+                "submodule",
+                "add",
+                "-q",
+                "./sub",
+                "sub",
+            ],
+        );
         std::fs::write(sub.join("s.txt"), "changed\n").unwrap();
         let status = sh(&nib, "git status").await;
         assert!(status.contains("sub (modified content)"), "{status}");

@@ -1330,12 +1330,33 @@ fn git_scenarios(nib: &Path, scratch: &Path, n: usize) -> Result<()> {
         .output()
         .map_err(|e| e.to_string())?;
     let listed = String::from_utf8_lossy(&files.stdout).into_owned();
-    for (i, f) in listed.lines().step_by(7).take(10).enumerate() {
-        let path = repo.join(f);
-        let mut text = std::fs::read_to_string(&path).map_err(|e| e.to_string())?;
-        text = text.replacen("\n", &format!("\n// bench change {i}\n"), 3);
-        write(&path, &text)?;
+    // A commit of 10 changed files (for `git show HEAD`), then 10 other
+    // files changed in the work tree (for status and diff).
+    let change = |skip: usize| -> Result<()> {
+        for (i, f) in listed.lines().skip(skip).step_by(7).take(10).enumerate() {
+            let path = repo.join(f);
+            let mut text = std::fs::read_to_string(&path).map_err(|e| e.to_string())?;
+            text = text.replacen("\n", &format!("\n// bench change {i}\n"), 3);
+            write(&path, &text)?;
+        }
+        Ok(())
+    };
+    change(0)?;
+    let committed = Command::new("git")
+        .args([
+            "-c",
+            "user.name=bench",
+            "-c",
+            "user.email=bench@example.org",
+        ])
+        .args(["commit", "-qam", "bench: a 10-file change"])
+        .current_dir(&repo)
+        .status()
+        .map_err(|e| e.to_string())?;
+    if !committed.success() {
+        return Err("git commit in the bench clone failed".into());
     }
+    change(3)?;
     write(&repo.join("notes/new-a.md"), "a\n")?;
     write(&repo.join("notes/new-b.md"), "b\n")?;
     let state = scratch.join("git-state");
@@ -1343,7 +1364,13 @@ fn git_scenarios(nib: &Path, scratch: &Path, n: usize) -> Result<()> {
     let mut server = Server::spawn_with(nib, &repo, &state, &[])?;
     server.initialize()?;
     let (mut all_nib, mut all_raw) = (0usize, 0usize);
-    for command in ["git status", "git diff", "git log -10", "git show HEAD", "git diff --stat"] {
+    for command in [
+        "git status",
+        "git diff",
+        "git log -10",
+        "git show HEAD",
+        "git diff --stat",
+    ] {
         let mut raw_chars = 0;
         let mut raw_times = Vec::new();
         let srv = &mut server;

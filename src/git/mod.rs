@@ -84,6 +84,31 @@ const HISTORY_SETTINGS: &[&str] = &[
     "color.ui=false",
 ];
 
+/// Output formats of status that programs read (or nib cannot): git's bytes.
+const STATUS_MACHINE: &[&str] = &[
+    "-z",
+    "--null",
+    "--porcelain",
+    "--color",
+    "--column",
+    "-v",
+    "--verbose",
+];
+
+/// The same for log, show and diff.
+const DIFF_MACHINE: &[&str] = &[
+    "-z",
+    "--raw",
+    "--numstat",
+    "--word-diff",
+    "--word-diff-regex",
+    "--color-words",
+    "--color",
+    "--ext-diff",
+    "--graph",
+    "--patch-with-raw",
+];
+
 /// Commands that change a repository: only their noise goes.
 const CHANGING: &[&str] = &[
     "commit",
@@ -111,51 +136,13 @@ pub fn plan(args: &[String]) -> Option<Plan> {
     let (global, rest) = args.split_at(at);
     let sub = rest.first()?.as_str();
     let opts = &rest[1..];
-    let machine = has(
-        opts,
-        &[
-            "-z",
-            "--null",
-            "--porcelain",
-            "--raw",
-            "--numstat",
-            "--word-diff",
-            "--word-diff-regex",
-            "--color-words",
-            "--color",
-            "--ext-diff",
-            "--column",
-            "--graph",
-            "--format",
-            "--pretty",
-            "--patch-with-raw",
-            "-v",
-            "--verbose",
-        ],
-    );
     let own_format = has(opts, &["--oneline", "--format", "--pretty", "--graph"]);
     let mut run: Vec<String> = Vec::new();
     let shape = match sub {
-        "status" if !machine => Shape::Status {
+        "status" if !has(opts, STATUS_MACHINE) => Shape::Status {
             short: has(opts, &["-s", "--short"]) || opts.iter().any(|a| a == "-sb" || a == "-bs"),
         },
-        "log" | "show" | "diff"
-            if !has(
-                opts,
-                &[
-                    "-z",
-                    "--raw",
-                    "--numstat",
-                    "--word-diff",
-                    "--word-diff-regex",
-                    "--color-words",
-                    "--color",
-                    "--ext-diff",
-                    "--graph",
-                    "--patch-with-raw",
-                ],
-            ) =>
-        {
+        "log" | "show" | "diff" if !has(opts, DIFF_MACHINE) => {
             if !own_format {
                 run.extend(HISTORY_SETTINGS.iter().map(|s| s.to_string()));
             }

@@ -84,6 +84,14 @@ fn git_line_path(rest: &str) -> Option<PathBuf> {
     (a.strip_prefix("a/")? == b.strip_prefix("b/")?).then(|| PathBuf::from(&b[2..]))
 }
 
+/// The name of a file whose diff had no `---`/`+++` lines: where it was
+/// renamed to, else the name its `diff --git` line gives.
+fn named(git_line: String, renamed: Option<PathBuf>) -> PathBuf {
+    renamed
+        .or_else(|| git_line_path(&git_line))
+        .unwrap_or_else(|| git_line.into())
+}
+
 /// A file's extended header line as a short note, or `None` for the ones
 /// another note already says.
 fn meta_note(line: &str) -> Option<String> {
@@ -177,9 +185,8 @@ pub fn blocks(ctx: &Ctx, base: &Path, diff: &str) -> Vec<Block> {
     for line in diff.lines() {
         if let Some(rest) = line.strip_prefix("diff --git ") {
             if let Some(p) = pending.take() {
-                let name = renamed.take().or_else(|| git_line_path(&p));
                 open(
-                    &name.unwrap_or_else(|| p.into()),
+                    &named(p, renamed.take()),
                     &mut blocks,
                     &mut current,
                     &mut notes,
@@ -255,9 +262,8 @@ pub fn blocks(ctx: &Ctx, base: &Path, diff: &str) -> Vec<Block> {
         n += 1;
     }
     if let Some(p) = pending.take() {
-        let name = renamed.take().or_else(|| git_line_path(&p));
         open(
-            &name.unwrap_or_else(|| p.into()),
+            &named(p, renamed.take()),
             &mut blocks,
             &mut current,
             &mut notes,
