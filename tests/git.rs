@@ -207,3 +207,142 @@ async fn conflicts_detached_heads_and_submodules_stay_readable() {
         assert!(status.contains("new file: .gitmodules, sub"), "{status}");
     }
 }
+
+#[tokio::test]
+async fn merges_say_what_they_joined_and_listings_group_by_folder() {
+    for env in MODES {
+        let dir = project();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        repository(&root);
+        git(&root, &["stash", "-u", "-q"]);
+        // topic changes src/a.rs and docs; main changes src/a.rs's last
+        // line and logo.png: both sides changed src/a.rs only.
+        git(&root, &["checkout", "-q", "-b", "topic"]);
+        std::fs::write(
+            root.join("src/a.rs"),
+            "fn topic() {}\nfn b2() {}\nfn c() {}\nfn d() {}\n",
+        )
+        .unwrap();
+        std::fs::write(root.join("docs/with space.md"), "# Topic\n").unwrap();
+        git(&root, &["commit", "-qam", "topic side"]);
+        git(&root, &["checkout", "-q", "main"]);
+        std::fs::write(
+            root.join("src/a.rs"),
+            "fn a() {}\nfn b2() {}\nfn c() {}\nfn main_d() {}\n",
+        )
+        .unwrap();
+        std::fs::write(root.join("logo.png"), [0x89, b'P', b'N', b'G', 7]).unwrap();
+        git(&root, &["commit", "-qam", "main side"]);
+        let nib = start_with(Era::Modern, &root, TestClient::new(Roots::Undeclared), env).await;
+
+        let (ff, _) = nib
+            .call("nibash", json!({"command": "git merge --ff-only topic"}))
+            .await;
+        assert!(
+            ff.contains("[cannot fast-forward: since their merge base"),
+            "{ff}"
+        );
+        assert!(
+            ff.contains("this branch has 1 commit(s) and topic 1 more"),
+            "{ff}"
+        );
+
+        let merged = sh(
+            &nib,
+            "git -c user.name=Me -c user.email=me@example.org merge -q --no-edit topic",
+        )
+        .await;
+        assert!(
+            merged.contains("[joined 1 incoming commit(s) with 1 of this branch's own; changed on both sides: src/a.rs]"),
+            "{merged}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(root.join("src/a.rs")).unwrap(),
+            "fn topic() {}\nfn b2() {}\nfn c() {}\nfn main_d() {}\n"
+        );
+
+        // find and ls through nibash: each folder once, folders marked.
+        let found = sh(
+            &nib,
+            "find src docs -type f | sort > /dev/null; find src docs",
+        )
+        .await;
+        assert_eq!(found, "docs/with space.md\nsrc/{a.rs, crlf.txt, new.txt}\n");
+        let dirs = sh(&nib, "find . -path ./.git -prune -o -type d -print").await;
+        assert_eq!(dirs, "./{docs/, src/}\n");
+        let listed = sh(&nib, "ls src docs").await;
+        assert!(listed.contains("src/{a.rs, crlf.txt, new.txt}"), "{listed}");
+        assert!(listed.contains("docs/with space.md"), "{listed}");
+        // Piped, the programs' own lines.
+        assert_eq!(sh(&nib, "ls src | cat").await, "a.rs\ncrlf.txt\nnew.txt\n");
+
+        // git-each: a nested repository and the top one, one line each when
+        // that is all they print; rules on git hold for git-each.
+        let nested = root.join("vendor/lib");
+        std::fs::create_dir_all(&nested).unwrap();
+        git(&nested, &["init", "-q", "-b", "trunk"]);
+        std::fs::write(nested.join("x"), "x\n").unwrap();
+        git(&nested, &["add", "x"]);
+        git(&nested, &["commit", "-qm", "x"]);
+        let each = sh(&nib, "git-each rev-parse --abbrev-ref HEAD").await;
+        assert!(
+            each.contains(".: main\n") && each.contains("vendor/lib: trunk\n"),
+            "{each}"
+        );
+        let each = sh(&nib, "git-each status -sb").await;
+        assert!(each.contains("vendor/lib: ## trunk\n"), "{each}");
+    }
+}
+
+#[tokio::test]
+async fn a_rule_on_git_holds_for_git_each() {
+    let dir = project();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    repository(&root);
+    std::fs::write(
+        root.join("nib.json"),
+        json!({"rules": [{"program": "git", "args": "^log", "why": "no history here"}]})
+            .to_string(),
+    )
+    .unwrap();
+    let nib = start_with(Era::Modern, &root, TestClient::new(Roots::Undeclared), &[]).await;
+    let (text, _) = nib
+        .call("nibash", json!({"command": "git-each log -1 > each.txt"}))
+        .await;
+    assert!(text.contains("no history here"), "{text}");
+    assert!(
+        !root.join("each.txt").exists(),
+        "the refused call ran nothing"
+    );
+}
+
+#[tokio::test]
+async fn git_paths_are_shortened_with_named_directories() {
+    let dir = project();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let deep = "src/main/java/com/example/platform/orm/workflow";
+    git(&root, &["init", "-q", "-b", "main"]);
+    std::fs::create_dir_all(root.join(deep)).unwrap();
+    std::fs::write(root.join(deep).join("Step.java"), "class Step {}\n").unwrap();
+    std::fs::write(root.join(deep).join("Flow.java"), "class Flow {}\n").unwrap();
+    std::fs::write(
+        root.join("nib.json"),
+        json!({"directories": {"wf": deep}}).to_string(),
+    )
+    .unwrap();
+    git(&root, &["add", "-A"]);
+    git(&root, &["commit", "-qm", "start"]);
+    std::fs::write(root.join(deep).join("Step.java"), "class Step { int n; }\n").unwrap();
+    std::fs::write(root.join(deep).join("New.java"), "class New {}\n").unwrap();
+    let nib = start_with(Era::Modern, &root, TestClient::new(Roots::Undeclared), &[]).await;
+    let status = sh(&nib, "git status").await;
+    assert!(status.contains("modified: ~wf/Step.java"), "{status}");
+    assert!(status.contains("~wf/New.java"), "{status}");
+    assert!(!status.contains(deep), "{status}");
+    let files = sh(&nib, "git ls-files").await;
+    assert!(files.contains("~wf/{Flow.java, Step.java}"), "{files}");
+    let stat = sh(&nib, "git diff --stat").await;
+    assert!(stat.contains("~wf/Step.java +1 -1"), "{stat}");
+    let diff = sh(&nib, "git diff").await;
+    assert!(diff.starts_with("[~wf/Step.java#"), "{diff}");
+}

@@ -531,6 +531,16 @@ impl Extractor<'_> {
             via: self.via.clone(),
         }));
         let base = crate::rules::base_name(name_text).to_string();
+        // nibash's git-each runs git with the same words: rules on git hold.
+        if base == "git-each" {
+            let mut via = self.via.clone();
+            via.push(base.clone());
+            self.out.push(Finding::Run(Invocation {
+                name: "git".to_string(),
+                args: args.to_vec(),
+                via,
+            }));
+        }
         match wrappers::inner(&base, args) {
             wrappers::Inner::None => {}
             wrappers::Inner::Command(i) => {
@@ -760,6 +770,11 @@ mod tests {
         assert_eq!(names("echo $(( a --flag ))"), ["echo", "a"]);
         assert_eq!(names("diff <(a) >(b)"), ["diff", "a", "b"]);
         assert_eq!(names("cat <<EOF\n$(a)\nEOF\n"), ["cat", "a"]);
+    }
+
+    #[test]
+    fn git_each_is_git_to_the_rules() {
+        assert_eq!(names("git-each push --force"), ["git-each", "git"]);
     }
 
     #[test]

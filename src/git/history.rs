@@ -119,13 +119,15 @@ enum State {
     Message(Commit),
 }
 
-/// Reshapes `out`; diff paths are relative to `top`.
+/// Reshapes `out`; diff paths are relative to `top`, and `name` shortens
+/// them (with a named directory).
 pub fn reshape(
     ctx: &Ctx,
     top: &Path,
     out: &str,
     headers: bool,
     me: &dyn Fn() -> Option<String>,
+    name: &dyn Fn(&str) -> String,
 ) -> History {
     let email: OnceCell<Option<String>> = OnceCell::new();
     let me = || email.get_or_init(me).clone();
@@ -228,12 +230,12 @@ pub fn reshape(
                     State::Message(c)
                 } else {
                     c.render(&me, &mut h.text);
-                    text_line(line, &mut stats, &mut h.text);
+                    text_line(line, &mut stats, &mut h.text, name);
                     State::Text
                 }
             }
             State::Text => {
-                text_line(line, &mut stats, &mut h.text);
+                text_line(line, &mut stats, &mut h.text, name);
                 State::Text
             }
         };
@@ -250,9 +252,14 @@ pub fn reshape(
 
 /// A line outside commit headers and patches: a numstat entry is kept for
 /// the stat; a blank line goes; anything else prints as it is.
-fn text_line(line: &str, stats: &mut Vec<(Option<u64>, Option<u64>, String)>, out: &mut String) {
+fn text_line(
+    line: &str,
+    stats: &mut Vec<(Option<u64>, Option<u64>, String)>,
+    out: &mut String,
+    name: &dyn Fn(&str) -> String,
+) {
     if let Some((a, d, p)) = numstat(line) {
-        stats.push((a, d, p.to_string()));
+        stats.push((a, d, name(p)));
         return;
     }
     if !stats.is_empty() {

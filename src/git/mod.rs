@@ -43,6 +43,10 @@ pub struct Plan {
     pub shape: Shape,
     /// Folders given with `-C`, in order (diff paths are found from there).
     pub dirs: Vec<String>,
+    /// The subcommand's words after it (as given).
+    pub operands: Vec<String>,
+    /// The subcommand.
+    pub sub: String,
 }
 
 /// Options before the subcommand that nib understands; anything else leaves
@@ -194,6 +198,8 @@ pub fn plan(args: &[String]) -> Option<Plan> {
         args: run,
         shape,
         dirs,
+        operands: opts.to_vec(),
+        sub: sub.to_string(),
     })
 }
 
@@ -248,15 +254,17 @@ pub fn reshape(
     me: &dyn Fn() -> Option<String>,
 ) -> Shaped {
     let mut shaped = Shaped::default();
+    let from_cwd = |p: &str| named(ctx, &place.cwd, p);
     let (err, err_cut) = quiet(err);
     shaped.err = err;
     shaped.cut |= err_cut;
     match &plan.shape {
-        Shape::Status { short: false } => shaped.out = status::long(out),
-        Shape::Status { short: true } => shaped.out = status::short(out),
-        Shape::Listing => shaped.out = listing(out),
+        Shape::Status { short: false } => shaped.out = status::long(out, &from_cwd),
+        Shape::Status { short: true } => shaped.out = status::short(out, &from_cwd),
+        Shape::Listing => shaped.out = listing(out, &from_cwd),
         Shape::History { headers } => {
-            let h = history::reshape(ctx, &place.top, out, *headers, me);
+            let from_top = |p: &str| named(ctx, &place.top, p);
+            let h = history::reshape(ctx, &place.top, out, *headers, me, &from_top);
             shaped.out = h.text;
             shaped.seen = h.seen;
         }
@@ -269,9 +277,28 @@ pub fn reshape(
     shaped
 }
 
+/// A path git printed (relative to `base`) shortened with the longest
+/// named directory that covers it; quoted paths and renames stay as git
+/// printed them, and so does a path no name covers.
+fn named(ctx: &Ctx, base: &Path, path: &str) -> String {
+    if path.starts_with('"') || path.contains(" -> ") || path.contains(" => ") {
+        return path.to_string();
+    }
+    let (bare, slash) = match path.strip_suffix('/') {
+        Some(p) => (p, "/"),
+        None => (path, ""),
+    };
+    let shown = ctx.workspace.display(&base.join(bare));
+    if shown.starts_with('~') {
+        format!("{shown}{slash}")
+    } else {
+        path.to_string()
+    }
+}
+
 /// Paths, one per line, grouped by folder.
-fn listing(out: &str) -> String {
-    let paths: Vec<String> = out.lines().map(str::to_string).collect();
+fn listing(out: &str, name: &dyn Fn(&str) -> String) -> String {
+    let paths: Vec<String> = out.lines().map(name).collect();
     let mut s = crate::by_folder::group(&paths).join("\n");
     if !s.is_empty() {
         s.push('\n');

@@ -241,6 +241,7 @@ pub fn blocks(ctx: &Ctx, base: &Path, diff: &str) -> Vec<Block> {
         }
         let (mark, body) = match line.chars().next() {
             Some('+') => ('+', &line[1..]),
+            // Context rows as read's `path#TAG` prints them.
             Some(' ') => (' ', &line[1..]),
             Some('-') => {
                 block.rows.push(Row::plain(format!("-|{}", &line[1..])));

@@ -43,8 +43,9 @@ fn without_advice(line: &str) -> &str {
     }
 }
 
-/// The long format (git's default).
-pub fn long(text: &str) -> String {
+/// The long format (git's default). `name` shortens each path (with a
+/// named directory).
+pub fn long(text: &str, name: &dyn Fn(&str) -> String) -> String {
     let mut out = String::new();
     let mut branch: Option<String> = None;
     let mut tracking: Vec<String> = Vec::new();
@@ -109,9 +110,9 @@ pub fn long(text: &str) -> String {
                 Some((kind, path))
                     if !untracked && path.starts_with(' ') && !kind.contains('/') =>
                 {
-                    sec.add(kind.trim(), path.trim_start())
+                    sec.add(kind.trim(), &name(path.trim_start()))
                 }
-                _ => sec.add("", entry),
+                _ => sec.add("", &name(entry)),
             }
             continue;
         }
@@ -141,7 +142,7 @@ pub fn long(text: &str) -> String {
 
 /// The short format (`-s`, `-sb`): entries grouped by their two-letter code
 /// and folder, the `##` branch line as it is.
-pub fn short(text: &str) -> String {
+pub fn short(text: &str, name: &dyn Fn(&str) -> String) -> String {
     let mut out = String::new();
     let mut codes = Section::default();
     for line in text.lines() {
@@ -150,7 +151,7 @@ pub fn short(text: &str) -> String {
             out.push('\n');
             continue;
         }
-        codes.add(&line[..2], &line[3..]);
+        codes.add(&line[..2], &name(&line[3..]));
     }
     for (code, paths) in &codes.kinds {
         out.push_str(&format!("{code} {}\n", by_folder::group(paths).join(", ")));
@@ -162,11 +163,15 @@ pub fn short(text: &str) -> String {
 mod tests {
     use super::*;
 
+    fn as_is(p: &str) -> String {
+        p.to_string()
+    }
+
     #[test]
     fn the_long_format_keeps_what_an_agent_needs_on_few_lines() {
         let raw = "On branch main\nYour branch is ahead of 'origin/main' by 1 commit.\n  (use \"git push\" to publish your local commits)\n\nChanges to be committed:\n  (use \"git restore --staged <file>...\" to unstage)\n\tnew file:   src/b.rs\n\trenamed:    old.txt -> src/new.txt\n\nChanges not staged for commit:\n  (use \"git add/rm <file>...\" to update what will be committed)\n\tdeleted:    docs/with space.md\n\tmodified:   src/a.rs\n\tmodified:   src/c.rs\n\nUntracked files:\n  (use \"git add <file>...\" to include in what will be committed)\n\tun tracked.txt\n\t\"\\303\\251.txt\"\n\n";
         assert_eq!(
-            long(raw),
+            long(raw, &as_is),
             "On branch main (ahead of 'origin/main' by 1 commit)\n\
              Changes to be committed:\n  new file: src/b.rs\n  renamed: old.txt -> src/new.txt\n\
              Changes not staged for commit:\n  deleted: docs/with space.md\n  modified: src/{a.rs, c.rs}\n\
@@ -178,7 +183,7 @@ mod tests {
     fn diverged_branches_and_clean_trees_read_in_one_line_each() {
         let raw = "On branch main\nYour branch and 'origin/main' have diverged,\nand have 1 and 2 different commits each, respectively.\n  (use \"git pull\" if you want to integrate the remote branch with yours)\n\nnothing to commit, working tree clean\n";
         assert_eq!(
-            long(raw),
+            long(raw, &as_is),
             "On branch main (diverged from 'origin/main': 1 and 2 different commits each)\nnothing to commit, working tree clean\n"
         );
     }
@@ -186,7 +191,10 @@ mod tests {
     #[test]
     fn the_short_format_groups_by_code_and_folder() {
         assert_eq!(
-            short("## main...origin/main [ahead 1]\n M src/a.rs\nA  src/b.rs\n M src/c.rs\n?? x\n"),
+            short(
+                "## main...origin/main [ahead 1]\n M src/a.rs\nA  src/b.rs\n M src/c.rs\n?? x\n",
+                &as_is
+            ),
             "## main...origin/main [ahead 1]\n M src/{a.rs, c.rs}\nA  src/b.rs\n?? x\n"
         );
     }

@@ -548,7 +548,7 @@ fn enable(ctx: ExecutionContext<'_, Se>, args: Vec<CommandArg>) -> Answer<'_> {
 /// Builtins that stand in for a system program of the same name.
 const STAND_INS: &[&str] = &[
     "cat", "head", "tail", "grep", "egrep", "fgrep", "rg", "sed", "cut", "wc", "rm", "unlink",
-    "git", "find",
+    "git", "find", "ls",
 ];
 
 /// `type` and `command -v/-V`: nib's stand-ins are described as the system

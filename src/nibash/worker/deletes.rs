@@ -11,7 +11,9 @@
 //!   (depth first, as -delete implies) and trashes each path; a folder only
 //!   when it is empty by then, as -delete does.
 //!
-//! Everything else about git and find is the system program's.
+//! Everything else about git and find is the system program's, except what
+//! goes straight to the model: git's views ([`super::git`]) and find's
+//! paths ([`super::listing`]).
 
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
@@ -30,7 +32,7 @@ fn strings(args: &[CommandArg]) -> Vec<String> {
 
 /// Runs the system program `name args` with the shell's folder and exported
 /// variables, stderr passed through; returns its status and stdout.
-fn capture(
+pub(crate) fn capture(
     ctx: &ExecutionContext<'_, Se>,
     name: &str,
     args: &[String],
@@ -64,7 +66,12 @@ fn trash(paths: Vec<PathBuf>, recursive: bool) -> Reply {
     })
 }
 
-fn finish(ctx: &ExecutionContext<'_, Se>, code: i32, out: &str, r: &Reply) -> ExecutionResult {
+pub(crate) fn finish(
+    ctx: &ExecutionContext<'_, Se>,
+    code: i32,
+    out: &str,
+    r: &Reply,
+) -> ExecutionResult {
     let _ = ctx.stdout().write_all(out.as_bytes());
     let _ = ctx.stderr().write_all(r.err.as_bytes());
     let code = if code != 0 { code } else { r.code };
@@ -92,10 +99,7 @@ pub fn git(ctx: ExecutionContext<'_, Se>, args: Vec<CommandArg>) -> Answer<'_> {
                 git_clean(&ctx, rest)
             }
             _ => {
-                let to_model = matches!(
-                    ctx.params.try_stdout(ctx.shell),
-                    Some(brush_core::openfiles::OpenFile::Stdout(_))
-                );
+                let to_model = super::to_model(&ctx);
                 match crate::git::plan(rest).filter(|_| to_model) {
                     Some(plan) => Ok(super::git::reshaped(&ctx, &argv, &plan)),
                     None => super::own::system(ctx, args).await,
@@ -193,6 +197,10 @@ pub fn find(ctx: ExecutionContext<'_, Se>, args: Vec<CommandArg>) -> Answer<'_> 
         let argv = strings(&args);
         let rest = argv.get(1..).unwrap_or_default();
         if !rest.iter().any(|a| a == "-delete") {
+            let to_model = super::to_model(&ctx);
+            if to_model && super::listing::lists_paths(rest) {
+                return Ok(super::listing::find(&ctx, rest));
+            }
             return super::own::system(ctx, args).await;
         }
         // -depth goes after the starting points, before the expression.

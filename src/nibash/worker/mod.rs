@@ -15,6 +15,7 @@ pub mod bridge;
 pub mod deletes;
 pub mod discarded;
 pub mod git;
+pub mod listing;
 pub mod own;
 pub mod words;
 
@@ -121,6 +122,8 @@ fn builtins() -> HashMap<String, Registration<Se>> {
     m.insert("git".into(), registration(deletes::git));
     m.insert(discarded::BUILTIN.into(), registration(discarded_status));
     m.insert("find".into(), registration(deletes::find));
+    m.insert("ls".into(), registration(ls));
+    m.insert("git-each".into(), registration(git::each));
     // Forbidden programs answer first, whatever else is registered.
     for rule in request().map(|r| r.rules.as_slice()).unwrap_or_default() {
         for p in &rule.programs {
@@ -128,6 +131,30 @@ fn builtins() -> HashMap<String, Registration<Se>> {
         }
     }
     m
+}
+
+/// Whether the command's stdout goes straight to the model (not piped,
+/// redirected or captured).
+pub(crate) fn to_model(ctx: &brush_core::ExecutionContext<'_, Se>) -> bool {
+    matches!(
+        ctx.params.try_stdout(ctx.shell),
+        Some(brush_core::openfiles::OpenFile::Stdout(_))
+    )
+}
+
+/// `ls`: grouped by folder when its output goes to the model.
+fn ls(
+    ctx: brush_core::ExecutionContext<'_, Se>,
+    args: Vec<brush_core::commands::CommandArg>,
+) -> own::Answer<'_> {
+    Box::pin(async move {
+        let to_model = to_model(&ctx);
+        let argv: Vec<String> = args.iter().map(ToString::to_string).collect();
+        if to_model && let Some(done) = listing::ls(&ctx, argv.get(1..).unwrap_or_default()) {
+            return Ok(done);
+        }
+        own::system(ctx, args).await
+    })
 }
 
 /// `__nib_discarded N STATUS`: a command whose stderr went to a capture

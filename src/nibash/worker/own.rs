@@ -14,7 +14,6 @@ use std::pin::Pin;
 use std::sync::Mutex;
 
 use brush_core::commands::{CommandArg, ShellForCommand, SimpleCommand};
-use brush_core::openfiles::OpenFile;
 use brush_core::{ExecutionContext, ExecutionResult};
 use serde_json::{Map, Value, json};
 
@@ -38,7 +37,7 @@ pub(crate) type Answer<'a> = Pin<
 pub fn run(ctx: ExecutionContext<'_, Se>, args: Vec<CommandArg>) -> Answer<'_> {
     Box::pin(async move {
         let argv: Vec<String> = args.iter().map(ToString::to_string).collect();
-        let to_model = matches!(ctx.params.try_stdout(ctx.shell), Some(OpenFile::Stdout(_)));
+        let to_model = super::to_model(&ctx);
         if to_model {
             let cwd = ctx.shell.working_dir().to_path_buf();
             let name = ctx.command_name.clone();
