@@ -346,3 +346,119 @@ async fn git_paths_are_shortened_with_named_directories() {
     let diff = sh(&nib, "git diff").await;
     assert!(diff.starts_with("[~wf/Step.java#"), "{diff}");
 }
+
+#[tokio::test]
+async fn every_anchor_row_of_git_diff_takes_an_edit_without_a_read() {
+    let dir = project();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    repository(&root);
+    // Changes with several hunks in two more files.
+    let long: String = (1..=40).map(|i| format!("line {i}\n")).collect();
+    std::fs::write(root.join("src/long.txt"), &long).unwrap();
+    git(&root, &["add", "src/long.txt"]);
+    git(&root, &["commit", "-qm", "long"]);
+    let changed = long
+        .replace("line 3\n", "line three\n")
+        .replace("line 20\n", "line 20\ninserted\n")
+        .replace("line 38\n", "");
+    std::fs::write(root.join("src/long.txt"), changed).unwrap();
+    std::fs::write(
+        root.join("src/a.rs"),
+        "fn a() {}\nfn b2() {}\nfn c2() {}\nfn d() {}\n",
+    )
+    .unwrap();
+    let nib = start_with(Era::Modern, &root, TestClient::new(Roots::Undeclared), &[]).await;
+    let diff = sh(&nib, "git diff").await;
+    // Each file's anchor rows, by header.
+    let mut files: Vec<(String, String, Vec<(usize, String)>)> = Vec::new();
+    for line in diff.lines() {
+        if let Some(h) = line.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+            if let Some((path, tag)) = h.split_once('#') {
+                files.push((path.to_string(), tag.to_string(), Vec::new()));
+            }
+            continue;
+        }
+        let row = line.strip_prefix('+').or_else(|| line.strip_prefix(' '));
+        if let (Some(row), Some(f)) = (row, files.last_mut())
+            && let Some((n, text)) = row.split_once(':')
+            && let Ok(n) = n.parse::<usize>()
+        {
+            f.2.push((n, text.to_string()));
+        }
+    }
+    assert_eq!(files.len(), 3, "{diff}");
+    let mut rows = 0;
+    for (path, tag, anchors) in &files {
+        let mut patch = format!("[{path}#{tag}]\n");
+        for (n, text) in anchors {
+            patch.push_str(&format!("PUT {n}:\n+{text} ~checked\n"));
+        }
+        nib.ok("edit", json!({ "input": patch })).await;
+        let now = std::fs::read_to_string(root.join(path)).unwrap();
+        let now: Vec<&str> = now.lines().collect();
+        for (n, text) in anchors {
+            assert_eq!(now[n - 1], format!("{text} ~checked"), "{path}:{n}");
+            rows += 1;
+        }
+    }
+    assert!(rows >= 20, "{rows} anchor rows: {diff}");
+}
+
+#[tokio::test]
+async fn a_rebase_that_both_sides_touched_names_the_file() {
+    for env in MODES {
+        let dir = project();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        repository(&root);
+        git(&root, &["stash", "-u", "-q"]);
+        git(&root, &["checkout", "-q", "-b", "topic"]);
+        std::fs::write(
+            root.join("src/a.rs"),
+            "fn topic() {}\nfn b2() {}\nfn c() {}\nfn d() {}\n",
+        )
+        .unwrap();
+        git(&root, &["commit", "-qam", "topic side"]);
+        git(&root, &["checkout", "-q", "main"]);
+        std::fs::write(
+            root.join("src/a.rs"),
+            "fn a() {}\nfn b2() {}\nfn c() {}\nfn main_d() {}\n",
+        )
+        .unwrap();
+        git(&root, &["commit", "-qam", "main side"]);
+        git(&root, &["checkout", "-q", "topic"]);
+        let nib = start_with(Era::Modern, &root, TestClient::new(Roots::Undeclared), env).await;
+        let rebased = sh(
+            &nib,
+            "git -c user.name=Me -c user.email=me@example.org rebase main",
+        )
+        .await;
+        assert!(
+            rebased.contains("[joined 1 incoming commit(s) with 1 of this branch's own; changed on both sides: src/a.rs]"),
+            "{rebased}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(root.join("src/a.rs")).unwrap(),
+            "fn topic() {}\nfn b2() {}\nfn c() {}\nfn main_d() {}\n"
+        );
+        // A conflicting rebase stops and still says what it was joining.
+        git(&root, &["checkout", "-q", "-b", "clash", "main~1"]);
+        std::fs::write(
+            root.join("src/a.rs"),
+            "fn clash() {}\nfn b2() {}\nfn c() {}\nfn clash_d() {}\n",
+        )
+        .unwrap();
+        git(&root, &["commit", "-qam", "clash side"]);
+        let (stopped, _) = nib
+            .call(
+                "nibash",
+                json!({"command": "git -c user.name=Me -c user.email=me@example.org rebase main"}),
+            )
+            .await;
+        assert!(stopped.contains("CONFLICT"), "{stopped}");
+        assert!(
+            stopped.contains("changed on both sides: src/a.rs]"),
+            "{stopped}"
+        );
+        assert!(stopped.contains("[exit 1]"), "{stopped}");
+    }
+}
