@@ -347,6 +347,9 @@ async fn git_paths_are_shortened_with_named_directories() {
     assert!(diff.starts_with("[~wf/Step.java#"), "{diff}");
 }
 
+/// A diff's file: path, tag, and its anchor rows (line, text).
+type FileAnchors = (String, String, Vec<(usize, String)>);
+
 #[tokio::test]
 async fn every_anchor_row_of_git_diff_takes_an_edit_without_a_read() {
     let dir = project();
@@ -370,7 +373,7 @@ async fn every_anchor_row_of_git_diff_takes_an_edit_without_a_read() {
     let nib = start_with(Era::Modern, &root, TestClient::new(Roots::Undeclared), &[]).await;
     let diff = sh(&nib, "git diff").await;
     // Each file's anchor rows, by header.
-    let mut files: Vec<(String, String, Vec<(usize, String)>)> = Vec::new();
+    let mut files: Vec<FileAnchors> = Vec::new();
     for line in diff.lines() {
         if let Some(h) = line.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
             if let Some((path, tag)) = h.split_once('#') {
