@@ -23,6 +23,7 @@ pub mod human;
 pub mod lang;
 pub mod memory;
 pub mod names;
+pub mod netproxy;
 pub mod nibash;
 pub mod outline;
 pub mod search;

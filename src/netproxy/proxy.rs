@@ -1,0 +1,551 @@
+//! The filtering proxy programs reach the network through: HTTP `CONNECT`
+//! for TLS and anything else over TCP (a tunnel: the proxy sees the host
+//! and port, never the bytes), and plain HTTP requests in absolute form,
+//! forwarded one per connection. The proxy resolves names itself, so a
+//! name cannot lead a program to an address the rules keep out
+//! ([`HostRules::check_address`]); every refusal is answered `403` at once
+//! and recorded once per host in the [`NetLog`] for the call's answer.
+
+use std::collections::BTreeSet;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use super::rules::{HostRules, Refusal};
+
+/// A client must send its request head within this time (slow clients
+/// cannot hold connections open).
+const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+/// The longest request head accepted.
+const HEAD_LIMIT: usize = 16 * 1024;
+/// Resolving and connecting each get this long.
+const UPSTREAM_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Hosts reached and refused, in order, each once.
+#[derive(Debug, Default)]
+pub struct NetLog {
+    reached: Mutex<BTreeSet<String>>,
+    blocked: Mutex<Vec<(String, String)>>,
+}
+
+impl NetLog {
+    fn reach(&self, host: &str, port: u16) {
+        if let Ok(mut r) = self.reached.lock() {
+            r.insert(format!("{host}:{port}"));
+        }
+    }
+
+    fn block(&self, host: &str, port: u16, why: &Refusal) {
+        let key = format!("{host}:{port}");
+        if let Ok(mut b) = self.blocked.lock()
+            && !b.iter().any(|(k, _)| *k == key)
+        {
+            b.push((key, why.to_string()));
+        }
+    }
+
+    /// `host:port` reached so far.
+    pub fn reached(&self) -> Vec<String> {
+        self.reached
+            .lock()
+            .map(|r| r.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// `(host:port, why)` refused so far, in order.
+    pub fn blocked(&self) -> Vec<(String, String)> {
+        self.blocked.lock().map(|b| b.clone()).unwrap_or_default()
+    }
+}
+
+/// How the proxy turns a name into addresses (the system's resolver; tests
+/// give names of their own).
+pub trait Resolve: Send + Sync {
+    /// The addresses of `host`, port included.
+    fn resolve(&self, host: &str, port: u16) -> io::Result<Vec<SocketAddr>>;
+}
+
+/// The system's resolver (getaddrinfo).
+pub struct SystemResolver;
+
+impl Resolve for SystemResolver {
+    fn resolve(&self, host: &str, port: u16) -> io::Result<Vec<SocketAddr>> {
+        use std::net::ToSocketAddrs;
+        Ok((host.trim_start_matches('[').trim_end_matches(']'), port)
+            .to_socket_addrs()?
+            .collect())
+    }
+}
+
+/// The proxy: its rules, resolver and log.
+pub struct Proxy {
+    rules: HostRules,
+    resolver: Arc<dyn Resolve>,
+    log: Arc<NetLog>,
+    head_timeout: Duration,
+}
+
+/// What a client asked for.
+#[derive(Debug, PartialEq, Eq)]
+enum Ask {
+    /// `CONNECT host:port`.
+    Tunnel { host: String, port: u16 },
+    /// A plain HTTP request; `head` is rewritten to origin form.
+    Forward {
+        host: String,
+        port: u16,
+        head: Vec<u8>,
+    },
+}
+
+/// Splits `host:port` (`[v6]:port` too).
+fn authority(a: &str, default_port: Option<u16>) -> Option<(String, u16)> {
+    if let Some(rest) = a.strip_prefix('[') {
+        let (h, after) = rest.split_once(']')?;
+        let port = match after.strip_prefix(':') {
+            Some(p) => p.parse().ok()?,
+            None => default_port?,
+        };
+        return Some((format!("[{h}]"), port));
+    }
+    match a.rsplit_once(':') {
+        Some((h, p)) if !h.contains(':') => Some((h.to_string(), p.parse().ok()?)),
+        None => Some((a.to_string(), default_port?)),
+        _ => None,
+    }
+}
+
+/// Reads the request head: the request and any bytes after it.
+fn parse(head: &[u8]) -> Result<Ask, &'static str> {
+    let text = std::str::from_utf8(head).map_err(|_| "the request head is not text")?;
+    let mut lines = text.split("\r\n");
+    let first = lines.next().unwrap_or_default();
+    let mut parts = first.split(' ');
+    let (method, target, version) = match (parts.next(), parts.next(), parts.next()) {
+        (Some(m), Some(t), Some(v)) if v.starts_with("HTTP/1.") => (m, t, v),
+        _ => return Err("not an HTTP/1 request"),
+    };
+    if method == "CONNECT" {
+        let (host, port) = authority(target, None).ok_or("CONNECT needs host:port")?;
+        return Ok(Ask::Tunnel { host, port });
+    }
+    let rest = target
+        .strip_prefix("http://")
+        .ok_or("a proxy request names its URL in full (http://host/path)")?;
+    let (auth, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    let auth = auth.rsplit_once('@').map_or(auth, |(_, a)| a);
+    let (host, port) = authority(auth, Some(80)).ok_or("a bad host in the URL")?;
+    let mut out = format!("{method} {path} {version}\r\n");
+    for line in lines.filter(|l| !l.is_empty()) {
+        let name = line
+            .split(':')
+            .next()
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        if name.starts_with("proxy-") || name == "connection" {
+            continue;
+        }
+        out.push_str(line);
+        out.push_str("\r\n");
+    }
+    out.push_str("Connection: close\r\n\r\n");
+    Ok(Ask::Forward {
+        host,
+        port,
+        head: out.into_bytes(),
+    })
+}
+
+/// Reads until the end of the head; returns it and what followed it.
+async fn read_head<S: AsyncRead + Unpin>(s: &mut S) -> io::Result<(Vec<u8>, Vec<u8>)> {
+    let mut buf = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 2048];
+    loop {
+        let n = s.read(&mut chunk).await?;
+        if n == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "closed before the request ended",
+            ));
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let rest = buf.split_off(end + 4);
+            buf.truncate(end);
+            return Ok((buf, rest));
+        }
+        if buf.len() > HEAD_LIMIT {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "request head too long",
+            ));
+        }
+    }
+}
+
+async fn answer<S: AsyncWrite + Unpin>(s: &mut S, status: &str, why: &str) {
+    let body = format!("nib: {why}\n");
+    let _ = s
+        .write_all(
+            format!(
+                "HTTP/1.1 {status}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            )
+            .as_bytes(),
+        )
+        .await;
+    let _ = s.shutdown().await;
+}
+
+impl Proxy {
+    /// A proxy with these rules.
+    pub fn new(rules: HostRules, resolver: Arc<dyn Resolve>) -> Proxy {
+        Proxy {
+            rules,
+            resolver,
+            log: Arc::default(),
+            head_timeout: HEAD_TIMEOUT,
+        }
+    }
+
+    /// The same proxy with another limit on how long a client may take to
+    /// send its request head.
+    pub fn with_head_timeout(mut self, t: Duration) -> Proxy {
+        self.head_timeout = t;
+        self
+    }
+
+    /// What the proxy reached and refused.
+    pub fn log(&self) -> Arc<NetLog> {
+        Arc::clone(&self.log)
+    }
+
+    /// Serves clients from `listener` until it fails.
+    pub async fn serve_tcp(self: Arc<Self>, listener: tokio::net::TcpListener) {
+        while let Ok((s, _)) = listener.accept().await {
+            let me = Arc::clone(&self);
+            tokio::spawn(async move { me.handle(s).await });
+        }
+    }
+
+    /// Serves clients from a Unix socket (bound into a sandbox).
+    pub async fn serve_unix(self: Arc<Self>, listener: tokio::net::UnixListener) {
+        while let Ok((s, _)) = listener.accept().await {
+            let me = Arc::clone(&self);
+            tokio::spawn(async move { me.handle(s).await });
+        }
+    }
+
+    /// The upstream for `host:port`, or why not.
+    async fn open(&self, host: &str, port: u16) -> Result<TcpStream, (String, String)> {
+        let refuse = |why: Refusal| {
+            self.log.block(host, port, &why);
+            (
+                "403 Forbidden".to_string(),
+                format!("blocked {host}:{port} — {why}"),
+            )
+        };
+        self.rules.check_host(host).map_err(refuse)?;
+        let resolver = Arc::clone(&self.resolver);
+        let name = host.to_string();
+        let addrs = tokio::time::timeout(
+            UPSTREAM_TIMEOUT,
+            tokio::task::spawn_blocking(move || resolver.resolve(&name, port)),
+        )
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .and_then(Result::ok)
+        .unwrap_or_default();
+        if addrs.is_empty() {
+            return Err(("502 Bad Gateway".into(), format!("{host} did not resolve")));
+        }
+        let mut first_refusal = None;
+        for addr in addrs {
+            if let Err(why) = self.rules.check_address(host, addr.ip()) {
+                first_refusal.get_or_insert(why);
+                continue;
+            }
+            if let Ok(Ok(s)) =
+                tokio::time::timeout(UPSTREAM_TIMEOUT, TcpStream::connect(addr)).await
+            {
+                self.log.reach(host, port);
+                return Ok(s);
+            }
+        }
+        match first_refusal {
+            Some(why) => Err(refuse(why)),
+            None => Err((
+                "502 Bad Gateway".into(),
+                format!("{host}:{port} refused the connection"),
+            )),
+        }
+    }
+
+    async fn handle<S: AsyncRead + AsyncWrite + Unpin>(&self, mut client: S) {
+        let Ok(Ok((head, rest))) =
+            tokio::time::timeout(self.head_timeout, read_head(&mut client)).await
+        else {
+            let _ = client.shutdown().await;
+            return;
+        };
+        let ask = match parse(&head) {
+            Ok(a) => a,
+            Err(why) => return answer(&mut client, "400 Bad Request", why).await,
+        };
+        let (host, port) = match &ask {
+            Ask::Tunnel { host, port } | Ask::Forward { host, port, .. } => (host.clone(), *port),
+        };
+        let mut upstream = match self.open(&host, port).await {
+            Ok(s) => s,
+            Err((status, why)) => return answer(&mut client, &status, &why).await,
+        };
+        match ask {
+            Ask::Tunnel { .. } => {
+                if client
+                    .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+            }
+            Ask::Forward { head, .. } => {
+                if upstream.write_all(&head).await.is_err() {
+                    return;
+                }
+            }
+        }
+        if !rest.is_empty() && upstream.write_all(&rest).await.is_err() {
+            return;
+        }
+        let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_are_read_in_both_forms() {
+        assert_eq!(
+            parse(b"CONNECT crates.example:443 HTTP/1.1\r\nHost: crates.example:443"),
+            Ok(Ask::Tunnel {
+                host: "crates.example".into(),
+                port: 443
+            })
+        );
+        assert_eq!(
+            parse(b"CONNECT [::1]:8443 HTTP/1.1"),
+            Ok(Ask::Tunnel {
+                host: "[::1]".into(),
+                port: 8443
+            })
+        );
+        let Ok(Ask::Forward { host, port, head }) = parse(
+            b"GET http://user@pkg.example:8080/a/b?c HTTP/1.1\r\nHost: pkg.example\r\nProxy-Authorization: x\r\nConnection: keep-alive",
+        ) else {
+            panic!("a forward")
+        };
+        assert_eq!((host.as_str(), port), ("pkg.example", 8080));
+        assert_eq!(
+            String::from_utf8(head).unwrap(),
+            "GET /a/b?c HTTP/1.1\r\nHost: pkg.example\r\nConnection: close\r\n\r\n"
+        );
+        assert!(parse(b"GET /x HTTP/1.1").is_err());
+        assert!(parse(b"CONNECT nohost HTTP/1.1").is_err());
+        assert!(parse(b"garbage").is_err());
+    }
+
+    /// Test names: each maps to one address.
+    struct Names(Vec<(&'static str, SocketAddr)>);
+
+    impl Resolve for Names {
+        fn resolve(&self, host: &str, port: u16) -> io::Result<Vec<SocketAddr>> {
+            let found: Vec<SocketAddr> = self
+                .0
+                .iter()
+                .filter(|(n, _)| *n == host)
+                .map(|(_, a)| SocketAddr::new(a.ip(), port))
+                .collect();
+            if found.is_empty() {
+                Err(io::Error::new(io::ErrorKind::NotFound, "no such test name"))
+            } else {
+                Ok(found)
+            }
+        }
+    }
+
+    /// An echo server that counts its connections (the canary).
+    async fn echo() -> (SocketAddr, Arc<std::sync::atomic::AtomicUsize>) {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let count = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let c = Arc::clone(&count);
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = l.accept().await {
+                c.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                tokio::spawn(async move {
+                    let (mut r, mut w) = s.split();
+                    let _ = tokio::io::copy(&mut r, &mut w).await;
+                });
+            }
+        });
+        (addr, count)
+    }
+
+    async fn proxy(allow: &str, names: Names) -> (SocketAddr, Arc<NetLog>) {
+        let (rules, unread) = HostRules::new(Some(allow), &[], &["denied.test".to_string()]);
+        assert!(unread.is_empty());
+        let p = Arc::new(
+            Proxy::new(rules, Arc::new(names)).with_head_timeout(Duration::from_millis(300)),
+        );
+        let log = p.log();
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        tokio::spawn(p.serve_tcp(l));
+        (addr, log)
+    }
+
+    /// Sends `head` and returns the proxy's answer line and the stream.
+    async fn ask(proxy: SocketAddr, head: &str) -> (String, TcpStream) {
+        let mut s = TcpStream::connect(proxy).await.unwrap();
+        s.write_all(head.as_bytes()).await.unwrap();
+        let mut line = Vec::new();
+        let mut b = [0u8; 1];
+        while !line.ends_with(b"\r\n\r\n") {
+            if s.read(&mut b).await.unwrap() == 0 {
+                break;
+            }
+            line.push(b[0]);
+        }
+        // A refusal's reason is its body; the proxy closes after it.
+        if !line.starts_with(b"HTTP/1.1 200") {
+            let _ = s.read_to_end(&mut line).await;
+        }
+        (String::from_utf8_lossy(&line).into_owned(), s)
+    }
+
+    #[tokio::test]
+    async fn allowed_hosts_tunnel_and_the_rest_never_reach_the_server() {
+        let (up, count) = echo().await;
+        let names = Names(vec![
+            ("allowed.test", up),
+            ("sub.wild.test", up),
+            ("denied.test", up),
+            ("meta.test", "169.254.169.254:80".parse().unwrap()),
+        ]);
+        let (p, log) = proxy("allowed.test, *.wild.test, meta.test, denied.test", names).await;
+        let port = up.port();
+
+        let (ok, mut s) = ask(p, &format!("CONNECT allowed.test:{port} HTTP/1.1\r\n\r\n")).await;
+        assert!(ok.starts_with("HTTP/1.1 200"), "{ok}");
+        s.write_all(b"ping").await.unwrap();
+        let mut back = [0u8; 4];
+        s.read_exact(&mut back).await.unwrap();
+        assert_eq!(&back, b"ping");
+        assert_eq!(count.load(std::sync::atomic::Ordering::SeqCst), 1);
+
+        // A wildcard does not open loopback; deny wins; metadata never;
+        // unlisted names and addresses are refused before any lookup.
+        for (target, why) in [
+            (
+                format!("sub.wild.test:{port}"),
+                "loopback or private address not listed",
+            ),
+            (format!("denied.test:{port}"), "on the deny list"),
+            ("meta.test:80".to_string(), "link-local or metadata"),
+            (format!("other.test:{port}"), "not in NIB_SANDBOX_NETWORK"),
+            (format!("127.0.0.1:{port}"), "an address not listed"),
+        ] {
+            let (refused, _) = ask(p, &format!("CONNECT {target} HTTP/1.1\r\n\r\n")).await;
+            assert!(refused.starts_with("HTTP/1.1 403"), "{target}: {refused}");
+            assert!(refused.contains(why), "{target}: {refused}");
+        }
+        let (again, _) = ask(p, &format!("CONNECT other.test:{port} HTTP/1.1\r\n\r\n")).await;
+        assert!(again.starts_with("HTTP/1.1 403"));
+        assert_eq!(
+            count.load(std::sync::atomic::Ordering::SeqCst),
+            1,
+            "the canary saw no other connection"
+        );
+        let blocked = log.blocked();
+        assert_eq!(blocked.len(), 5, "each host once: {blocked:?}");
+        assert_eq!(log.reached(), vec![format!("allowed.test:{port}")]);
+    }
+
+    #[tokio::test]
+    async fn plain_http_is_forwarded_in_origin_form() {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let up = l.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            let (mut s, _) = l.accept().await.unwrap();
+            let (head, _) = read_head(&mut s).await.unwrap();
+            s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi")
+                .await
+                .unwrap();
+            String::from_utf8(head).unwrap()
+        });
+        let (p, _) = proxy("web.test", Names(vec![("web.test", up)])).await;
+        let (status, mut s) = ask(
+            p,
+            &format!("GET http://web.test:{}/path?q=1 HTTP/1.1\r\nHost: web.test\r\nProxy-Connection: keep-alive\r\n\r\n", up.port()),
+        )
+        .await;
+        assert!(status.starts_with("HTTP/1.1 200 OK"), "{status}");
+        let mut body = String::new();
+        s.read_to_string(&mut body).await.unwrap();
+        assert_eq!(body, "hi");
+        assert_eq!(
+            server.await.unwrap(),
+            "GET /path?q=1 HTTP/1.1\r\nHost: web.test\r\nConnection: close"
+        );
+    }
+
+    #[tokio::test]
+    async fn slow_clients_are_dropped_and_a_hundred_tunnels_run_at_once() {
+        let (up, count) = echo().await;
+        let (p, _) = proxy("allowed.test", Names(vec![("allowed.test", up)])).await;
+        // Connects and never sends a head: closed after the head timeout.
+        let mut slow = TcpStream::connect(p).await.unwrap();
+        let mut b = [0u8; 1];
+        let n = tokio::time::timeout(Duration::from_secs(5), slow.read(&mut b)).await;
+        assert!(
+            matches!(n, Ok(Ok(0))),
+            "the proxy closed the slow client: {n:?}"
+        );
+
+        let mut tasks = Vec::new();
+        for i in 0..100u32 {
+            tasks.push(tokio::spawn(async move {
+                let (ok, mut s) = ask(
+                    p,
+                    &format!("CONNECT allowed.test:{} HTTP/1.1\r\n\r\n", up.port()),
+                )
+                .await;
+                assert!(ok.starts_with("HTTP/1.1 200"));
+                let msg = format!("tunnel {i:03}");
+                s.write_all(msg.as_bytes()).await.unwrap();
+                let mut back = vec![0u8; msg.len()];
+                s.read_exact(&mut back).await.unwrap();
+                assert_eq!(back, msg.as_bytes());
+                // Half of the clients leave mid-stream.
+                if i % 2 == 0 {
+                    drop(s);
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        assert_eq!(count.load(std::sync::atomic::Ordering::SeqCst), 100);
+    }
+}
