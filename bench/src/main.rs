@@ -33,6 +33,8 @@ type Measured = (Option<Stat>, Option<usize>, Vec<(String, Stat)>);
 struct Options {
     nib: PathBuf,
     quick: bool,
+    /// Only the long-output corpus.
+    deciders_only: bool,
     tree: Option<PathBuf>,
     iterations: usize,
 }
@@ -40,6 +42,7 @@ struct Options {
 fn parse_options() -> Result<Options> {
     let mut nib = PathBuf::from("target/release/nib");
     let mut quick = false;
+    let mut deciders_only = false;
     let mut tree = None;
     let mut iterations = None;
     let mut args = std::env::args().skip(1);
@@ -47,6 +50,7 @@ fn parse_options() -> Result<Options> {
         match a.as_str() {
             "--nib" => nib = args.next().map(PathBuf::from).ok_or("--nib needs a path")?,
             "--quick" => quick = true,
+            "--deciders" => deciders_only = true,
             "--tree" => {
                 tree = Some(
                     args.next()
@@ -63,7 +67,8 @@ fn parse_options() -> Result<Options> {
             }
             "--help" | "-h" => {
                 println!(
-                    "usage: nib-bench [--nib PATH] [--quick] [--tree PATH] [--iterations N]\n\
+                    "usage: nib-bench [--nib PATH] [--quick] [--tree PATH] [--iterations N] [--deciders]\n\
+                     --deciders runs only the long-output corpus (recall and share per decider)\n\
                      --tree runs the tree scenarios on an existing folder (a real repository) instead of a generated one"
                 );
                 std::process::exit(0);
@@ -75,6 +80,7 @@ fn parse_options() -> Result<Options> {
     Ok(Options {
         nib,
         quick,
+        deciders_only,
         tree,
         iterations,
     })
@@ -486,6 +492,9 @@ fn run() -> Result<()> {
     std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;
     std::fs::create_dir_all(&state).map_err(|e| e.to_string())?;
     let n = opts.iterations;
+    if opts.deciders_only {
+        return decider_scenarios(&nib, n.min(10));
+    }
 
     let mut rng = Rng(42);
     write(&work.join("f300.ts"), &source_file(&mut rng, 300, false))?;
@@ -1111,6 +1120,7 @@ fn run() -> Result<()> {
 
     names_scenarios(&nib, &scratch, n.min(20))?;
     git_scenarios(&nib, &scratch, n.min(20))?;
+    decider_scenarios(&nib, n.min(10))?;
 
     peak_kib = peak_kib.max(server.peak_kib().unwrap_or(0));
     println!("\nthe main server's peak memory (VmHWM) after each scenario that raised it:");
@@ -1407,6 +1417,96 @@ fn git_scenarios(nib: &Path, scratch: &Path, n: usize) -> Result<()> {
         "  git and find: {all_nib} characters against the programs' own {all_raw} ({:.0}% of them)",
         100.0 * all_nib as f64 / all_raw.max(1) as f64
     );
+    Ok(())
+}
+
+/// Long output: for each log of the corpus (real tools run on purpose-built
+/// failing projects, `bench/corpus/`), what each decider keeps — recall of
+/// the lines marked as must-see, the characters the model gets as a share
+/// of the log's, and the time of `nib shape` on it (a whole process).
+fn decider_scenarios(nib: &Path, n: usize) -> Result<()> {
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus");
+    let must = std::fs::read_to_string(corpus.join("must.txt")).map_err(|e| e.to_string())?;
+    let mut marks: Vec<(String, String)> = Vec::new();
+    for line in must
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+    {
+        let (name, text) = line.split_once('\t').ok_or("must.txt: NAME<TAB>TEXT")?;
+        marks.push((name.to_string(), text.to_string()));
+    }
+    let mut names: Vec<String> = marks.iter().map(|(n, _)| n.clone()).collect();
+    names.dedup();
+    for decider in ["keywords", "fixed"] {
+        let (mut found, mut total, mut kept_chars, mut all_chars) =
+            (0usize, 0usize, 0usize, 0usize);
+        let mut times = Vec::new();
+        for name in &names {
+            let log = corpus.join("outputs").join(format!("{name}.log"));
+            let text =
+                std::fs::read_to_string(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+            let lines: Vec<&str> = text.lines().collect();
+            let mut shaped = String::new();
+            for _ in 0..n {
+                let started = Instant::now();
+                let out = Command::new(nib)
+                    .args(["shape", "--log"])
+                    .arg(&log)
+                    .args(["--purpose", "build and test the project"])
+                    .env("NIB_DECIDER", decider)
+                    .output()
+                    .map_err(|e| e.to_string())?;
+                times.push(started.elapsed());
+                shaped = String::from_utf8_lossy(&out.stdout).into_owned();
+            }
+            // Kept rows print as `N|TEXT` when the log is cut, else whole.
+            let cut = lines.len() > 400 || text.len() > 30 * 1024;
+            let kept: std::collections::BTreeSet<usize> = if cut {
+                shaped
+                    .lines()
+                    .filter_map(|l| l.split_once('|').and_then(|(n, _)| n.parse().ok()))
+                    .collect()
+            } else {
+                (1..=lines.len()).collect()
+            };
+            let mut missed = Vec::new();
+            for (_, m) in marks.iter().filter(|(n, _)| n == name) {
+                let at: Vec<usize> = lines
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, l)| l.contains(m.as_str()))
+                    .map(|(i, _)| i + 1)
+                    .collect();
+                if at.len() != 1 {
+                    return Err(format!(
+                        "must.txt: {name}: {m:?} matches {} lines",
+                        at.len()
+                    ));
+                }
+                total += 1;
+                if kept.contains(&at[0]) {
+                    found += 1;
+                } else {
+                    missed.push(format!("{}: {m}", at[0]));
+                }
+            }
+            kept_chars += shaped.chars().count();
+            all_chars += text.chars().count();
+            if !missed.is_empty() {
+                println!("  {decider} missed in {name}: {}", missed.join("; "));
+            }
+        }
+        let s = stat(times);
+        println!(
+            "| long output, decider `{decider}` ({} logs, {total} must-see lines) | {} ({}–{}) | {kept_chars} | recall {:.3}, {:.1}% of the logs' {all_chars} chars | – |",
+            names.len(),
+            ms(s.median),
+            ms(s.p10),
+            ms(s.p90),
+            found as f64 / total.max(1) as f64,
+            100.0 * kept_chars as f64 / all_chars.max(1) as f64
+        );
+    }
     Ok(())
 }
 
