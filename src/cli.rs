@@ -447,9 +447,9 @@ pub fn doctor(config: &Config) -> i32 {
         "NIB_SANDBOX=1, and no confining layer is available: programs are refused".to_string()
     } else {
         format!(
-            "mode: {}; network {}; writable: {}",
+            "mode: {}; {}; writable: {}",
             config.sandbox_mode(),
-            if policy.network { "on" } else { "off" },
+            config.network_mode(),
             policy
                 .writable
                 .iter()

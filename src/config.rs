@@ -86,8 +86,11 @@ pub struct Config {
     pub confirm_outside_roots: bool,
     /// The bound on an approval round trip.
     pub approval_timeout: std::time::Duration,
-    /// [`NIB_SANDBOX_NETWORK`] is on.
+    /// [`NIB_SANDBOX_NETWORK`] is on (`1`: every host).
     pub sandbox_network: bool,
+    /// [`NIB_SANDBOX_NETWORK`] names hosts: programs reach them through
+    /// nib's proxy (with nib.json's `network` lists).
+    pub network_hosts: Option<String>,
     /// bubblewrap may be used ([`NIB_SANDBOX_BWRAP`] is not `0`).
     pub sandbox_bwrap: bool,
     /// [`NIB_SANDBOX_BIND`] folders.
@@ -119,6 +122,25 @@ impl Config {
             use_bwrap: self.sandbox_bwrap,
             masked: Vec::new(),
             supervise_exec: false,
+            proxy: self.proxy_route(),
+        }
+    }
+
+    /// The route to nib's proxy when programs reach the network through it
+    /// (NIB_SANDBOX=1 with hosts in NIB_SANDBOX_NETWORK or nib.json's
+    /// `network.allow`); the proxy starts on first use. `None` otherwise —
+    /// or when it cannot start, and then programs get no network.
+    pub fn proxy_route(&self) -> Option<nib_sandbox::ProxyRoute> {
+        if !self.sandbox || self.sandbox_network {
+            return None;
+        }
+        match crate::netproxy::running(self.network_hosts.as_deref(), &self.project_dir) {
+            Ok(Some(r)) => Some(r.route()),
+            Ok(None) => None,
+            Err(e) => {
+                tracing::warn!("the network proxy cannot start: {e}; programs get no network");
+                None
+            }
         }
     }
 
@@ -131,6 +153,35 @@ impl Config {
             &nib_sandbox::entry_beside(&exe),
             self.sandbox_policy(roots),
         ))
+    }
+
+    /// How programs reach the network, in one phrase (for `nib doctor` and
+    /// nibash_status): which layer holds them to what.
+    pub fn network_mode(&self) -> String {
+        if !self.sandbox {
+            return "network open (NIB_SANDBOX unset)".into();
+        }
+        if self.sandbox_network {
+            return "network open to every host (NIB_SANDBOX_NETWORK=1)".into();
+        }
+        let Some(running) = self.proxy_route().and(crate::netproxy::current()) else {
+            return "network off".into();
+        };
+        let layers = nib_sandbox::probe();
+        let how = if self.sandbox_bwrap && layers.bwrap {
+            "bubblewrap's empty network namespace, a bridge to the proxy inside it; no UDP"
+        } else if layers.landlock_abi >= 4 {
+            "Landlock holds TCP to the proxy's port, on any address since its rules name ports; seccomp refuses UDP and raw sockets"
+        } else {
+            return format!(
+                "network off: hosts are listed ({}), but without bubblewrap or Landlock ABI 4 nothing would hold programs to the proxy",
+                running.described
+            );
+        };
+        format!(
+            "network through nib's proxy: allowed {} ({how})",
+            running.described
+        )
     }
 
     /// The sandbox mode programs run in, in one phrase (for `nib doctor`
@@ -218,6 +269,11 @@ impl Config {
                 .map_or(true, |v| v != "0" && !v.eq_ignore_ascii_case("false")),
             confirm_outside_roots: flag(NIB_CONFIRM_OUTSIDE_ROOTS),
             sandbox_network: flag(NIB_SANDBOX_NETWORK),
+            network_hosts: std::env::var(NIB_SANDBOX_NETWORK).ok().filter(|v| {
+                let v = v.trim();
+                !v.is_empty()
+                    && !["0", "1", "true", "false"].contains(&v.to_ascii_lowercase().as_str())
+            }),
             sandbox_bwrap: std::env::var(NIB_SANDBOX_BWRAP)
                 .map_or(true, |v| v != "0" && !v.eq_ignore_ascii_case("false")),
             sandbox_bind: std::env::var_os(NIB_SANDBOX_BIND)

@@ -14,6 +14,7 @@ mod git;
 mod grep;
 mod lang;
 mod names;
+mod network;
 mod nibash;
 mod patch_fixtures;
 mod policy;

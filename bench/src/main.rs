@@ -33,8 +33,8 @@ type Measured = (Option<Stat>, Option<usize>, Vec<(String, Stat)>);
 struct Options {
     nib: PathBuf,
     quick: bool,
-    /// Only the long-output corpus.
-    deciders_only: bool,
+    /// Only one group of scenarios (`deciders`, `proxy`).
+    only: Option<String>,
     tree: Option<PathBuf>,
     iterations: usize,
 }
@@ -42,7 +42,7 @@ struct Options {
 fn parse_options() -> Result<Options> {
     let mut nib = PathBuf::from("target/release/nib");
     let mut quick = false;
-    let mut deciders_only = false;
+    let mut only = None;
     let mut tree = None;
     let mut iterations = None;
     let mut args = std::env::args().skip(1);
@@ -50,7 +50,7 @@ fn parse_options() -> Result<Options> {
         match a.as_str() {
             "--nib" => nib = args.next().map(PathBuf::from).ok_or("--nib needs a path")?,
             "--quick" => quick = true,
-            "--deciders" => deciders_only = true,
+            "--only" => only = Some(args.next().ok_or("--only needs deciders or proxy")?),
             "--tree" => {
                 tree = Some(
                     args.next()
@@ -67,8 +67,8 @@ fn parse_options() -> Result<Options> {
             }
             "--help" | "-h" => {
                 println!(
-                    "usage: nib-bench [--nib PATH] [--quick] [--tree PATH] [--iterations N] [--deciders]\n\
-                     --deciders runs only the long-output corpus (recall and share per decider)\n\
+                    "usage: nib-bench [--nib PATH] [--quick] [--tree PATH] [--iterations N] [--only deciders|proxy]\n\
+                     --only runs one group: the long-output corpus (recall and share per decider), or the network proxy\n\
                      --tree runs the tree scenarios on an existing folder (a real repository) instead of a generated one"
                 );
                 std::process::exit(0);
@@ -80,7 +80,7 @@ fn parse_options() -> Result<Options> {
     Ok(Options {
         nib,
         quick,
-        deciders_only,
+        only,
         tree,
         iterations,
     })
@@ -296,12 +296,7 @@ impl Server {
 
     /// Peak resident memory (VmHWM) in KiB.
     fn peak_kib(&self) -> Option<u64> {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
-        status
-            .lines()
-            .find(|l| l.starts_with("VmHWM:"))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|n| n.parse().ok())
+        status_kib(self.child.id(), "VmHWM:")
     }
 }
 
@@ -388,6 +383,16 @@ struct Row {
 /// (VmHWM only grows: a jump attributes the peak to that scenario).
 static MAIN_SERVER: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
 static PEAK_AFTER: std::sync::Mutex<Vec<(String, u64)>> = std::sync::Mutex::new(Vec::new());
+
+/// A `/proc/PID/status` figure in KiB (`VmHWM:`, `VmRSS:`).
+fn status_kib(pid: u32, key: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find(|l| l.starts_with(key))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|n| n.parse().ok())
+}
 
 fn vm_hwm_kib(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
@@ -492,8 +497,11 @@ fn run() -> Result<()> {
     std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;
     std::fs::create_dir_all(&state).map_err(|e| e.to_string())?;
     let n = opts.iterations;
-    if opts.deciders_only {
-        return decider_scenarios(&nib, n.min(10));
+    match opts.only.as_deref() {
+        Some("deciders") => return decider_scenarios(&nib, n.min(10)),
+        Some("proxy") => return proxy_scenarios(&nib, &scratch, n),
+        Some(other) => return Err(format!("--only {other}: the groups are deciders and proxy")),
+        None => {}
     }
 
     let mut rng = Rng(42);
@@ -1121,6 +1129,7 @@ fn run() -> Result<()> {
     names_scenarios(&nib, &scratch, n.min(20))?;
     git_scenarios(&nib, &scratch, n.min(20))?;
     decider_scenarios(&nib, n.min(10))?;
+    proxy_scenarios(&nib, &scratch, n)?;
 
     peak_kib = peak_kib.max(server.peak_kib().unwrap_or(0));
     println!("\nthe main server's peak memory (VmHWM) after each scenario that raised it:");
@@ -1507,6 +1516,145 @@ fn decider_scenarios(nib: &Path, n: usize) -> Result<()> {
             100.0 * kept_chars as f64 / all_chars.max(1) as f64
         );
     }
+    Ok(())
+}
+
+/// A loopback server for the proxy rows: `ok` answers each request and
+/// closes; `hold` keeps every connection open until the client leaves.
+fn loopback_server(hold: bool) -> Result<u16> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    let port = l.local_addr().map_err(|e| e.to_string())?.port();
+    std::thread::spawn(move || {
+        for mut c in l.incoming().flatten() {
+            std::thread::spawn(move || {
+                use std::io::{Read, Write};
+                let mut buf = [0u8; 4096];
+                if hold {
+                    while c.read(&mut buf).is_ok_and(|n| n > 0) {}
+                    return;
+                }
+                let mut got = Vec::new();
+                while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match c.read(&mut buf) {
+                        Ok(n) if n > 0 => got.extend_from_slice(&buf[..n]),
+                        _ => return,
+                    }
+                }
+                let _ = c.write_all(
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
+                );
+            });
+        }
+    });
+    Ok(port)
+}
+
+/// Reads until the end of an HTTP head (and whatever came with it).
+fn read_head(s: &mut std::net::TcpStream) -> Result<String> {
+    use std::io::Read;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = s.read(&mut buf).map_err(|e| e.to_string())?;
+        if n == 0 {
+            break;
+        }
+        got.extend_from_slice(&buf[..n]);
+    }
+    Ok(String::from_utf8_lossy(&got).into_owned())
+}
+
+/// The network allowlist's proxy: what a request through a `CONNECT`
+/// tunnel (the way HTTPS goes) adds over a direct one to a loopback server,
+/// and the server's memory with 100 tunnels open.
+fn proxy_scenarios(nib: &Path, scratch: &Path, n: usize) -> Result<()> {
+    use std::io::{Read, Write};
+    let dir = scratch.join("proxy");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let up = loopback_server(false)?;
+    let hold = loopback_server(true)?;
+    let state = scratch.join("proxy-state");
+    let mut server = Server::spawn_with(
+        nib,
+        &dir,
+        &state,
+        &[("NIB_SANDBOX", "1"), ("NIB_SANDBOX_NETWORK", "127.0.0.1")],
+    )?;
+    server.initialize()?;
+    let said = server.call("nibash", json!({"command": "echo $HTTP_PROXY"}))?;
+    let Some(port) = said
+        .trim()
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse::<u16>().ok())
+    else {
+        println!("  proxy: programs got no proxy here ({said:?}); skipped");
+        return Ok(());
+    };
+    let request = format!("GET / HTTP/1.1\r\nHost: 127.0.0.1:{up}\r\n\r\n");
+    let get = |s: &mut std::net::TcpStream| -> Result<()> {
+        s.write_all(request.as_bytes()).map_err(|e| e.to_string())?;
+        let mut answer = String::new();
+        s.read_to_string(&mut answer).map_err(|e| e.to_string())?;
+        if answer.ends_with("ok") {
+            Ok(())
+        } else {
+            Err(format!("unexpected answer {answer:?}"))
+        }
+    };
+    let mut tunnelled = || -> Result<(Duration, usize)> {
+        let started = Instant::now();
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
+        s.write_all(format!("CONNECT 127.0.0.1:{up} HTTP/1.1\r\n\r\n").as_bytes())
+            .map_err(|e| e.to_string())?;
+        let head = read_head(&mut s)?;
+        if !head.starts_with("HTTP/1.1 200") {
+            return Err(format!("the proxy said {head:?}"));
+        }
+        get(&mut s)?;
+        Ok((started.elapsed(), 0))
+    };
+    let mut bases: Baselines<'_> = vec![(
+        "the same request direct".into(),
+        Box::new(|| {
+            let started = Instant::now();
+            let mut s =
+                std::net::TcpStream::connect(("127.0.0.1", up)).map_err(|e| e.to_string())?;
+            get(&mut s)?;
+            Ok(started.elapsed())
+        }),
+    )];
+    let (s, _, b) = interleave(n, Some(&mut tunnelled), &mut bases)?;
+    Row {
+        scenario: "request through the proxy's CONNECT tunnel (as HTTPS goes), loopback server"
+            .into(),
+        nib: s,
+        chars: None,
+        baselines: b,
+    }
+    .print();
+    let pid = server.child.id();
+    let before = status_kib(pid, "VmRSS:").unwrap_or(0);
+    let mut open = Vec::new();
+    for _ in 0..100 {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
+        s.write_all(format!("CONNECT 127.0.0.1:{hold} HTTP/1.1\r\n\r\n").as_bytes())
+            .map_err(|e| e.to_string())?;
+        let head = read_head(&mut s)?;
+        if !head.starts_with("HTTP/1.1 200") {
+            return Err(format!("tunnel refused: {head:?}"));
+        }
+        s.write_all(b"hello").map_err(|e| e.to_string())?;
+        open.push(s);
+    }
+    let with = status_kib(pid, "VmRSS:").unwrap_or(0);
+    drop(open);
+    println!(
+        "  proxy: server resident memory {:.1} MiB before, {:.1} MiB with 100 tunnels open (+{} KiB)",
+        before as f64 / 1024.0,
+        with as f64 / 1024.0,
+        with.saturating_sub(before)
+    );
     Ok(())
 }
 

@@ -43,6 +43,14 @@ pub fn bwrap_argv(policy: &Policy, entry: &Path, inner: &[OsString]) -> Vec<OsSt
     for w in &policy.writable {
         push(&["--bind".as_ref(), w.as_os_str(), w.as_os_str()]);
     }
+    // The proxy's socket, for the bridge in the network namespace.
+    if let Some(r) = policy.proxy.as_ref().filter(|_| !policy.network) {
+        push(&[
+            "--bind".as_ref(),
+            r.socket.as_os_str(),
+            r.socket.as_os_str(),
+        ]);
+    }
     for r in &policy.read_only {
         push(&["--ro-bind-try".as_ref(), r.as_os_str(), r.as_os_str()]);
     }

@@ -55,9 +55,35 @@ pub fn scrub<K: AsRef<OsStr>, V: AsRef<OsStr>>(
     out
 }
 
+/// The variables that send programs' HTTP, HTTPS and other TCP clients
+/// (curl, git, cargo, npm, pip) through nib's proxy at `127.0.0.1:port`.
+pub fn proxy_vars(port: u16) -> Vec<(OsString, OsString)> {
+    let url = format!("http://127.0.0.1:{port}");
+    let mut out = Vec::new();
+    for name in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"] {
+        out.push((OsString::from(name), OsString::from(&url)));
+        out.push((
+            OsString::from(name.to_ascii_lowercase()),
+            OsString::from(&url),
+        ));
+    }
+    for name in ["NO_PROXY", "no_proxy"] {
+        out.push((OsString::from(name), OsString::from("localhost,127.0.0.1")));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn proxy_variables_name_the_port_in_both_cases() {
+        let v = proxy_vars(3128);
+        assert_eq!(v.len(), 8);
+        assert!(v.contains(&("https_proxy".into(), "http://127.0.0.1:3128".into())));
+        assert!(v.contains(&("NO_PROXY".into(), "localhost,127.0.0.1".into())));
+    }
 
     #[test]
     fn sockets_go_and_pagers_are_set() {

@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, RestrictionStatus, Ruleset,
+    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, NetPort, RestrictionStatus, Ruleset,
     RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope, path_beneath_rules,
 };
 
@@ -80,9 +80,15 @@ pub fn apply(policy: &Policy, private_tmp: Option<&PathBuf>) -> Result<bool, Str
     .filter(|d| std::path::Path::new(d).exists())
     .collect();
     writable.retain(|w| w.exists());
-    let status: RestrictionStatus = ruleset
-        .create()
-        .map_err(|e| e.to_string())?
+    let mut created = ruleset.create().map_err(|e| e.to_string())?;
+    // Through the proxy only: TCP connections to its port (the bridge's
+    // inside bubblewrap), nothing else.
+    if let Some(r) = policy.proxy.as_ref().filter(|_| !policy.network) {
+        created = created
+            .add_rule(NetPort::new(r.port, AccessNet::ConnectTcp))
+            .map_err(|e| e.to_string())?;
+    }
+    let status: RestrictionStatus = created
         .add_rules(path_beneath_rules(["/"], read))
         .map_err(|e| e.to_string())?
         .add_rules(path_beneath_rules(&writable, all))

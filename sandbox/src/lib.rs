@@ -20,12 +20,19 @@
 //! kernel would run and asks the [`ExecJudge`]; a refusal fails with
 //! `EACCES` and is logged for the caller.
 //!
+//! The network, when the policy routes it through nib's proxy
+//! ([`ProxyRoute`]): programs get the proxy's variables and TCP only to its
+//! port — bubblewrap's empty network namespace with a [`bridge`] to the
+//! proxy's socket, Landlock's port rule, seccomp allowing TCP sockets only
+//! where one of those holds them.
+//!
 //! Only the broker knows MCP and JSON-RPC: this crate takes a [`Policy`] and
 //! returns a [`Worker`] or a [`SandboxError`].
 
 #![deny(missing_docs)]
 #![allow(unsafe_code)]
 
+mod bridge;
 mod bwrap;
 mod env;
 mod exec_filter;
@@ -39,9 +46,9 @@ mod spawn;
 mod worker;
 
 pub use bwrap::{bwrap_argv, bwrap_usable};
-pub use env::scrub;
+pub use env::{proxy_vars, scrub};
 pub use exec_guard::{ExecAttempt, ExecFile, ExecJudge, ExecLog, ExecRefusal};
-pub use policy::{Layers, Limits, Policy};
+pub use policy::{Layers, Limits, Policy, ProxyRoute};
 pub use seccomp::denied_syscalls;
 pub use spawn::{Killer, Output, Sandbox, SandboxError, Worker};
 pub use worker::{WORKER_ARG, WORKER_BINARY, entry_beside, worker_main};

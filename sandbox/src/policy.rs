@@ -29,6 +29,16 @@ impl Default for Limits {
     }
 }
 
+/// Programs reach the network only through nib's filtering proxy.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProxyRoute {
+    /// The TCP port programs connect to on 127.0.0.1: the proxy's own
+    /// outside bubblewrap, the bridge's inside its network namespace.
+    pub port: u16,
+    /// The proxy's Unix socket, bound into bubblewrap for the bridge.
+    pub socket: PathBuf,
+}
+
 /// How a worker is confined.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Policy {
@@ -54,6 +64,10 @@ pub struct Policy {
     /// [`crate::ExecJudge`], in every mode).
     #[serde(default)]
     pub supervise_exec: bool,
+    /// With `network` off: the network through nib's proxy only (its
+    /// allowlist decides), when the layers can hold programs to it.
+    #[serde(default)]
+    pub proxy: Option<ProxyRoute>,
 }
 
 /// Which layers this machine offers (see [`crate::probe`]).

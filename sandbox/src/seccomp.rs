@@ -72,8 +72,21 @@ fn cond(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, Strin
     SeccompCondition::new(arg, SeccompCmpArgLen::Qword, op, value).map_err(|e| e.to_string())
 }
 
+/// Which sockets programs may open.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sockets {
+    /// Any (`NIB_SANDBOX_NETWORK=1`).
+    All,
+    /// Unix sockets, and TCP ones for the proxy (where the other layers hold
+    /// TCP to the proxy's port: Landlock's port rule, bubblewrap's empty
+    /// network namespace).
+    UnixAndTcp,
+    /// Unix sockets only.
+    Unix,
+}
+
 /// The two programs: the `EPERM` list, and `clone3` → `ENOSYS`.
-pub fn programs(network: bool) -> Result<Vec<BpfProgram>, String> {
+pub fn programs(sockets: Sockets) -> Result<Vec<BpfProgram>, String> {
     let arch = arch()?;
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     for (_, nr) in UNCONDITIONAL {
@@ -98,14 +111,47 @@ pub fn programs(network: bool) -> Result<Vec<BpfProgram>, String> {
             .map_err(|e| e.to_string())?,
         ],
     );
-    if !network {
-        rules.insert(
-            libc::SYS_socket,
-            vec![
-                SeccompRule::new(vec![cond(0, SeccompCmpOp::Ne, libc::AF_UNIX as u64)?])
-                    .map_err(|e| e.to_string())?,
-            ],
-        );
+    let rule = |conds: Vec<SeccompCondition>| SeccompRule::new(conds).map_err(|e| e.to_string());
+    match sockets {
+        Sockets::All => {}
+        Sockets::Unix => {
+            rules.insert(
+                libc::SYS_socket,
+                vec![rule(vec![cond(
+                    0,
+                    SeccompCmpOp::Ne,
+                    libc::AF_UNIX as u64,
+                )?])?],
+            );
+        }
+        Sockets::UnixAndTcp => {
+            // Refused: any family but Unix, IPv4 and IPv6; and IPv4 or IPv6
+            // sockets that are not streams (the type's low bits; the high
+            // ones are SOCK_NONBLOCK and SOCK_CLOEXEC).
+            let mut refused = vec![rule(vec![
+                cond(0, SeccompCmpOp::Ne, libc::AF_UNIX as u64)?,
+                cond(0, SeccompCmpOp::Ne, libc::AF_INET as u64)?,
+                cond(0, SeccompCmpOp::Ne, libc::AF_INET6 as u64)?,
+            ])?];
+            let not_streams = [
+                libc::SOCK_DGRAM,
+                libc::SOCK_RAW,
+                libc::SOCK_RDM,
+                libc::SOCK_SEQPACKET,
+                libc::SOCK_DCCP,
+                // SOCK_PACKET (deprecated in libc, still a type the kernel takes).
+                10,
+            ];
+            for family in [libc::AF_INET, libc::AF_INET6] {
+                for t in not_streams {
+                    refused.push(rule(vec![
+                        cond(0, SeccompCmpOp::Eq, family as u64)?,
+                        cond(1, SeccompCmpOp::MaskedEq(0xf), t as u64)?,
+                    ])?);
+                }
+            }
+            rules.insert(libc::SYS_socket, refused);
+        }
     }
     let deny = SeccompFilter::new(
         rules,
@@ -153,8 +199,9 @@ mod tests {
 
     #[test]
     fn programs_build_for_both_network_modes() {
-        assert_eq!(programs(false).unwrap().len(), 2);
-        assert_eq!(programs(true).unwrap().len(), 2);
+        for sockets in [Sockets::All, Sockets::UnixAndTcp, Sockets::Unix] {
+            assert_eq!(programs(sockets).unwrap().len(), 2);
+        }
         assert!(denied_syscalls().contains(&"ptrace"));
         assert!(denied_syscalls().contains(&"io_uring_setup"));
     }

@@ -220,6 +220,14 @@ impl Sandbox {
         cmd.current_dir(cwd)
             .env_clear()
             .envs(env::scrub(std::env::vars_os()))
+            .envs(
+                self.policy
+                    .proxy
+                    .as_ref()
+                    .filter(|_| self.policy.confine && !self.policy.network)
+                    .map(|r| env::proxy_vars(r.port))
+                    .unwrap_or_default(),
+            )
             .envs(extra_env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null());
         match merged {

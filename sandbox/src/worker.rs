@@ -14,7 +14,7 @@ use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use crate::{Policy, bwrap, exec_filter, landlock, lifetime, limits, seccomp};
+use crate::{Policy, bridge, bwrap, exec_filter, landlock, lifetime, limits, seccomp};
 
 /// The argument that marks a worker entry.
 pub const WORKER_ARG: &str = "__nib-worker";
@@ -103,11 +103,31 @@ pub fn worker_main(args: &[OsString]) -> ! {
 
     // Programs built for the sandbox must not build the filter after fork:
     // do it now, while allocation is still allowed.
+    // The proxy: programs get TCP only where it is held to the proxy's
+    // port (bubblewrap's empty network namespace, or Landlock's port rule
+    // from ABI 4); without either they get no network at all.
+    let proxy = policy
+        .proxy
+        .as_ref()
+        .filter(|_| policy.confine && !policy.network);
+    let sockets = if policy.network {
+        seccomp::Sockets::All
+    } else if proxy.is_some() && (in_bwrap || landlock::abi() >= 4) {
+        seccomp::Sockets::UnixAndTcp
+    } else {
+        seccomp::Sockets::Unix
+    };
     let filters = if policy.confine {
-        seccomp::programs(policy.network).ok()
+        seccomp::programs(sockets).ok()
     } else {
         None
     };
+    if in_bwrap
+        && let Some(route) = proxy
+        && let Err(e) = bridge::start(route)
+    {
+        die(&e, REFUSED);
+    }
 
     if !in_bwrap {
         // SAFETY: unshare takes only flags; it affects our future children.

@@ -503,3 +503,94 @@ fn execs_are_decided_by_the_judge_in_every_mode() {
         assert_eq!(out(&o).trim(), "0 1 2", "{name}");
     }
 }
+
+/// A stand-in for nib's proxy: answers every request `200 OK` with what it
+/// was asked, on a TCP port and on a Unix socket, and keeps the request
+/// lines it received (the canary).
+struct FakeProxy {
+    port: u16,
+    socket: PathBuf,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    _dir: tempfile::TempDir,
+}
+
+fn fake_proxy() -> FakeProxy {
+    use std::io::{BufRead, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("proxy.sock");
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let answer = |seen: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+                  s: &mut dyn std::io::Read,
+                  w: &mut dyn Write| {
+        let mut r = std::io::BufReader::new(s);
+        let mut first = String::new();
+        let _ = r.read_line(&mut first);
+        let first = first.trim().to_string();
+        seen.lock().unwrap().push(first.clone());
+        let _ = write!(
+            w,
+            "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nasked {first}\n"
+        );
+    };
+    let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = tcp.local_addr().unwrap().port();
+    let s1 = std::sync::Arc::clone(&seen);
+    std::thread::spawn(move || {
+        for mut c in tcp.incoming().flatten() {
+            let mut w = c.try_clone().unwrap();
+            answer(std::sync::Arc::clone(&s1), &mut c, &mut w);
+        }
+    });
+    let unix = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let s2 = std::sync::Arc::clone(&seen);
+    std::thread::spawn(move || {
+        for mut c in unix.incoming().flatten() {
+            let mut w = c.try_clone().unwrap();
+            answer(std::sync::Arc::clone(&s2), &mut c, &mut w);
+        }
+    });
+    FakeProxy {
+        port,
+        socket,
+        seen,
+        _dir: dir,
+    }
+}
+
+#[test]
+fn with_a_proxy_route_programs_reach_the_proxy_and_nothing_else() {
+    let landlock_net = nib_sandbox::probe().landlock_abi >= 4;
+    let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let other_addr = other.local_addr().unwrap().to_string();
+    other.set_nonblocking(true).unwrap();
+    for mode in modes() {
+        let w = world();
+        let proxy = fake_proxy();
+        let mut p = policy(mode, &w.root);
+        p.proxy = Some(nib_sandbox::ProxyRoute {
+            port: proxy.port,
+            socket: proxy.socket.clone(),
+        });
+        let o = run(&p, &w.root, &["proxy-get", "http://pkg.example/index"], T);
+        let text = out(&o);
+        if mode == Mode::Bwrap || landlock_net {
+            assert!(text.starts_with("OK HTTP/1.1 200 OK"), "{mode:?}: {text}");
+            assert_eq!(
+                proxy.seen.lock().unwrap().as_slice(),
+                ["GET http://pkg.example/index HTTP/1.1"],
+                "{mode:?}"
+            );
+        } else {
+            // Without Landlock's port rule nothing holds TCP to the proxy:
+            // programs get no TCP at all.
+            assert!(text.starts_with("DENIED"), "{mode:?}: {text}");
+        }
+        // Around the proxy: another port on this machine's loopback.
+        let o = run(&p, &w.root, &["tcp", &other_addr], T);
+        assert!(out(&o).starts_with("DENIED"), "{mode:?}: {}", out(&o));
+        assert!(
+            other.accept().is_err(),
+            "{mode:?}: nothing arrived around the proxy"
+        );
+    }
+}

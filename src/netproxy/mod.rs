@@ -4,11 +4,138 @@
 //! classifies addresses, [`proxy`] serves `CONNECT` tunnels and plain HTTP
 //! and records what it reached and refused.
 //!
-//! Not yet wired into the program sandbox: programs still get the network
-//! all or nothing (`NIB_SANDBOX_NETWORK=1`). The bridge into bubblewrap's
-//! network namespace, the proxy variables for programs and the Landlock
-//! port rule come next; until then nothing here is reachable by a program.
+//! [`running`] starts the proxy once per process, on a thread of its own,
+//! listening on `127.0.0.1` (for programs held to its port by Landlock) and
+//! on a Unix socket in a private folder (bound into bubblewrap, where a
+//! bridge in the program's network namespace joins it); `nib_sandbox`
+//! applies the route ([`nib_sandbox::ProxyRoute`]).
 
 pub mod address;
 pub mod proxy;
 pub mod rules;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+/// The proxy of this process.
+pub struct Running {
+    /// The proxy (its rules and log).
+    pub proxy: Arc<proxy::Proxy>,
+    /// The loopback port it listens on.
+    pub port: u16,
+    /// Its Unix socket.
+    pub socket: PathBuf,
+    /// The allowlist as written.
+    pub described: String,
+}
+
+impl Running {
+    /// The route programs take to it.
+    pub fn route(&self) -> nib_sandbox::ProxyRoute {
+        nib_sandbox::ProxyRoute {
+            port: self.port,
+            socket: self.socket.clone(),
+        }
+    }
+}
+
+/// nib.json's `network` lists, when the project has them.
+fn project_lists(project: &Path) -> (Vec<String>, Vec<String>) {
+    let json = std::fs::read(project.join("nib.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
+    let list = |key: &str| -> Vec<String> {
+        json.as_ref()
+            .and_then(|j| j.get("network"))
+            .and_then(|n| n.get(key))
+            .and_then(|a| a.as_array())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    (list("allow"), list("deny"))
+}
+
+static RUNNING: OnceLock<Result<Option<Running>, String>> = OnceLock::new();
+
+/// The proxy for `NIB_SANDBOX_NETWORK`'s hosts and the project's lists,
+/// started on first call; `Ok(None)` when no host is allowed (programs get
+/// no network). The first call's settings hold for the process.
+pub fn running(hosts: Option<&str>, project: &Path) -> Result<Option<&'static Running>, String> {
+    RUNNING
+        .get_or_init(|| {
+            let (allow, deny) = project_lists(project);
+            let (rules, unread) = rules::HostRules::new(hosts, &allow, &deny);
+            for u in &unread {
+                tracing::warn!("network: {u:?} is not a host name, *.domain or address; left out");
+            }
+            if !rules.any() {
+                return Ok(None);
+            }
+            start(rules).map(Some)
+        })
+        .as_ref()
+        .map(Option::as_ref)
+        .map_err(Clone::clone)
+}
+
+/// The proxy already running, if any (for answers and nibash_status).
+pub fn current() -> Option<&'static Running> {
+    RUNNING
+        .get()
+        .and_then(|r| r.as_ref().ok())
+        .and_then(Option::as_ref)
+}
+
+fn start(rules: rules::HostRules) -> Result<Running, String> {
+    use std::os::unix::fs::DirBuilderExt;
+    let described = rules.describe();
+    let proxy = Arc::new(proxy::Proxy::new(rules, Arc::new(proxy::SystemResolver)));
+    let tcp = std::net::TcpListener::bind("127.0.0.1:0")
+        .map_err(|e| format!("listening on 127.0.0.1: {e}"))?;
+    let port = tcp.local_addr().map_err(|e| e.to_string())?.port();
+    let dir = std::env::temp_dir().join(format!("nib-proxy-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?;
+    let socket = dir.join("proxy.sock");
+    let unix = std::os::unix::net::UnixListener::bind(&socket)
+        .map_err(|e| format!("{}: {e}", socket.display()))?;
+    tcp.set_nonblocking(true).map_err(|e| e.to_string())?;
+    unix.set_nonblocking(true).map_err(|e| e.to_string())?;
+    let serving = Arc::clone(&proxy);
+    std::thread::Builder::new()
+        .name("nib-proxy".into())
+        .spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            rt.block_on(async move {
+                let (Ok(tcp), Ok(unix)) = (
+                    tokio::net::TcpListener::from_std(tcp),
+                    tokio::net::UnixListener::from_std(unix),
+                ) else {
+                    return;
+                };
+                tokio::join!(
+                    Arc::clone(&serving).serve_tcp(tcp),
+                    serving.serve_unix(unix)
+                );
+            });
+        })
+        .map_err(|e| e.to_string())?;
+    Ok(Running {
+        proxy,
+        port,
+        socket,
+        described,
+    })
+}

@@ -53,6 +53,7 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
             "nibash is off (NIB_SHELL=0); nothing ran.\nhint: start nib without NIB_SHELL=0 to use the shell\n".into(),
         ));
     }
+    let blocked_before = crate::netproxy::current().map_or(0, |r| r.proxy.log().blocked().len());
     let mut out = call::run(
         ctx,
         ctx.nibash,
@@ -64,8 +65,44 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
             background,
         },
     );
+    // Hosts the proxy refused while the call ran, once each per session.
+    if let Some(r) = crate::netproxy::current() {
+        for (host, why) in r.proxy.log().blocked().iter().skip(blocked_before) {
+            out.text
+                .push_str(&format!("[network: blocked {host} — {why}]\n"));
+        }
+    }
     crate::context::push_notes(&mut out.text, &notes);
     Ok(out)
+}
+
+/// The network line of nibash_status: the mode, and with the proxy the
+/// hosts reached and refused in this session.
+fn network_status(ctx: &Ctx) -> String {
+    let mode = ctx.config.network_mode();
+    match crate::netproxy::current().filter(|_| mode.starts_with("network through")) {
+        Some(r) => {
+            let log = r.proxy.log();
+            let list = |v: Vec<String>| {
+                if v.is_empty() {
+                    "none".to_string()
+                } else {
+                    v.join(", ")
+                }
+            };
+            format!(
+                "{mode}; reached {}; blocked {}",
+                list(log.reached()),
+                list(
+                    log.blocked()
+                        .into_iter()
+                        .map(|(h, why)| format!("{h} ({why})"))
+                        .collect()
+                )
+            )
+        }
+        None => mode,
+    }
 }
 
 /// Runs `nibash_status`.
@@ -117,13 +154,9 @@ pub fn status(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
         return Ok(ToolOutput::ok(out));
     }
     out.push_str(&format!(
-        "sandbox: {}; network {}\n",
+        "sandbox: {}; {}\n",
         ctx.config.sandbox_mode(),
-        if !ctx.config.sandbox || ctx.config.sandbox_network {
-            "allowed"
-        } else {
-            "off"
-        }
+        network_status(ctx)
     ));
     out.push_str(&crate::nibash::rules::describe(ctx.workspace.project_dir()));
     out.push('\n');

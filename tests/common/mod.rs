@@ -397,6 +397,7 @@ impl Library {
             confirm_outside_roots: false,
             approval_timeout: std::time::Duration::from_secs(1),
             sandbox_network: false,
+            network_hosts: None,
             sandbox_bwrap: true,
             sandbox_bind: Vec::new(),
             shell: true,

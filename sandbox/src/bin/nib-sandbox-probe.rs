@@ -43,6 +43,41 @@ fn main() {
             Ok(_) => report(true, "connected".into()),
             Err(e) => report(false, e.to_string()),
         },
+        // `proxy-get URL`: GET through $HTTP_PROXY, as curl would.
+        "proxy-get" => {
+            use std::io::Read;
+            let proxy = std::env::var("HTTP_PROXY").unwrap_or_default();
+            let addr = proxy
+                .trim_start_matches("http://")
+                .trim_end_matches('/')
+                .to_string();
+            let url = arg(1);
+            let host = url
+                .trim_start_matches("http://")
+                .split('/')
+                .next()
+                .unwrap_or_default()
+                .to_string();
+            match std::net::TcpStream::connect(&addr) {
+                Ok(mut s) => {
+                    let _ = write!(
+                        s,
+                        "GET {url} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+                    );
+                    let mut answer = String::new();
+                    let _ = s.read_to_string(&mut answer);
+                    let first = answer.lines().next().unwrap_or_default().to_string();
+                    let body = answer
+                        .split("\r\n\r\n")
+                        .nth(1)
+                        .unwrap_or_default()
+                        .trim()
+                        .to_string();
+                    report(first.contains(" 200 "), format!("{first} | {body}"));
+                }
+                Err(e) => report(false, format!("proxy {addr:?}: {e}")),
+            }
+        }
         "unix" => match std::os::unix::net::UnixStream::connect(arg(1)) {
             Ok(_) => report(true, "connected".into()),
             Err(e) => report(false, e.to_string()),

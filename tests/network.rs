@@ -1,0 +1,121 @@
+//! The network allowlist end to end: NIB_SANDBOX=1 with hosts in
+//! NIB_SANDBOX_NETWORK, a loopback HTTP server that records what reaches it
+//! (the canary), and git over HTTP as the program (it honours the proxy
+//! variables nib sets) — with bubblewrap and with Landlock + seccomp alone.
+
+use std::io::{BufRead, Write};
+use std::sync::{Arc, Mutex};
+
+use serde_json::json;
+
+use crate::common::*;
+
+/// A server on 127.0.0.1 that answers 404 and keeps the request lines.
+fn server() -> (u16, Arc<Mutex<Vec<String>>>) {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s = Arc::clone(&seen);
+    std::thread::spawn(move || {
+        for c in l.incoming().flatten() {
+            let mut w = c.try_clone().unwrap();
+            let mut first = String::new();
+            let _ = std::io::BufReader::new(c).read_line(&mut first);
+            s.lock().unwrap().push(first.trim().to_string());
+            let _ = w.write_all(
+                b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            );
+        }
+    });
+    (port, seen)
+}
+
+#[tokio::test]
+async fn programs_reach_listed_hosts_through_the_proxy_and_nothing_else() {
+    let landlock_net = nib_sandbox::probe().landlock_abi >= 4;
+    for bwrap in ["1", "0"] {
+        let (port, seen) = server();
+        let dir = project();
+        let env = [
+            ("NIB_SANDBOX", "1"),
+            ("NIB_SANDBOX_BWRAP", bwrap),
+            ("NIB_SANDBOX_NETWORK", "127.0.0.1"),
+        ];
+        let nib = start_with(
+            Era::Modern,
+            dir.path(),
+            TestClient::new(Roots::Undeclared),
+            &env,
+        )
+        .await;
+        let held = bwrap == "1" || landlock_net;
+
+        // NO_PROXY keeps local addresses off the proxy; these requests go
+        // through it on purpose.
+        let via = "env -u NO_PROXY -u no_proxy git ls-remote";
+        // A listed address: the request arrives, through the proxy.
+        let (text, _) = nib
+            .call(
+                "nibash",
+                json!({"command": format!("{via} http://127.0.0.1:{port}/listed.git")}),
+            )
+            .await;
+        if held {
+            assert!(
+                seen.lock()
+                    .unwrap()
+                    .iter()
+                    .any(|l| l.starts_with("GET /listed.git/info/refs")),
+                "bwrap={bwrap}: {text}"
+            );
+        }
+        // A name the list does not hold (it leads to the same server):
+        // refused by the proxy, named in the answer, never at the server.
+        let (text, _) = nib
+            .call(
+                "nibash",
+                json!({"command": format!("{via} http://localhost:{port}/name.git")}),
+            )
+            .await;
+        if held {
+            assert!(
+                text.contains(&format!(
+                    "[network: blocked localhost:{port} — not in NIB_SANDBOX_NETWORK]"
+                )),
+                "bwrap={bwrap}: {text}"
+            );
+        }
+        // Around the proxy (NO_PROXY sends git straight there): it fails.
+        let (text, _) = nib
+            .call(
+                "nibash",
+                json!({"command": format!("git ls-remote http://127.0.0.1:{port}/direct.git")}),
+            )
+            .await;
+        assert!(text.contains("[exit"), "bwrap={bwrap}: {text}");
+        let seen_now = seen.lock().unwrap().clone();
+        assert!(
+            !seen_now
+                .iter()
+                .any(|l| l.contains("/name.git") || l.contains("/direct.git")),
+            "bwrap={bwrap}: the canary saw {seen_now:?}"
+        );
+        let status = nib.ok("nibash_status", json!({})).await;
+        if held {
+            assert!(
+                status.contains("network through nib's proxy: allowed 127.0.0.1"),
+                "{status}"
+            );
+            assert!(
+                status.contains(&format!("reached 127.0.0.1:{port}")),
+                "{status}"
+            );
+            assert!(
+                status.contains(&format!(
+                    "blocked localhost:{port} (not in NIB_SANDBOX_NETWORK)"
+                )),
+                "{status}"
+            );
+        }
+    }
+}
