@@ -84,6 +84,28 @@ fn repository(dir: &Path) {
     .unwrap();
 }
 
+/// src/a.rs on each side of the merge and rebase tests: line 1 on topic,
+/// line 4 on main.
+const TOPIC_A: &[u8] = b"fn topic() {}\nfn b2() {}\nfn c() {}\nfn d() {}\n";
+const MAIN_A: &[u8] = b"fn a() {}\nfn b2() {}\nfn c() {}\nfn main_d() {}\n";
+
+/// From the repository's first commits, a `topic` branch and `main` each
+/// with one commit writing these files; `main` checked out.
+fn two_sides(root: &Path, topic: &[(&str, &[u8])], main: &[(&str, &[u8])]) {
+    git(root, &["stash", "-u", "-q"]);
+    for (branch, files) in [("topic", topic), ("main", main)] {
+        if branch == "topic" {
+            git(root, &["checkout", "-q", "-b", "topic"]);
+        } else {
+            git(root, &["checkout", "-q", "main"]);
+        }
+        for (path, bytes) in files {
+            std::fs::write(root.join(path), bytes).unwrap();
+        }
+        git(root, &["commit", "-qam", &format!("{branch} side")]);
+    }
+}
+
 async fn sh(nib: &Nib, command: &str) -> String {
     nib.ok("nibash", json!({ "command": command })).await
 }
@@ -147,14 +169,12 @@ async fn conflicts_detached_heads_and_submodules_stay_readable() {
         let dir = project();
         let root = std::fs::canonicalize(dir.path()).unwrap();
         repository(&root);
-        git(&root, &["stash", "-u", "-q"]);
         // Both sides change line 1 of src/a.rs.
-        git(&root, &["checkout", "-q", "-b", "topic"]);
-        std::fs::write(root.join("src/a.rs"), "fn topic() {}\n").unwrap();
-        git(&root, &["commit", "-qam", "topic side"]);
-        git(&root, &["checkout", "-q", "main"]);
-        std::fs::write(root.join("src/a.rs"), "fn main_side() {}\n").unwrap();
-        git(&root, &["commit", "-qam", "main side"]);
+        two_sides(
+            &root,
+            &[("src/a.rs", b"fn topic() {}\n")],
+            &[("src/a.rs", b"fn main_side() {}\n")],
+        );
         let nib = start_with(
             Era::Handshake,
             &root,
@@ -214,25 +234,16 @@ async fn merges_say_what_they_joined_and_listings_group_by_folder() {
         let dir = project();
         let root = std::fs::canonicalize(dir.path()).unwrap();
         repository(&root);
-        git(&root, &["stash", "-u", "-q"]);
         // topic changes src/a.rs and docs; main changes src/a.rs's last
         // line and logo.png: both sides changed src/a.rs only.
-        git(&root, &["checkout", "-q", "-b", "topic"]);
-        std::fs::write(
-            root.join("src/a.rs"),
-            "fn topic() {}\nfn b2() {}\nfn c() {}\nfn d() {}\n",
-        )
-        .unwrap();
-        std::fs::write(root.join("docs/with space.md"), "# Topic\n").unwrap();
-        git(&root, &["commit", "-qam", "topic side"]);
-        git(&root, &["checkout", "-q", "main"]);
-        std::fs::write(
-            root.join("src/a.rs"),
-            "fn a() {}\nfn b2() {}\nfn c() {}\nfn main_d() {}\n",
-        )
-        .unwrap();
-        std::fs::write(root.join("logo.png"), [0x89, b'P', b'N', b'G', 7]).unwrap();
-        git(&root, &["commit", "-qam", "main side"]);
+        two_sides(
+            &root,
+            &[("src/a.rs", TOPIC_A), ("docs/with space.md", b"# Topic\n")],
+            &[
+                ("src/a.rs", MAIN_A),
+                ("logo.png", &[0x89, b'P', b'N', b'G', 7]),
+            ],
+        );
         let nib = start_with(Era::Modern, &root, TestClient::new(Roots::Undeclared), env).await;
 
         let (ff, _) = nib
@@ -413,21 +424,7 @@ async fn a_rebase_that_both_sides_touched_names_the_file() {
         let dir = project();
         let root = std::fs::canonicalize(dir.path()).unwrap();
         repository(&root);
-        git(&root, &["stash", "-u", "-q"]);
-        git(&root, &["checkout", "-q", "-b", "topic"]);
-        std::fs::write(
-            root.join("src/a.rs"),
-            "fn topic() {}\nfn b2() {}\nfn c() {}\nfn d() {}\n",
-        )
-        .unwrap();
-        git(&root, &["commit", "-qam", "topic side"]);
-        git(&root, &["checkout", "-q", "main"]);
-        std::fs::write(
-            root.join("src/a.rs"),
-            "fn a() {}\nfn b2() {}\nfn c() {}\nfn main_d() {}\n",
-        )
-        .unwrap();
-        git(&root, &["commit", "-qam", "main side"]);
+        two_sides(&root, &[("src/a.rs", TOPIC_A)], &[("src/a.rs", MAIN_A)]);
         git(&root, &["checkout", "-q", "topic"]);
         let nib = start_with(Era::Modern, &root, TestClient::new(Roots::Undeclared), env).await;
         let rebased = sh(

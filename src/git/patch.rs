@@ -182,7 +182,9 @@ pub fn blocks(ctx: &Ctx, base: &Path, diff: &str) -> Vec<Block> {
         blocks.push(block);
         *current = text;
     };
-    for line in diff.lines() {
+    // A last `diff --git` line (empty) opens the block of a file still
+    // waiting for its name.
+    for line in diff.lines().chain(std::iter::once("diff --git ")) {
         if let Some(rest) = line.strip_prefix("diff --git ") {
             if let Some(p) = pending.take() {
                 open(
@@ -261,14 +263,6 @@ pub fn blocks(ctx: &Ctx, base: &Path, diff: &str) -> Vec<Block> {
             block.rows.push(Row::plain(format!("{mark}{n}|{body}")));
         }
         n += 1;
-    }
-    if let Some(p) = pending.take() {
-        open(
-            &named(p, renamed.take()),
-            &mut blocks,
-            &mut current,
-            &mut notes,
-        );
     }
     blocks
 }
