@@ -119,3 +119,125 @@ async fn programs_reach_listed_hosts_through_the_proxy_and_nothing_else() {
         }
     }
 }
+
+/// `openssl s_server` serving `dir` over TLS with a self-signed
+/// certificate for 127.0.0.1 (written to `dir/cert.pem`); killed on drop.
+struct TlsServer {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl Drop for TlsServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn tls_server(dir: &std::path::Path) -> TlsServer {
+    let ok = std::process::Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+        ])
+        .args([
+            "-keyout",
+            "key.pem",
+            "-out",
+            "cert.pem",
+            "-subj",
+            "/CN=127.0.0.1",
+        ])
+        .args(["-addext", "subjectAltName=IP:127.0.0.1"])
+        .current_dir(dir)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("the openssl program (CI installs it)");
+    assert!(ok.success());
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = std::process::Command::new("openssl")
+        .args([
+            "s_server",
+            "-accept",
+            &format!("127.0.0.1:{port}"),
+            "-cert",
+            "cert.pem",
+            "-key",
+            "key.pem",
+            "-WWW",
+            "-quiet",
+        ])
+        .current_dir(dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Ready when it accepts.
+    let started = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(started.elapsed().as_secs() < 10, "s_server did not start");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    TlsServer { child, port }
+}
+
+#[tokio::test]
+async fn curl_git_and_python_speak_https_through_the_proxy() {
+    let landlock_net = nib_sandbox::probe().landlock_abi >= 4;
+    for bwrap in ["1", "0"] {
+        if bwrap == "0" && !landlock_net {
+            continue;
+        }
+        let dir = project();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::write(root.join("hello.txt"), "hello over tls\n").unwrap();
+        let server = tls_server(&root);
+        let port = server.port;
+        let env = [
+            ("NIB_SANDBOX", "1"),
+            ("NIB_SANDBOX_BWRAP", bwrap),
+            ("NIB_SANDBOX_NETWORK", "127.0.0.1"),
+        ];
+        let nib = start_with(
+            Era::Handshake,
+            &root,
+            TestClient::new(Roots::Undeclared),
+            &env,
+        )
+        .await;
+        let via = "env -u NO_PROXY -u no_proxy";
+        let curl = nib
+            .ok("nibash", json!({"command": format!("{via} curl -s --cacert cert.pem https://127.0.0.1:{port}/hello.txt")}))
+            .await;
+        assert!(curl.contains("hello over tls"), "bwrap={bwrap}: {curl}");
+        let python = nib
+            .ok(
+                "nibash",
+                json!({"command": format!("{via} python3 -c 'import ssl, urllib.request as u; c = ssl.create_default_context(cafile=\"cert.pem\"); print(u.urlopen(\"https://127.0.0.1:{port}/hello.txt\", context=c).read().decode())'")}),
+            )
+            .await;
+        assert!(python.contains("hello over tls"), "bwrap={bwrap}: {python}");
+        // git's TLS goes through too: what it gets back is the file server's
+        // answer (no repository there), not a connection or certificate error.
+        let (git, _) = nib
+            .call("nibash", json!({"command": format!("{via} GIT_SSL_CAINFO=$PWD/cert.pem git ls-remote https://127.0.0.1:{port}/none.git")}))
+            .await;
+        assert!(
+            !git.contains("Failed to connect") && !git.contains("SSL"),
+            "bwrap={bwrap}: {git}"
+        );
+        assert!(git.contains("127.0.0.1"), "bwrap={bwrap}: {git}");
+        // Straight to the server, around the proxy: refused.
+        let (direct, _) = nib
+            .call("nibash", json!({"command": format!("curl -s --cacert cert.pem https://127.0.0.1:{port}/hello.txt")}))
+            .await;
+        assert!(
+            !direct.contains("hello over tls") && direct.contains("[exit"),
+            "bwrap={bwrap}: {direct}"
+        );
+        drop(server);
+    }
+}

@@ -587,12 +587,16 @@ fn with_a_proxy_route_programs_reach_the_proxy_and_nothing_else() {
         }
         // No UDP either (a DNS query would be one): nothing arrives.
         let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-        udp.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+        udp.set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
         let udp_addr = udp.local_addr().unwrap().to_string();
         let o = run(&p, &w.root, &["udp", &udp_addr], T);
         assert!(out(&o).starts_with("DENIED"), "{mode:?}: {}", out(&o));
         let mut buf = [0u8; 16];
-        assert!(udp.recv_from(&mut buf).is_err(), "{mode:?}: no datagram arrived");
+        assert!(
+            udp.recv_from(&mut buf).is_err(),
+            "{mode:?}: no datagram arrived"
+        );
         // Around the proxy: another port on this machine's loopback.
         let o = run(&p, &w.root, &["tcp", &other_addr], T);
         assert!(out(&o).starts_with("DENIED"), "{mode:?}: {}", out(&o));

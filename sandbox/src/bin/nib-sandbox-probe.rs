@@ -44,10 +44,12 @@ fn main() {
             Err(e) => report(false, e.to_string()),
         },
         // `udp ADDR`: one datagram (DNS and other UDP must not pass).
-        "udp" => match std::net::UdpSocket::bind("0.0.0.0:0").and_then(|u| u.send_to(b"probe", arg(1))) {
-            Ok(_) => report(true, "sent".into()),
-            Err(e) => report(false, e.to_string()),
-        },
+        "udp" => {
+            match std::net::UdpSocket::bind("0.0.0.0:0").and_then(|u| u.send_to(b"probe", arg(1))) {
+                Ok(_) => report(true, "sent".into()),
+                Err(e) => report(false, e.to_string()),
+            }
+        }
         // `proxy-get URL`: GET through $HTTP_PROXY, as curl would.
         "proxy-get" => {
             use std::io::Read;
