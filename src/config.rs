@@ -23,6 +23,9 @@ pub const NIB_CONFIRM_OUTSIDE_ROOTS: &str = "NIB_CONFIRM_OUTSIDE_ROOTS";
 
 /// `1`: sandboxed programs get the network.
 pub const NIB_SANDBOX_NETWORK: &str = "NIB_SANDBOX_NETWORK";
+/// `1`: a host not in NIB_SANDBOX_NETWORK is put to the user (elicitation)
+/// and allowed for the session when approved.
+pub const NIB_CONFIRM_NETWORK: &str = "NIB_CONFIRM_NETWORK";
 
 /// `0`: `NIB_SANDBOX=1` confines with Landlock + seccomp alone, even where
 /// bubblewrap works (containers without user namespaces; testing each mode).
@@ -91,6 +94,8 @@ pub struct Config {
     /// [`NIB_SANDBOX_NETWORK`] names hosts: programs reach them through
     /// nib's proxy (with nib.json's `network` lists).
     pub network_hosts: Option<String>,
+    /// [`NIB_CONFIRM_NETWORK`]: hosts not listed are put to the user.
+    pub confirm_network: bool,
     /// bubblewrap may be used ([`NIB_SANDBOX_BWRAP`] is not `0`).
     pub sandbox_bwrap: bool,
     /// [`NIB_SANDBOX_BIND`] folders.
@@ -134,7 +139,11 @@ impl Config {
         if !self.sandbox || self.sandbox_network {
             return None;
         }
-        match crate::netproxy::running(self.network_hosts.as_deref(), &self.project_dir) {
+        match crate::netproxy::running(
+            self.network_hosts.as_deref(),
+            self.confirm_network,
+            &self.project_dir,
+        ) {
             Ok(Some(r)) => Some(r.route()),
             Ok(None) => None,
             Err(e) => {
@@ -269,6 +278,7 @@ impl Config {
                 .map_or(true, |v| v != "0" && !v.eq_ignore_ascii_case("false")),
             confirm_outside_roots: flag(NIB_CONFIRM_OUTSIDE_ROOTS),
             sandbox_network: flag(NIB_SANDBOX_NETWORK),
+            confirm_network: flag(NIB_CONFIRM_NETWORK),
             network_hosts: std::env::var(NIB_SANDBOX_NETWORK).ok().filter(|v| {
                 let v = v.trim();
                 !v.is_empty()

@@ -285,6 +285,51 @@ fn approval_params(req: &ApprovalRequest) -> Result<ElicitRequestParams, &'stati
     })
 }
 
+/// The question for a host a program wants that is not on the list.
+fn network_params(host_port: &str) -> Result<ElicitRequestParams, &'static str> {
+    let schema = ElicitationSchema::builder()
+        .required_bool_property("approve", |b| {
+            b.title("Allow this host for the session")
+                .with_default(false)
+        })
+        .build()?;
+    Ok(ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message: format!(
+            "A program in nibash wants to reach {host_port}, which is not in NIB_SANDBOX_NETWORK. Allow that host for the rest of this session?"
+        ),
+        requested_schema: schema,
+    })
+}
+
+/// The proxy's way to ask the user mid-call (the handshake era: the server
+/// may send the client a request while a call runs): an elicitation on
+/// `peer`, waited for at most `timeout`.
+fn network_asker(peer: Peer<RoleServer>, timeout: std::time::Duration) -> crate::netproxy::Asker {
+    let handle = tokio::runtime::Handle::current();
+    Arc::new(move |host_port: &str| {
+        let Ok(params) = network_params(host_port) else {
+            return false;
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        let peer = peer.clone();
+        handle.spawn(async move {
+            let _ = tx.send(peer.create_elicitation(params).await.ok());
+        });
+        match rx.recv_timeout(timeout) {
+            Ok(Some(r)) => {
+                r.action == ElicitationAction::Accept
+                    && r.content
+                        .as_ref()
+                        .and_then(|c| c.get("approve"))
+                        .and_then(serde_json::Value::as_bool)
+                        .unwrap_or(false)
+            }
+            _ => false,
+        }
+    })
+}
+
 fn result(out: ToolOutput) -> CallToolResult {
     let mut content = vec![ContentBlock::text(out.text)];
     content.extend(
@@ -628,6 +673,17 @@ impl ServerHandler for NibServer {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let config = &self.inner.config;
+        let can_ask = context
+            .peer
+            .peer_info()
+            .is_some_and(|i| i.capabilities.elicitation.is_some());
+        if config.confirm_network && can_ask {
+            crate::netproxy::set_asker(Some(network_asker(
+                context.peer.clone(),
+                config.approval_timeout,
+            )));
+        }
         self.fetch_roots(context.peer);
     }
 

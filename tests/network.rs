@@ -241,3 +241,50 @@ async fn curl_git_and_python_speak_https_through_the_proxy() {
         drop(server);
     }
 }
+
+#[tokio::test]
+async fn an_unlisted_host_is_put_to_the_user_and_allowed_for_the_session_when_approved() {
+    for (answer, allowed) in [(Elicit::Accept(None), true), (Elicit::Decline, false)] {
+        let (port, seen) = server();
+        let dir = project();
+        let env = [
+            ("NIB_SANDBOX", "1"),
+            ("NIB_SANDBOX_NETWORK", "127.0.0.1"),
+            ("NIB_CONFIRM_NETWORK", "1"),
+        ];
+        let client = TestClient::eliciting(answer);
+        let asked = Arc::clone(&client.asked);
+        let nib = start_with(Era::Handshake, dir.path(), client, &env).await;
+        let via = "env -u NO_PROXY -u no_proxy git ls-remote";
+        let (text, _) = nib
+            .call(
+                "nibash",
+                json!({"command": format!("{via} http://localhost:{port}/asked.git")}),
+            )
+            .await;
+        let questions = asked.lock().unwrap().clone();
+        assert_eq!(questions.len(), 1, "asked once: {questions:?}");
+        assert!(
+            questions[0].contains(&format!("localhost:{port}")),
+            "{questions:?}"
+        );
+        let arrived = |path: &str| seen.lock().unwrap().iter().any(|l| l.contains(path));
+        if allowed {
+            assert!(arrived("/asked.git"), "{text}");
+            // Allowed for the session: the next call is not asked again.
+            nib.call(
+                "nibash",
+                json!({"command": format!("{via} http://localhost:{port}/again.git")}),
+            )
+            .await;
+            assert!(arrived("/again.git"));
+            assert_eq!(asked.lock().unwrap().len(), 1, "asked once per host");
+        } else {
+            assert!(!arrived("/asked.git"), "declined: the canary saw it");
+            assert!(
+                text.contains(&format!("[network: blocked localhost:{port} — not in NIB_SANDBOX_NETWORK, and the user did not allow it]")),
+                "{text}"
+            );
+        }
+    }
+}

@@ -61,10 +61,32 @@ fn project_lists(project: &Path) -> (Vec<String>, Vec<String>) {
 
 static RUNNING: OnceLock<Result<Option<Running>, String>> = OnceLock::new();
 
+/// Puts a host a program wants (`HOST:PORT`) to the user; true when the
+/// user allows it for the session. Set by the server when the client can
+/// be asked mid-call (`NIB_CONFIRM_NETWORK=1`).
+pub type Asker = Arc<dyn Fn(&str) -> bool + Send + Sync>;
+
+static ASKER: std::sync::Mutex<Option<Asker>> = std::sync::Mutex::new(None);
+
+/// Installs (or removes) the way the proxy asks the user.
+pub fn set_asker(asker: Option<Asker>) {
+    if let Ok(mut a) = ASKER.lock() {
+        *a = asker;
+    }
+}
+
+fn asker() -> Option<Asker> {
+    ASKER.lock().ok().and_then(|a| a.clone())
+}
+
 /// The proxy for `NIB_SANDBOX_NETWORK`'s hosts and the project's lists,
 /// started on first call; `Ok(None)` when no host is allowed (programs get
 /// no network). The first call's settings hold for the process.
-pub fn running(hosts: Option<&str>, project: &Path) -> Result<Option<&'static Running>, String> {
+pub fn running(
+    hosts: Option<&str>,
+    confirm: bool,
+    project: &Path,
+) -> Result<Option<&'static Running>, String> {
     RUNNING
         .get_or_init(|| {
             let (allow, deny) = project_lists(project);
@@ -75,7 +97,7 @@ pub fn running(hosts: Option<&str>, project: &Path) -> Result<Option<&'static Ru
             if !rules.any() {
                 return Ok(None);
             }
-            start(rules).map(Some)
+            start(rules, confirm).map(Some)
         })
         .as_ref()
         .map(Option::as_ref)
@@ -90,10 +112,11 @@ pub fn current() -> Option<&'static Running> {
         .and_then(Option::as_ref)
 }
 
-fn start(rules: rules::HostRules) -> Result<Running, String> {
+fn start(rules: rules::HostRules, confirm: bool) -> Result<Running, String> {
     use std::os::unix::fs::DirBuilderExt;
     let described = rules.describe();
-    let proxy = Arc::new(proxy::Proxy::new(rules, Arc::new(proxy::SystemResolver)));
+    let proxy =
+        Arc::new(proxy::Proxy::new(rules, Arc::new(proxy::SystemResolver)).confirming(confirm));
     let tcp = std::net::TcpListener::bind("127.0.0.1:0")
         .map_err(|e| format!("listening on 127.0.0.1: {e}"))?;
     let port = tcp.local_addr().map_err(|e| e.to_string())?.port();

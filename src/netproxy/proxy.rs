@@ -87,6 +87,10 @@ pub struct Proxy {
     resolver: Arc<dyn Resolve>,
     log: Arc<NetLog>,
     head_timeout: Duration,
+    /// Unlisted hosts are put to the user (NIB_CONFIRM_NETWORK).
+    confirm: bool,
+    /// Hosts the user allowed for this session.
+    allowed: Mutex<BTreeSet<String>>,
 }
 
 /// What a client asked for.
@@ -212,7 +216,33 @@ impl Proxy {
             resolver,
             log: Arc::default(),
             head_timeout: HEAD_TIMEOUT,
+            confirm: false,
+            allowed: Mutex::default(),
         }
+    }
+
+    /// The same proxy, putting hosts not on the list to the user through
+    /// the asker [`super::set_asker`] installs (refused when there is none).
+    pub fn confirming(mut self, confirm: bool) -> Proxy {
+        self.confirm = confirm;
+        self
+    }
+
+    /// Whether the user allows `host` (asked once per host and session);
+    /// `None` when the user cannot be asked.
+    async fn user_allows(&self, host: &str, port: u16) -> Option<bool> {
+        if self.allowed.lock().is_ok_and(|a| a.contains(host)) {
+            return Some(true);
+        }
+        let ask = super::asker()?;
+        let what = format!("{host}:{port}");
+        let yes = tokio::task::spawn_blocking(move || ask(&what))
+            .await
+            .unwrap_or(false);
+        if yes && let Ok(mut a) = self.allowed.lock() {
+            a.insert(host.to_string());
+        }
+        Some(yes)
     }
 
     /// The same proxy with another limit on how long a client may take to
@@ -252,7 +282,15 @@ impl Proxy {
                 format!("blocked {host}:{port} — {why}"),
             )
         };
-        self.rules.check_host(host).map_err(refuse)?;
+        match self.rules.check_host(host) {
+            Ok(()) => {}
+            Err(Refusal::NotAllowed) if self.confirm => match self.user_allows(host, port).await {
+                Some(true) => {}
+                Some(false) => return Err(refuse(Refusal::Declined)),
+                None => return Err(refuse(Refusal::NotAllowed)),
+            },
+            Err(why) => return Err(refuse(why)),
+        }
         let resolver = Arc::clone(&self.resolver);
         let name = host.to_string();
         let addrs = tokio::time::timeout(

@@ -75,6 +75,8 @@ pub enum Refusal {
     Private(IpAddr),
     /// Not a host name nib accepts.
     BadName,
+    /// Not on the list, and the user did not allow it when asked.
+    Declined,
 }
 
 impl std::fmt::Display for Refusal {
@@ -91,6 +93,10 @@ impl std::fmt::Display for Refusal {
                 "it resolves to {ip}, a loopback or private address not listed"
             ),
             Refusal::BadName => write!(f, "not a host name"),
+            Refusal::Declined => write!(
+                f,
+                "not in NIB_SANDBOX_NETWORK, and the user did not allow it"
+            ),
         }
     }
 }

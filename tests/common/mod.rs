@@ -398,6 +398,7 @@ impl Library {
             approval_timeout: std::time::Duration::from_secs(1),
             sandbox_network: false,
             network_hosts: None,
+            confirm_network: false,
             sandbox_bwrap: true,
             sandbox_bind: Vec::new(),
             shell: true,
