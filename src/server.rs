@@ -62,6 +62,10 @@ struct Inner {
     channel_client: std::sync::atomic::AtomicBool,
     /// This session, for counting the sessions a name was used in.
     session: String,
+    /// Modern era, NIB_CONFIRM_NETWORK: answers of nibash calls that met
+    /// unlisted hosts, kept while the user is asked about those hosts
+    /// (by id: the answer and the `host:port`s).
+    network_asks: Mutex<std::collections::HashMap<String, (ToolOutput, Vec<String>)>>,
 }
 
 impl NibServer {
@@ -112,6 +116,7 @@ impl NibServer {
             last_save: Mutex::new(std::time::Instant::now()),
             nibash: Arc::default(),
             peer: Mutex::new(None),
+            network_asks: Mutex::default(),
             channel_client: std::sync::atomic::AtomicBool::new(false),
         });
         // Job ends reach a client with nib's channel at once.
@@ -268,6 +273,9 @@ fn file_uri_to_path(uri: &str) -> Option<PathBuf> {
 const APPROVE_INPUT: &str = "approve";
 /// The request state of the retry after an approval request; the path follows.
 const APPROVE_STATE: &str = "nib-approve-v1:";
+
+/// The state of a modern-era question about hosts a nibash call met.
+const NETWORK_STATE: &str = "nib-network-v1:";
 /// Writes in one call that may each ask for approval.
 const MAX_APPROVALS_PER_CALL: usize = 8;
 
@@ -283,6 +291,14 @@ fn approval_params(req: &ApprovalRequest) -> Result<ElicitRequestParams, &'stati
         message: req.question(),
         requested_schema: schema,
     })
+}
+
+/// An id for a kept answer (not a secret: it only names the answer).
+fn rand_id() -> u64 {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    xxhash_rust::xxh3::xxh3_64(&t.to_le_bytes()) ^ u64::from(std::process::id())
 }
 
 /// The question for a host a program wants that is not on the list.
@@ -461,6 +477,93 @@ impl NibServer {
         })
     }
 
+    /// Modern era with NIB_CONFIRM_NETWORK: when a nibash call met hosts
+    /// that are not listed (the user cannot be asked while a call runs in
+    /// this era), its answer is kept and the user is asked about them.
+    fn network_question(
+        &self,
+        context: &RequestContext<RoleServer>,
+        blocked_before: usize,
+        out: &ToolOutput,
+    ) -> Option<CallToolResponse> {
+        let modern = context
+            .meta
+            .protocol_version()
+            .is_some_and(|v| !v.has_initialize());
+        let can_ask = context
+            .client_capabilities()
+            .is_some_and(|c| c.elicitation.is_some());
+        if !modern || !can_ask || !self.inner.config.confirm_network {
+            return None;
+        }
+        let not_listed = crate::netproxy::rules::Refusal::NotAllowed.to_string();
+        let hosts: Vec<String> = crate::netproxy::current()?
+            .proxy
+            .log()
+            .blocked()
+            .into_iter()
+            .skip(blocked_before)
+            .filter(|(_, why)| *why == not_listed)
+            .map(|(host, _)| host)
+            .collect();
+        let params = network_params(&hosts.join(", ")).ok()?;
+        if hosts.is_empty() {
+            return None;
+        }
+        let id = format!("{:016x}", rand_id());
+        self.inner
+            .network_asks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id.clone(), (out.clone(), hosts));
+        let mut requests = InputRequests::new();
+        requests.insert(
+            APPROVE_INPUT.to_string(),
+            InputRequest::Elicitation(ElicitRequest::new(params)),
+        );
+        Some(InputRequiredResult::new(Some(requests), Some(format!("{NETWORK_STATE}{id}"))).into())
+    }
+
+    /// The kept answer of a nibash call, with what the user said about the
+    /// hosts it met (approved: allowed for the session).
+    fn network_answer(&self, id: &str, answer: Option<ElicitResult>) -> ToolOutput {
+        let kept = self
+            .inner
+            .network_asks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(id);
+        let Some((mut out, hosts)) = kept else {
+            return ToolOutput::error(
+                "nibash: the answer this question was about is gone (nib restarted, or it was answered already); nothing ran again.\nhint: run the command again\n".into(),
+            );
+        };
+        let approved = answer.as_ref().is_some_and(|r| {
+            r.action == ElicitationAction::Accept
+                && r.content
+                    .as_ref()
+                    .and_then(|c| c.get("approve"))
+                    .and_then(serde_json::Value::as_bool)
+                    .unwrap_or(false)
+        });
+        if approved && let Some(running) = crate::netproxy::current() {
+            for h in &hosts {
+                running
+                    .proxy
+                    .allow(h.rsplit_once(':').map_or(h.as_str(), |(n, _)| n));
+            }
+            out.text.push_str(&format!(
+                "[network: {} allowed for this session; run the command again to reach {}]\n",
+                hosts.join(", "),
+                if hosts.len() == 1 { "it" } else { "them" }
+            ));
+        } else {
+            out.text
+                .push_str("[network: not allowed; the hosts stay refused]\n");
+        }
+        out
+    }
+
     fn forget_approval(&self, agent: &Mutex<Agent>, key: &Path) {
         let mut agent = agent.lock().unwrap_or_else(|p| p.into_inner());
         agent.approvals.consume(key);
@@ -597,6 +700,22 @@ impl ServerHandler for NibServer {
                 return Ok(self.refused_write(&key, &why));
             }
         }
+        // Modern era: the answer about hosts an earlier run of this call met;
+        // the call is not run again (it already ran), its answer is given.
+        if let Some(id) = request
+            .request_state
+            .as_deref()
+            .and_then(|s| s.strip_prefix(NETWORK_STATE))
+        {
+            let answer = request
+                .input_responses
+                .as_ref()
+                .and_then(|r| r.get(APPROVE_INPUT))
+                .and_then(|v| serde_json::from_value::<ElicitResult>(v.clone()).ok());
+            return Ok(result(self.network_answer(id, answer)).into());
+        }
+        let blocked_before =
+            crate::netproxy::current().map_or(0, |r| r.proxy.log().blocked().len());
         let mut asked = 0;
         loop {
             let out = self
@@ -614,6 +733,11 @@ impl ServerHandler for NibServer {
                     &name,
                     out.text.chars().count(),
                 );
+                if name == "nibash"
+                    && let Some(ask) = self.network_question(&context, blocked_before, &out)
+                {
+                    return Ok(ask);
+                }
                 return Ok(result(out).into());
             };
             asked += 1;

@@ -288,3 +288,53 @@ async fn an_unlisted_host_is_put_to_the_user_and_allowed_for_the_session_when_ap
         }
     }
 }
+
+#[tokio::test]
+async fn in_the_modern_era_the_user_is_asked_after_the_call_and_the_next_call_may_go() {
+    for (answer, allowed) in [(Elicit::Accept(None), true), (Elicit::Decline, false)] {
+        let (port, seen) = server();
+        let dir = project();
+        let env = [
+            ("NIB_SANDBOX", "1"),
+            ("NIB_SANDBOX_NETWORK", "127.0.0.1"),
+            ("NIB_CONFIRM_NETWORK", "1"),
+        ];
+        let client = TestClient::eliciting(answer);
+        let asked = Arc::clone(&client.asked);
+        let nib = start_with(Era::Modern, dir.path(), client, &env).await;
+        let via = "env -u NO_PROXY -u no_proxy git ls-remote";
+        let marker = dir.path().join("ran-count");
+        // The command runs once: the retry that carries the answer gives
+        // the kept answer without running it again.
+        let command = format!("echo x >> ran-count; {via} http://localhost:{port}/first.git");
+        let (text, _) = nib.call("nibash", json!({ "command": command })).await;
+        assert_eq!(
+            std::fs::read_to_string(&marker).unwrap(),
+            "x\n",
+            "ran once: {text}"
+        );
+        assert_eq!(asked.lock().unwrap().len(), 1, "{text}");
+        assert!(asked.lock().unwrap()[0].contains(&format!("localhost:{port}")));
+        let arrived = |path: &str| seen.lock().unwrap().iter().any(|l| l.contains(path));
+        assert!(!arrived("/first.git"), "refused while the call ran");
+        let (again, _) = nib
+            .call(
+                "nibash",
+                json!({"command": format!("{via} http://localhost:{port}/second.git")}),
+            )
+            .await;
+        if allowed {
+            assert!(
+                text.contains(&format!("[network: localhost:{port} allowed for this session; run the command again to reach it]")),
+                "{text}"
+            );
+            assert!(arrived("/second.git"), "{again}");
+        } else {
+            assert!(
+                text.contains("[network: not allowed; the hosts stay refused]"),
+                "{text}"
+            );
+            assert!(!arrived("/second.git"), "{again}");
+        }
+    }
+}

@@ -228,10 +228,18 @@ impl Proxy {
         self
     }
 
+    /// Allows `host` for the rest of the session (the user approved it).
+    pub fn allow(&self, host: &str) {
+        if let Ok(mut a) = self.allowed.lock() {
+            a.insert(host.to_ascii_lowercase());
+        }
+    }
+
     /// Whether the user allows `host` (asked once per host and session);
     /// `None` when the user cannot be asked.
     async fn user_allows(&self, host: &str, port: u16) -> Option<bool> {
-        if self.allowed.lock().is_ok_and(|a| a.contains(host)) {
+        let host = host.to_ascii_lowercase();
+        if self.allowed.lock().is_ok_and(|a| a.contains(&host)) {
             return Some(true);
         }
         let ask = super::asker()?;
@@ -240,7 +248,7 @@ impl Proxy {
             .await
             .unwrap_or(false);
         if yes && let Ok(mut a) = self.allowed.lock() {
-            a.insert(host.to_string());
+            a.insert(host);
         }
         Some(yes)
     }
