@@ -1564,6 +1564,92 @@ fn read_head(s: &mut std::net::TcpStream) -> Result<String> {
     Ok(String::from_utf8_lossy(&got).into_owned())
 }
 
+/// HTTPS for real: curl fetching a file from `openssl s_server` (a
+/// self-signed certificate for 127.0.0.1) through the proxy at `proxy_port`
+/// and directly, interleaved; skipped when openssl or curl is missing.
+fn https_through_the_proxy(dir: &Path, proxy_port: u16, n: usize) -> Result<()> {
+    if !have("openssl") || !have("curl") {
+        println!("  proxy: openssl or curl missing; the HTTPS row is skipped");
+        return Ok(());
+    }
+    write(&dir.join("hello.txt"), "hello\n")?;
+    let made = Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+        ])
+        .args([
+            "-keyout",
+            "key.pem",
+            "-out",
+            "cert.pem",
+            "-subj",
+            "/CN=127.0.0.1",
+        ])
+        .args(["-addext", "subjectAltName=IP:127.0.0.1"])
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map_err(|e| e.to_string())?;
+    if !made.success() {
+        return Err("openssl req failed".into());
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map_err(|e| e.to_string())?
+        .port();
+    let mut tls = Command::new("openssl")
+        .args(["s_server", "-accept", &format!("127.0.0.1:{port}")])
+        .args(["-cert", "cert.pem", "-key", "key.pem", "-WWW", "-quiet"])
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let started = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if started.elapsed() > Duration::from_secs(10) {
+            let _ = tls.kill();
+            return Err("openssl s_server did not start".into());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let url = format!("https://127.0.0.1:{port}/hello.txt");
+    let proxy = format!("http://127.0.0.1:{proxy_port}");
+    let curl = |via: Option<&str>| -> Result<Duration> {
+        let mut c = Command::new("curl");
+        c.args(["-sf", "--cacert", "cert.pem", "-o", "/dev/null"])
+            .current_dir(dir);
+        match via {
+            Some(p) => c.args(["--proxy", p]),
+            None => c.args(["--noproxy", "*"]),
+        };
+        let started = Instant::now();
+        let ok = c.arg(&url).status().map_err(|e| e.to_string())?;
+        if !ok.success() {
+            return Err(format!("curl {url} failed ({ok})"));
+        }
+        Ok(started.elapsed())
+    };
+    let mut proxied = || -> Result<(Duration, usize)> { Ok((curl(Some(&proxy))?, 0)) };
+    let mut bases: Baselines<'_> = vec![(
+        "curl straight to the server".into(),
+        Box::new(|| curl(None)),
+    )];
+    let result = interleave(n.min(30), Some(&mut proxied), &mut bases);
+    let _ = tls.kill();
+    let _ = tls.wait();
+    let (s, _, b) = result?;
+    Row {
+        scenario: "curl over HTTPS through the proxy (openssl s_server, loopback)".into(),
+        nib: s,
+        chars: None,
+        baselines: b,
+    }
+    .print();
+    Ok(())
+}
+
 /// The network allowlist's proxy: what a request through a `CONNECT`
 /// tunnel (the way HTTPS goes) adds over a direct one to a loopback server,
 /// and the server's memory with 100 tunnels open.
@@ -1633,6 +1719,7 @@ fn proxy_scenarios(nib: &Path, scratch: &Path, n: usize) -> Result<()> {
         baselines: b,
     }
     .print();
+    https_through_the_proxy(&dir, port, n)?;
     let pid = server.child.id();
     let before = status_kib(pid, "VmRSS:").unwrap_or(0);
     let mut open = Vec::new();

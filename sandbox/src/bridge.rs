@@ -40,6 +40,8 @@ fn join(tcp: std::net::TcpStream, socket: &Path) {
 
 fn serve(listener: TcpListener, socket: PathBuf) -> ! {
     for conn in listener.incoming().flatten() {
+        // No Nagle delay on the program's side of the bridge (TLS records).
+        let _ = conn.set_nodelay(true);
         let socket = socket.clone();
         std::thread::spawn(move || join(conn, &socket));
     }
