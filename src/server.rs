@@ -293,6 +293,18 @@ fn approval_params(req: &ApprovalRequest) -> Result<ElicitRequestParams, &'stati
     })
 }
 
+/// Whether an elicitation's answer approves (accepted, with `approve` true).
+fn approves(answer: Option<&ElicitResult>) -> bool {
+    answer.is_some_and(|r| {
+        r.action == ElicitationAction::Accept
+            && r.content
+                .as_ref()
+                .and_then(|c| c.get("approve"))
+                .and_then(serde_json::Value::as_bool)
+                .unwrap_or(false)
+    })
+}
+
 /// An id for a kept answer (not a secret: it only names the answer).
 fn rand_id() -> u64 {
     let t = std::time::SystemTime::now()
@@ -332,17 +344,7 @@ fn network_asker(peer: Peer<RoleServer>, timeout: std::time::Duration) -> crate:
         handle.spawn(async move {
             let _ = tx.send(peer.create_elicitation(params).await.ok());
         });
-        match rx.recv_timeout(timeout) {
-            Ok(Some(r)) => {
-                r.action == ElicitationAction::Accept
-                    && r.content
-                        .as_ref()
-                        .and_then(|c| c.get("approve"))
-                        .and_then(serde_json::Value::as_bool)
-                        .unwrap_or(false)
-            }
-            _ => false,
-        }
+        approves(rx.recv_timeout(timeout).ok().flatten().as_ref())
     })
 }
 
@@ -453,15 +455,7 @@ impl NibServer {
         key: &Path,
         answer: Option<ElicitResult>,
     ) -> Option<String> {
-        let approved = match &answer {
-            Some(r) if r.action == ElicitationAction::Accept => r
-                .content
-                .as_ref()
-                .and_then(|c| c.get("approve"))
-                .and_then(serde_json::Value::as_bool)
-                .unwrap_or(false),
-            _ => false,
-        };
+        let approved = approves(answer.as_ref());
         let mut agent = agent.lock().unwrap_or_else(|p| p.into_inner());
         if approved && agent.approvals.approve(key) {
             return None;
@@ -538,15 +532,9 @@ impl NibServer {
                 "nibash: the answer this question was about is gone (nib restarted, or it was answered already); nothing ran again.\nhint: run the command again\n".into(),
             );
         };
-        let approved = answer.as_ref().is_some_and(|r| {
-            r.action == ElicitationAction::Accept
-                && r.content
-                    .as_ref()
-                    .and_then(|c| c.get("approve"))
-                    .and_then(serde_json::Value::as_bool)
-                    .unwrap_or(false)
-        });
-        if approved && let Some(running) = crate::netproxy::current() {
+        if approves(answer.as_ref())
+            && let Some(running) = crate::netproxy::current()
+        {
             for h in &hosts {
                 running
                     .proxy

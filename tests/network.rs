@@ -242,19 +242,30 @@ async fn curl_git_and_python_speak_https_through_the_proxy() {
     }
 }
 
+/// Requests the server received.
+type Seen = Arc<Mutex<Vec<String>>>;
+
+/// nib under the sandbox with 127.0.0.1 listed and NIB_CONFIRM_NETWORK on,
+/// its client answering `answer`; the canary server's port and requests,
+/// and the questions the client was asked.
+async fn confirming(era: Era, answer: Elicit) -> (Nib, u16, Seen, Seen, tempfile::TempDir) {
+    let (port, seen) = server();
+    let dir = project();
+    let env = [
+        ("NIB_SANDBOX", "1"),
+        ("NIB_SANDBOX_NETWORK", "127.0.0.1"),
+        ("NIB_CONFIRM_NETWORK", "1"),
+    ];
+    let client = TestClient::eliciting(answer);
+    let asked = Arc::clone(&client.asked);
+    let nib = start_with(era, dir.path(), client, &env).await;
+    (nib, port, seen, asked, dir)
+}
+
 #[tokio::test]
 async fn an_unlisted_host_is_put_to_the_user_and_allowed_for_the_session_when_approved() {
     for (answer, allowed) in [(Elicit::Accept(None), true), (Elicit::Decline, false)] {
-        let (port, seen) = server();
-        let dir = project();
-        let env = [
-            ("NIB_SANDBOX", "1"),
-            ("NIB_SANDBOX_NETWORK", "127.0.0.1"),
-            ("NIB_CONFIRM_NETWORK", "1"),
-        ];
-        let client = TestClient::eliciting(answer);
-        let asked = Arc::clone(&client.asked);
-        let nib = start_with(Era::Handshake, dir.path(), client, &env).await;
+        let (nib, port, seen, asked, _dir) = confirming(Era::Handshake, answer).await;
         let via = "env -u NO_PROXY -u no_proxy git ls-remote";
         let (text, _) = nib
             .call(
@@ -292,16 +303,7 @@ async fn an_unlisted_host_is_put_to_the_user_and_allowed_for_the_session_when_ap
 #[tokio::test]
 async fn in_the_modern_era_the_user_is_asked_after_the_call_and_the_next_call_may_go() {
     for (answer, allowed) in [(Elicit::Accept(None), true), (Elicit::Decline, false)] {
-        let (port, seen) = server();
-        let dir = project();
-        let env = [
-            ("NIB_SANDBOX", "1"),
-            ("NIB_SANDBOX_NETWORK", "127.0.0.1"),
-            ("NIB_CONFIRM_NETWORK", "1"),
-        ];
-        let client = TestClient::eliciting(answer);
-        let asked = Arc::clone(&client.asked);
-        let nib = start_with(Era::Modern, dir.path(), client, &env).await;
+        let (nib, port, seen, asked, dir) = confirming(Era::Modern, answer).await;
         let via = "env -u NO_PROXY -u no_proxy git ls-remote";
         let marker = dir.path().join("ran-count");
         // The command runs once: the retry that carries the answer gives
