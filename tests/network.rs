@@ -340,3 +340,48 @@ async fn in_the_modern_era_the_user_is_asked_after_the_call_and_the_next_call_ma
         }
     }
 }
+
+#[tokio::test]
+async fn nib_json_lists_hosts_and_its_deny_list_wins() {
+    if !nib_sandbox::bwrap_usable() && nib_sandbox::probe().landlock_abi < 4 {
+        // Nothing here could hold programs to the proxy: they get no network
+        // (the sandbox's effect test checks that).
+        return;
+    }
+    let (port, seen) = server();
+    let dir = project();
+    std::fs::write(
+        dir.path().join("nib.json"),
+        json!({"network": {"allow": ["127.0.0.1", "localhost"], "deny": ["localhost"]}})
+            .to_string(),
+    )
+    .unwrap();
+    let nib = start_with(
+        Era::Modern,
+        dir.path(),
+        TestClient::new(Roots::Undeclared),
+        &[("NIB_SANDBOX", "1")],
+    )
+    .await;
+    let via = "env -u NO_PROXY -u no_proxy git ls-remote";
+    nib.call(
+        "nibash",
+        json!({"command": format!("{via} http://127.0.0.1:{port}/listed.git")}),
+    )
+    .await;
+    let (denied, _) = nib
+        .call(
+            "nibash",
+            json!({"command": format!("{via} http://localhost:{port}/denied.git")}),
+        )
+        .await;
+    let seen = seen.lock().unwrap().clone();
+    assert!(seen.iter().any(|l| l.contains("/listed.git")), "{seen:?}");
+    assert!(!seen.iter().any(|l| l.contains("/denied.git")), "{seen:?}");
+    assert!(
+        denied.contains(&format!(
+            "[network: blocked localhost:{port} — on the deny list]"
+        )),
+        "{denied}"
+    );
+}
