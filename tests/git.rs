@@ -106,6 +106,15 @@ fn two_sides(root: &Path, topic: &[(&str, &[u8])], main: &[(&str, &[u8])]) {
     }
 }
 
+/// [`repository`] in a fresh project folder: the folder (kept while the
+/// test runs) and its canonical path.
+fn repository_here() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = project();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    repository(&root);
+    (dir, root)
+}
+
 async fn sh(nib: &Nib, command: &str) -> String {
     nib.ok("nibash", json!({ "command": command })).await
 }
@@ -113,9 +122,7 @@ async fn sh(nib: &Nib, command: &str) -> String {
 #[tokio::test]
 async fn git_views_are_reshaped_and_diff_rows_anchor_an_edit() {
     for env in MODES {
-        let dir = project();
-        let root = std::fs::canonicalize(dir.path()).unwrap();
-        repository(&root);
+        let (_dir, root) = repository_here();
         let nib = start_with(Era::Modern, &root, TestClient::new(Roots::Undeclared), env).await;
         // Sandboxed or not, the model gets the same text.
         insta::assert_snapshot!("status", sh(&nib, "git status").await);
@@ -166,9 +173,7 @@ async fn git_views_are_reshaped_and_diff_rows_anchor_an_edit() {
 #[tokio::test]
 async fn conflicts_detached_heads_and_submodules_stay_readable() {
     for env in MODES {
-        let dir = project();
-        let root = std::fs::canonicalize(dir.path()).unwrap();
-        repository(&root);
+        let (_dir, root) = repository_here();
         // Both sides change line 1 of src/a.rs.
         two_sides(
             &root,
@@ -231,9 +236,7 @@ async fn conflicts_detached_heads_and_submodules_stay_readable() {
 #[tokio::test]
 async fn merges_say_what_they_joined_and_listings_group_by_folder() {
     for env in MODES {
-        let dir = project();
-        let root = std::fs::canonicalize(dir.path()).unwrap();
-        repository(&root);
+        let (_dir, root) = repository_here();
         // topic changes src/a.rs and docs; main changes src/a.rs's last
         // line and logo.png: both sides changed src/a.rs only.
         two_sides(
@@ -307,9 +310,7 @@ async fn merges_say_what_they_joined_and_listings_group_by_folder() {
 
 #[tokio::test]
 async fn a_rule_on_git_holds_for_git_each() {
-    let dir = project();
-    let root = std::fs::canonicalize(dir.path()).unwrap();
-    repository(&root);
+    let (_dir, root) = repository_here();
     std::fs::write(
         root.join("nib.json"),
         json!({"rules": [{"program": "git", "args": "^log", "why": "no history here"}]})
@@ -363,9 +364,7 @@ type FileAnchors = (String, String, Vec<(usize, String)>);
 
 #[tokio::test]
 async fn every_anchor_row_of_git_diff_takes_an_edit_without_a_read() {
-    let dir = project();
-    let root = std::fs::canonicalize(dir.path()).unwrap();
-    repository(&root);
+    let (_dir, root) = repository_here();
     // Changes with several hunks in two more files.
     let long: String = (1..=40).map(|i| format!("line {i}\n")).collect();
     std::fs::write(root.join("src/long.txt"), &long).unwrap();
@@ -421,9 +420,7 @@ async fn every_anchor_row_of_git_diff_takes_an_edit_without_a_read() {
 #[tokio::test]
 async fn a_rebase_that_both_sides_touched_names_the_file() {
     for env in MODES {
-        let dir = project();
-        let root = std::fs::canonicalize(dir.path()).unwrap();
-        repository(&root);
+        let (_dir, root) = repository_here();
         two_sides(&root, &[("src/a.rs", TOPIC_A)], &[("src/a.rs", MAIN_A)]);
         git(&root, &["checkout", "-q", "topic"]);
         let nib = start_with(Era::Modern, &root, TestClient::new(Roots::Undeclared), env).await;
