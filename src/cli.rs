@@ -18,8 +18,8 @@ use crate::workspace::Workspace;
 /// What the command line asked for.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Command {
-    /// Serve MCP on stdio.
-    Serve,
+    /// Serve MCP on stdio, with the providers named by `--provider NAME=PROGRAM`.
+    Serve(Vec<(String, String)>),
     /// Print the version.
     Version,
     /// Print usage.
@@ -43,7 +43,8 @@ pub const USAGE: &str = "\
 nib: hashline file tools for coding agents, as an MCP server or on the command line
 
 usage:
-  nib                                 serve MCP on stdio (for a client such as Claude Code)
+  nib [--provider NAME=PROGRAM]...    serve MCP on stdio (for a client such as Claude Code),
+                                      offering each provider's tools as NAME_TOOL
   nib read [--plain] [--info] [--max-line-length N] PATH[:SELECTOR]...
   nib write [--tag TAG] PATH          content on stdin
   nib edit                            a patch on stdin (see the edit tool)
@@ -74,8 +75,11 @@ pub struct UsageError(String);
 /// Parses the arguments after the program name.
 pub fn parse(args: &[String]) -> Result<Command, UsageError> {
     let Some(first) = args.first() else {
-        return Ok(Command::Serve);
+        return Ok(Command::Serve(Vec::new()));
     };
+    if first == "--provider" || first.starts_with("--provider=") {
+        return parse_serve(args);
+    }
     // `--json` after a tool verb: the answer as one JSON object.
     let json = matches!(
         first.as_str(),
@@ -113,6 +117,34 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
         },
         other => Err(UsageError(format!("unknown command \"{other}\""))),
     }
+}
+
+/// `nib --provider NAME=PROGRAM [--provider …]`: serve with providers.
+fn parse_serve(args: &[String]) -> Result<Command, UsageError> {
+    let mut providers = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let spec = match a.strip_prefix("--provider=") {
+            Some(v) => v.to_string(),
+            None if a == "--provider" => value(&mut it, "--provider")?.clone(),
+            None => {
+                return Err(UsageError(format!(
+                    "serving takes only --provider NAME=PROGRAM; got \"{a}\""
+                )));
+            }
+        };
+        match spec.split_once('=') {
+            Some((name, program)) if !name.is_empty() && !program.is_empty() => {
+                providers.push((name.to_string(), program.to_string()));
+            }
+            _ => {
+                return Err(UsageError(format!(
+                    "--provider takes NAME=PROGRAM; got \"{spec}\""
+                )));
+            }
+        }
+    }
+    Ok(Command::Serve(providers))
 }
 
 /// `nib sh [--timeout T] [--background] 'COMMAND'`.
@@ -608,7 +640,20 @@ mod tests {
 
     #[test]
     fn parses_verbs() {
-        assert_eq!(parse(&[]).unwrap(), Command::Serve);
+        assert_eq!(parse(&[]).unwrap(), Command::Serve(Vec::new()));
+        assert_eq!(
+            parse(&[
+                "--provider".into(),
+                "z=zemble".into(),
+                "--provider=y=/bin/y".into()
+            ])
+            .unwrap(),
+            Command::Serve(vec![
+                ("z".into(), "zemble".into()),
+                ("y".into(), "/bin/y".into())
+            ])
+        );
+        assert!(parse(&["--provider".into(), "noequals".into()]).is_err());
         assert_eq!(parse(&s(&["--version"])).unwrap(), Command::Version);
         let Command::Tool(name, map) = parse(&s(&["read", "--plain", "a:1-2", "b"])).unwrap()
         else {

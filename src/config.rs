@@ -39,6 +39,13 @@ pub const NIB_SHELL: &str = "NIB_SHELL";
 
 /// `0`: no worker is started ahead of the next nibash call.
 pub const NIB_WARM: &str = "NIB_WARM";
+/// `1`: providers run under `NIB_SANDBOX=1` too (confined like nibash
+/// programs); without it a sandboxed nib starts none and says so.
+pub const NIB_PROVIDERS_SANDBOX: &str = "NIB_PROVIDERS_SANDBOX";
+/// How long a provider may take to start or to answer one call, in
+/// milliseconds (default 60000).
+pub const NIB_PROVIDER_TIMEOUT_MS: &str = "NIB_PROVIDER_TIMEOUT_MS";
+
 /// `0` turns off the names nib gives folders an agent keeps seeing.
 pub const NIB_AUTO_NAMES: &str = "NIB_AUTO_NAMES";
 
@@ -108,6 +115,15 @@ pub struct Config {
     pub warm: bool,
     /// Automatic names for folders shown often ([`NIB_AUTO_NAMES`] is not `0`).
     pub auto_names: bool,
+    /// [`NIB_PROVIDERS_SANDBOX`] is on.
+    pub providers_sandbox: bool,
+    /// The bound on a provider's start and on each of its calls.
+    pub provider_timeout: std::time::Duration,
+    /// `--provider NAME=PROGRAM` on nib's command line, in order.
+    pub cli_providers: Vec<(String, String)>,
+    /// The folder of nib's settings (`setup.json`): `$XDG_CONFIG_HOME/nib`,
+    /// else `~/.config/nib`.
+    pub config_dir: PathBuf,
 }
 
 impl Config {
@@ -230,6 +246,20 @@ fn flag(name: &str) -> bool {
     std::env::var(name).is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true"))
 }
 
+/// The folder of nib's settings: `$XDG_CONFIG_HOME/nib`, else `~/.config/nib`.
+pub fn config_dir() -> PathBuf {
+    std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from("/"))
+                .join(".config")
+        })
+        .join("nib")
+}
+
 /// `$NIB_STATE_DIR`, else `$XDG_STATE_HOME/nib`, else `~/.local/state/nib`,
 /// else a folder in the temp directory.
 pub fn state_dir() -> PathBuf {
@@ -299,6 +329,15 @@ impl Config {
                     .and_then(|v| v.parse().ok())
                     .unwrap_or(120_000),
             ),
+            providers_sandbox: flag(NIB_PROVIDERS_SANDBOX),
+            provider_timeout: std::time::Duration::from_millis(
+                std::env::var(NIB_PROVIDER_TIMEOUT_MS)
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(60_000),
+            ),
+            cli_providers: Vec::new(),
+            config_dir: config_dir(),
         })
     }
 }

@@ -26,6 +26,7 @@ pub mod names;
 pub mod netproxy;
 pub mod nibash;
 pub mod outline;
+pub mod providers;
 pub mod search;
 pub mod server;
 pub mod setup;

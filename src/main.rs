@@ -85,7 +85,7 @@ fn main() -> std::process::ExitCode {
         _ => {}
     }
     init_logging();
-    let config = match config::Config::from_env() {
+    let mut config = match config::Config::from_env() {
         Ok(c) => c,
         Err(e) => {
             let _ = writeln!(std::io::stderr(), "nib: {e}");
@@ -120,7 +120,9 @@ fn main() -> std::process::ExitCode {
             let code = cli::run_tool(config, name, map);
             std::process::ExitCode::from(code as u8)
         }
-        _ => {
+        cli::Command::Version | cli::Command::Help => std::process::ExitCode::SUCCESS,
+        cli::Command::Serve(providers) => {
+            config.cli_providers = providers;
             nib::memory::limit_arenas();
             let runtime = match tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)

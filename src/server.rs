@@ -66,16 +66,15 @@ struct Inner {
     /// unlisted hosts, kept while the user is asked about those hosts
     /// (by id: the answer and the `host:port`s).
     network_asks: Mutex<std::collections::HashMap<String, (ToolOutput, Vec<String>)>>,
+    /// Other MCP servers whose tools nib offers (`None` outside a runtime).
+    providers: Option<Arc<crate::providers::Providers>>,
 }
 
 impl NibServer {
     /// Keeps the client for notifications outside a request, and whether it
     /// declared Claude Code's channel.
     fn remember_peer(&self, context: &RequestContext<RoleServer>) {
-        let mut slot = self.inner.peer.lock().unwrap_or_else(|p| p.into_inner());
-        if slot.is_none() {
-            *slot = Some(context.peer.clone());
-        }
+        self.keep_peer(&context.peer);
         let declared = context.client_capabilities().is_some_and(|c| {
             c.experimental
                 .as_ref()
@@ -85,6 +84,21 @@ impl NibServer {
             self.inner
                 .channel_client
                 .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    /// Keeps the client for notifications outside a request.
+    fn keep_peer(&self, peer: &Peer<RoleServer>) {
+        let mut slot = self.inner.peer.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.is_none() {
+            *slot = Some(peer.clone());
+        }
+    }
+
+    /// Starts the providers (once), seeing the roots known now.
+    fn start_providers(&self) {
+        if let Some(p) = &self.inner.providers {
+            p.start(self.inner.workspace.roots());
         }
     }
 
@@ -112,13 +126,36 @@ impl NibServer {
                     .duration_since(std::time::UNIX_EPOCH)
                     .map_or(0, |d| d.as_nanos())
             ),
-            config,
             last_save: Mutex::new(std::time::Instant::now()),
             nibash: Arc::default(),
             peer: Mutex::new(None),
             network_asks: Mutex::default(),
             channel_client: std::sync::atomic::AtomicBool::new(false),
+            providers: crate::providers::Providers::new(&config),
+            config,
         });
+        if let Some(providers) = &inner.providers {
+            // A provider that starts, ends or changes its tools changes nib's list.
+            let weak = Arc::downgrade(&inner);
+            let runtime = tokio::runtime::Handle::try_current().ok();
+            providers.on_change(Arc::new(move || {
+                let Some(inner) = weak.upgrade() else { return };
+                let peer = inner.peer.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                if let (Some(peer), Some(rt)) = (peer, runtime.as_ref()) {
+                    rt.spawn(async move {
+                        let _ = peer.notify_tool_list_changed().await;
+                    });
+                }
+            }));
+            let weak = Arc::downgrade(providers);
+            *inner
+                .nibash
+                .provider_status
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()) = Some(Box::new(move || {
+                weak.upgrade().map(|p| p.describe()).unwrap_or_default()
+            }));
+        }
         // Job ends reach a client with nib's channel at once.
         let weak = Arc::downgrade(&inner);
         let runtime = tokio::runtime::Handle::try_current().ok();
@@ -180,6 +217,7 @@ impl NibServer {
             .is_some_and(|info| info.capabilities.roots.is_some());
         if !declared {
             tracing::debug!("client declared no roots; using the project directory");
+            self.start_providers();
             return;
         }
         let this = self.clone();
@@ -193,6 +231,7 @@ impl NibServer {
                     timeout.as_millis()
                 ),
             }
+            this.start_providers();
         });
     }
 
@@ -371,6 +410,72 @@ impl NibServer {
         arguments: Option<serde_json::Map<String, serde_json::Value>>,
         context: &RequestContext<RoleServer>,
     ) -> Result<ToolOutput, McpError> {
+        self.run_in_call(agent, context, move |ctx| {
+            tools::call(&name, arguments, ctx)
+        })
+        .await
+    }
+
+    /// A provider's tool: the call goes to the provider (bounded, with the
+    /// client's progress and cancellation), and its answer's locations
+    /// become anchored rows read with this call's scope.
+    async fn provider_call(
+        &self,
+        providers: &Arc<crate::providers::Providers>,
+        agent: &Arc<Mutex<Agent>>,
+        provider: &str,
+        tool: &str,
+        arguments: Option<serde_json::Map<String, serde_json::Value>>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<ToolOutput, McpError> {
+        self.start_providers();
+        let progress = context.meta.get_progress_token().map(|token| {
+            let peer = context.peer.clone();
+            let handle = tokio::runtime::Handle::current();
+            Box::new(
+                move |done: f64, total: Option<f64>, message: Option<String>| {
+                    let mut param = ProgressNotificationParam::new(token.clone(), done);
+                    param.total = total;
+                    param.message = message;
+                    let peer = peer.clone();
+                    handle.spawn(async move {
+                        let _ = peer.notify_progress(param).await;
+                    });
+                },
+            ) as crate::providers::session::ProgressFn
+        });
+        let ct = context.ct.clone();
+        let answer = providers
+            .call(
+                provider,
+                tool,
+                arguments,
+                self.inner.workspace.roots(),
+                progress,
+                async move { ct.cancelled().await },
+            )
+            .await;
+        let answer = match answer {
+            Ok(a) => a,
+            Err(text) => return Ok(ToolOutput::error(format!("{}\n", text.trim_end()))),
+        };
+        let (provider, full) = (provider.to_string(), format!("{provider}_{tool}"));
+        self.run_in_call(Arc::clone(agent), context, move |ctx| {
+            Ok(crate::providers::locations::render(
+                &provider, &full, &answer, ctx,
+            ))
+        })
+        .await
+    }
+
+    /// Runs `work` on a blocking thread with this call's context (scope,
+    /// agent, cancellation and progress).
+    async fn run_in_call(
+        &self,
+        agent: Arc<Mutex<Agent>>,
+        context: &RequestContext<RoleServer>,
+        work: impl FnOnce(&Ctx) -> Result<ToolOutput, CallError> + Send + 'static,
+    ) -> Result<ToolOutput, McpError> {
         let this = self.clone();
         let live = Arc::new(match context.meta.get_progress_token() {
             Some(token) => {
@@ -422,7 +527,7 @@ impl NibServer {
                 live: Some(live.as_ref()),
             };
             let started = std::time::Instant::now();
-            let mut outcome = tools::call(&name, arguments, &ctx);
+            let mut outcome = work(&ctx);
             if let Ok(out) = &mut outcome {
                 crate::context::push_notes(&mut out.text, &ctx.workspace.name_news());
             }
@@ -629,6 +734,9 @@ impl NibServer {
     }
 }
 
+/// How long a tool list waits for providers that are still starting.
+const PROVIDER_SETTLE: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// Claude Code's channel: the capability a server declares and the
 /// notification it sends.
 const CHANNEL: &str = "claude/channel";
@@ -636,7 +744,15 @@ const CHANNEL_NOTIFICATION: &str = "notifications/claude/channel";
 
 impl ServerHandler for NibServer {
     fn get_info(&self) -> ServerConfig {
-        let mut capabilities = ServerCapabilities::builder().enable_tools().build();
+        let providers = self.inner.providers.as_ref().is_some_and(|p| p.any());
+        let mut capabilities = if providers {
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build()
+        } else {
+            ServerCapabilities::builder().enable_tools().build()
+        };
         if self.inner.config.channel {
             let mut experimental = rmcp::model::ExperimentalCapabilities::new();
             experimental.insert(CHANNEL.into(), serde_json::Map::new());
@@ -653,11 +769,18 @@ impl ServerHandler for NibServer {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(Self::tool_list(
-            &self.inner.config,
-        )))
+        let mut tools = Self::tool_list(&self.inner.config);
+        if let Some(p) = &self.inner.providers {
+            self.keep_peer(&context.peer);
+            // The first list waits a little for providers still starting;
+            // one that starts later is announced with list_changed.
+            self.start_providers();
+            p.settle(PROVIDER_SETTLE).await;
+            tools.extend(p.tools());
+        }
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn call_tool(
@@ -701,6 +824,18 @@ impl ServerHandler for NibServer {
                 .and_then(|r| r.get(APPROVE_INPUT))
                 .and_then(|v| serde_json::from_value::<ElicitResult>(v.clone()).ok());
             return Ok(result(self.network_answer(id, answer)).into());
+        }
+        if let Some(providers) = &self.inner.providers
+            && let Some((provider, tool)) = providers.owner(&name)
+        {
+            let out = self
+                .provider_call(providers, &agent, &provider, &tool, arguments, &context)
+                .await?;
+            self.save_soon();
+            self.inner
+                .nibash
+                .count(&self.agent_label(&context), &name, out.text.chars().count());
+            return Ok(result(out).into());
         }
         let blocked_before =
             crate::netproxy::current().map_or(0, |r| r.proxy.log().blocked().len());

@@ -71,11 +71,7 @@ impl Places {
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
             .unwrap_or_else(|| home.join(".claude"));
-        let config_dir = std::env::var_os("XDG_CONFIG_HOME")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-            .unwrap_or_else(|| home.join(".config"))
-            .join("nib");
+        let config_dir = crate::config::config_dir();
         let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("nib"));
         let nib = command_name(&exe, std::env::var_os("PATH").as_deref());
         Places {

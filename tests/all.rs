@@ -19,6 +19,7 @@ mod nibash;
 mod patch_fixtures;
 mod policy;
 mod protocol;
+mod providers;
 mod read;
 mod read_more;
 mod replay;

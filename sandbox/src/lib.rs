@@ -50,7 +50,7 @@ pub use env::{proxy_vars, scrub};
 pub use exec_guard::{ExecAttempt, ExecFile, ExecJudge, ExecLog, ExecRefusal};
 pub use policy::{Layers, Limits, Policy, ProxyRoute};
 pub use seccomp::denied_syscalls;
-pub use spawn::{Killer, Output, Sandbox, SandboxError, Worker};
+pub use spawn::{Killer, Output, Sandbox, SandboxError, ServicePipes, Worker};
 pub use worker::{WORKER_ARG, WORKER_BINARY, entry_beside, worker_main};
 
 /// What the sandbox can apply on this machine, for `nib doctor` and nibash_status.

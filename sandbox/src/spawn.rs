@@ -66,6 +66,27 @@ pub struct Worker {
     exec_log: Option<ExecLog>,
 }
 
+/// Where a worker's standard streams go.
+enum Streams {
+    /// stdin empty; stdout and stderr read by [`Worker::wait`].
+    Captured,
+    /// stdin empty; stdout and stderr into one pipe the caller reads.
+    Merged(std::io::PipeWriter),
+    /// All three are pipes the caller holds ([`Sandbox::spawn_service`]).
+    Service,
+}
+
+/// The pipes of a service started by [`Sandbox::spawn_service`].
+#[derive(Debug)]
+pub struct ServicePipes {
+    /// The program's standard input.
+    pub stdin: std::process::ChildStdin,
+    /// The program's standard output.
+    pub stdout: std::process::ChildStdout,
+    /// The program's standard error.
+    pub stderr: std::process::ChildStderr,
+}
+
 type SpawnJob = (Command, mpsc::Sender<std::io::Result<Child>>);
 
 /// The one thread workers are forked from.
@@ -146,7 +167,7 @@ impl Sandbox {
         extra_env: &[(OsString, OsString)],
         channel: Option<std::os::fd::OwnedFd>,
     ) -> Result<Worker, SandboxError> {
-        self.start(program, cwd, extra_env, channel, None)
+        self.start(program, cwd, extra_env, channel, Streams::Captured)
     }
 
     /// Like [`Sandbox::spawn_with_channel`], with stdout and stderr sent to
@@ -161,8 +182,39 @@ impl Sandbox {
         channel: Option<std::os::fd::OwnedFd>,
     ) -> Result<(Worker, std::io::PipeReader), SandboxError> {
         let (reader, writer) = std::io::pipe().map_err(SandboxError::Spawn)?;
-        let worker = self.start(program, cwd, extra_env, channel, Some(writer))?;
+        let worker = self.start(program, cwd, extra_env, channel, Streams::Merged(writer))?;
         Ok((worker, reader))
+    }
+
+    /// Starts a long-running service (an MCP server on stdio, say): stdin,
+    /// stdout and stderr are pipes handed to the caller, who talks to the
+    /// program and reads its errors; nothing else about the worker changes
+    /// (the layers, the tree ending with it or with the broker). The output
+    /// cap does not apply: the caller reads the pipes and bounds them.
+    pub fn spawn_service(
+        &self,
+        program: &[OsString],
+        cwd: &Path,
+        extra_env: &[(OsString, OsString)],
+    ) -> Result<(Worker, ServicePipes), SandboxError> {
+        let mut worker = self.start(program, cwd, extra_env, None, Streams::Service)?;
+        let pipes = match (
+            worker.child.stdin.take(),
+            worker.child.stdout.take(),
+            worker.child.stderr.take(),
+        ) {
+            (Some(stdin), Some(stdout), Some(stderr)) => ServicePipes {
+                stdin,
+                stdout,
+                stderr,
+            },
+            _ => {
+                return Err(SandboxError::Spawn(std::io::Error::other(
+                    "the service's pipes were not made",
+                )));
+            }
+        };
+        Ok((worker, pipes))
     }
 
     fn start(
@@ -171,7 +223,7 @@ impl Sandbox {
         cwd: &Path,
         extra_env: &[(OsString, OsString)],
         channel: Option<std::os::fd::OwnedFd>,
-        merged: Option<std::io::PipeWriter>,
+        streams: Streams,
     ) -> Result<Worker, SandboxError> {
         if program.is_empty() {
             return Err(SandboxError::Refused("no program to run".into()));
@@ -230,13 +282,18 @@ impl Sandbox {
             )
             .envs(extra_env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null());
-        match merged {
-            Some(w) => {
+        match streams {
+            Streams::Merged(w) => {
                 let second = w.try_clone().map_err(SandboxError::Spawn)?;
                 cmd.stdout(w).stderr(second);
             }
-            None => {
+            Streams::Captured => {
                 cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+            }
+            Streams::Service => {
+                cmd.stdin(Stdio::piped())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped());
             }
         }
         let cgroup = PidsCgroup::create(self.policy.limits.processes).map(Arc::new);

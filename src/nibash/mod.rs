@@ -61,7 +61,12 @@ pub struct Nibash {
     watcher: Mutex<Option<WatcherFor>>,
     /// A walk for changed files stopped at its limit once: do not walk again.
     pub walk_too_big: std::sync::atomic::AtomicBool,
+    /// The providers' lines for nibash_status (set by the server, which runs them).
+    pub provider_status: Mutex<Option<StatusFn>>,
 }
+
+/// Lines a part of the broker adds to nibash_status.
+pub type StatusFn = Box<dyn Fn() -> String + Send + Sync>;
 
 impl Nibash {
     /// The watcher for these roots (made on first use, remade when the roots

@@ -52,6 +52,20 @@ pub fn gate(dir: &Path, command: &str, failpoint: Option<&str>) -> Result<Gate, 
     {
         return Err(Refusal(message));
     }
+    Ok(program_layers(&rules))
+}
+
+/// The program rules of `dir`'s nib.json as the runtime layers hold them,
+/// for a program started without a command line to check (a provider).
+pub fn program_gate(dir: &Path) -> Result<Gate, Refusal> {
+    match Rules::find(dir) {
+        Ok(Some(r)) => Ok(program_layers(&r)),
+        Ok(None) => Ok(Gate::default()),
+        Err(e) => Err(Refusal(format!("refused: {e}. Nothing ran."))),
+    }
+}
+
+fn program_layers(rules: &Rules) -> Gate {
     let runtime = rules
         .program_rules()
         .map(|r| RuntimeRule {
@@ -64,11 +78,11 @@ pub fn gate(dir: &Path, command: &str, failpoint: Option<&str>) -> Result<Gate, 
             ),
         })
         .collect();
-    Ok(Gate {
+    Gate {
         runtime,
         masked: program_files(&rules.forbidden_names()),
-        judge: ProgramJudge::new(&rules, std::env::var_os("PATH").as_deref()).map(Arc::new),
-    })
+        judge: ProgramJudge::new(rules, std::env::var_os("PATH").as_deref()).map(Arc::new),
+    }
 }
 
 /// The files (and their link targets) named like these programs on PATH.

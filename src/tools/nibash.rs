@@ -165,6 +165,14 @@ pub fn status(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
             .names()
             .describe(|p| crate::workspace::escape_control(&p.to_string_lossy())),
     );
+    if let Some(f) = nib
+        .provider_status
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_ref()
+    {
+        out.push_str(&f());
+    }
     out.push_str(&usage(&nib.usage.lock().unwrap_or_else(|p| p.into_inner())));
     let entries = nib.jobs.all();
     if entries.is_empty() {

@@ -65,6 +65,8 @@ pub struct TestClient {
     pub channel: bool,
     /// Every custom notification received: method and params as text.
     pub custom: Arc<std::sync::Mutex<Vec<String>>>,
+    /// `notifications/tools/list_changed` received.
+    pub tools_changed: Arc<AtomicUsize>,
 }
 
 impl TestClient {
@@ -77,6 +79,7 @@ impl TestClient {
             progress: Arc::default(),
             channel: false,
             custom: Arc::default(),
+            tools_changed: Arc::default(),
         }
     }
 
@@ -155,6 +158,10 @@ impl ClientHandler for TestClient {
         }
     }
 
+    async fn on_tool_list_changed(&self, _context: rmcp::service::NotificationContext<RoleClient>) {
+        self.tools_changed.fetch_add(1, Ordering::SeqCst);
+    }
+
     async fn on_progress(
         &self,
         params: rmcp::model::ProgressNotificationParam,
@@ -212,6 +219,10 @@ pub fn isolated_env(home: &Path) -> Vec<(String, String)> {
             "XDG_DATA_HOME".into(),
             home.join("data").display().to_string(),
         ),
+        (
+            "XDG_CONFIG_HOME".into(),
+            home.join("config").display().to_string(),
+        ),
     ]
 }
 
@@ -229,8 +240,21 @@ pub async fn start_in_home(
     env: &[(&str, &str)],
     home: tempfile::TempDir,
 ) -> Nib {
+    start_serving(era, dir, client, env, home, &[]).await
+}
+
+/// Starts `nib ARGS…` (`--provider NAME=PROGRAM`, say) with its state in `home`.
+pub async fn start_serving(
+    era: Era,
+    dir: &Path,
+    client: TestClient,
+    env: &[(&str, &str)],
+    home: tempfile::TempDir,
+    args: &[&str],
+) -> Nib {
     let mut cmd = tokio::process::Command::new(nib_bin());
-    cmd.current_dir(dir)
+    cmd.args(args)
+        .current_dir(dir)
         .env_remove("NIB_DIRECTORY")
         .env("NIB_LOG", "warn")
         .kill_on_drop(true);
@@ -405,6 +429,10 @@ impl Library {
             channel: false,
             warm: false,
             auto_names: false,
+            providers_sandbox: false,
+            provider_timeout: std::time::Duration::from_secs(5),
+            cli_providers: Vec::new(),
+            config_dir: state.join("config"),
         };
         Library {
             workspace: nib::workspace::Workspace::new(config.project_dir.clone()),
