@@ -10,8 +10,9 @@
 //!   the working folder (and one level below), answering with
 //!   `structuredContent.locations`; `search_text` answers the same with
 //!   `path:N` in its text only; `outside` names `/etc/hostname:1`;
-//!   `touch {path}` creates a file and says whether it could; `slow {ms}`
-//!   sends progress, then answers; `roots` lists the roots nib gave it.
+//!   `touch {path}` creates a file and says whether it could; `slow {ms,
+//!   mark}` sends progress, then answers (writing `mark` when cancelled);
+//!   `roots` lists the roots nib gave it; `exec {program}` runs a program.
 //! - `--crash-on-call`: any call ends the process (exit 3, after a stderr line).
 //! - `--crash-at-start`: a stderr line, exit 4, before the handshake.
 //! - `--hang`: calls are never answered.
@@ -129,6 +130,11 @@ impl ServerHandler for Provider {
                 json!({"ms": {"type": "string"}}),
             ),
             tool("roots", "Lists the roots.", json!({})),
+            tool(
+                "exec",
+                "Runs a program.",
+                json!({"program": {"type": "string"}}),
+            ),
         ];
         if self.extra.load(Ordering::SeqCst) {
             tools.push(tool("extra", "Appeared later.", json!({})));
@@ -201,9 +207,18 @@ impl Provider {
             }
             "slow" => {
                 let ms: u64 = arg(&params, "ms").parse().unwrap_or(300);
+                let mark = arg(&params, "mark");
                 let token = context.meta.get_progress_token();
                 for step in 1..=3u32 {
-                    tokio::time::sleep(std::time::Duration::from_millis(ms / 3)).await;
+                    tokio::select! {
+                        _ = tokio::time::sleep(std::time::Duration::from_millis(ms / 3)) => {}
+                        _ = context.ct.cancelled() => {
+                            if !mark.is_empty() {
+                                let _ = std::fs::write(mark, b"cancelled\n");
+                            }
+                            return Ok(CallToolResult::success(vec![ContentBlock::text("cancelled")]));
+                        }
+                    }
                     if let Some(t) = &token {
                         let p =
                             rmcp::model::ProgressNotificationParam::new(t.clone(), f64::from(step))
@@ -228,6 +243,14 @@ impl Provider {
                     Err(e) => format!("no roots: {e}"),
                 };
                 Ok(CallToolResult::success(vec![ContentBlock::text(text)]))
+            }
+            "exec" => {
+                let program = arg(&params, "program");
+                let said = match std::process::Command::new(program).status() {
+                    Ok(s) => format!("ran {program}: {s}"),
+                    Err(e) => format!("could not run {program}: {e}"),
+                };
+                Ok(CallToolResult::success(vec![ContentBlock::text(said)]))
             }
             "extra" => Ok(CallToolResult::success(vec![ContentBlock::text("extra")])),
             other => Err(ErrorData::invalid_params(format!("no tool {other}"), None)),

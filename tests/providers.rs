@@ -137,7 +137,7 @@ async fn a_providers_tools_are_offered_and_its_locations_are_rows_an_edit_can_us
 
         let status = nib.ok("nibash_status", json!({})).await;
         assert!(
-            status.contains("provider zemble (--provider: ") && status.contains("running, 6 tools"),
+            status.contains("provider zemble (--provider: ") && status.contains("running, 7 tools"),
             "{status}"
         );
         nib.stop().await;
@@ -180,6 +180,99 @@ async fn progress_from_a_provider_reaches_the_client() {
         "the provider's progress messages: {seen:?}"
     );
     nib.stop().await;
+}
+
+#[tokio::test]
+async fn cancelling_a_call_cancels_it_at_the_provider() {
+    let dir = project_with_code();
+    let arg = format!("zemble={}", test_provider().display());
+    let nib = serve(Era::Handshake, dir.path(), &[], &["--provider", &arg]).await;
+    let mark = dir.path().join("cancelled-mark");
+    let params = rmcp::model::CallToolRequestParams::new("zemble_slow").with_arguments(
+        json!({"ms": "9000", "mark": mark.display().to_string()})
+            .as_object()
+            .unwrap()
+            .clone(),
+    );
+    let handle = nib
+        .client
+        .send_cancellable_request(
+            rmcp::model::ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params)),
+            rmcp::service::PeerRequestOptions::no_options(),
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    handle
+        .cancel(Some("the test changed its mind".into()))
+        .await
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !mark.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the provider never saw the cancellation"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The provider still answers afterwards.
+    let text = nib.ok("zemble_search", json!({"query": "needle"})).await;
+    assert!(text.contains("2:pub fn needle()"), "{text}");
+    nib.stop().await;
+}
+
+#[tokio::test]
+async fn nib_json_program_rules_hold_for_a_providers_programs_in_every_mode() {
+    for env in [
+        vec![],
+        vec![("NIB_SANDBOX", "1"), ("NIB_PROVIDERS_SANDBOX", "1")],
+        vec![
+            ("NIB_SANDBOX", "1"),
+            ("NIB_PROVIDERS_SANDBOX", "1"),
+            ("NIB_SANDBOX_BWRAP", "0"),
+        ],
+    ] {
+        let dir = project_with_code();
+        let bin = dir.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        let canary = dir.path().join("canary");
+        let tool = bin.join("forbidden-tool");
+        std::fs::write(&tool, format!("#!/bin/sh\ntouch '{}'\n", canary.display())).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let provider = test_provider().display().to_string();
+        std::fs::write(
+            dir.path().join("nib.json"),
+            serde_json::to_string(&json!({
+                "rules": [{"program": "forbidden-tool", "why": "use the tool's MCP server"}],
+                "providers": {"zemble": {"command": [provider]}}
+            }))
+            .unwrap(),
+        )
+        .unwrap();
+        let path = format!(
+            "{}:{}",
+            bin.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let mut all_env = env.clone();
+        all_env.push(("PATH", path.as_str()));
+        let nib = serve(Era::Handshake, dir.path(), &all_env, &[]).await;
+        let said = nib
+            .ok(
+                "zemble_exec",
+                json!({"program": tool.display().to_string()}),
+            )
+            .await;
+        assert!(
+            !canary.exists(),
+            "{env:?}: the forbidden program ran: {said}"
+        );
+        assert!(said.contains("could not run"), "{env:?}: {said}");
+        let said = nib.ok("zemble_exec", json!({"program": "true"})).await;
+        assert!(said.contains("ran true: exit status: 0"), "{env:?}: {said}");
+        nib.stop().await;
+    }
 }
 
 /// nib.json naming the test provider with `flags`, under `name`.

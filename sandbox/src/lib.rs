@@ -1,7 +1,8 @@
 //! nib's confined worker: starts a program under a [`Policy`], in layers.
 //!
 //! Layer 1, always ([`lifetime`], [`limits`], [`env`]): a new session with no
-//! controlling terminal, empty stdin, only fds 0–2 (and the channel at fd 3),
+//! controlling terminal, empty stdin (a pipe from the caller for a service,
+//! [`Sandbox::spawn_service`]), only fds 0–2 (and the channel at fd 3),
 //! a scrubbed environment, resource limits, and a process tree that ends with
 //! the call and with the broker: the worker runs under a reaper that is PID 1
 //! of its own PID namespace (the kernel kills everything left in it when the
