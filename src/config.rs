@@ -124,6 +124,8 @@ pub struct Config {
     /// The folder of nib's settings (`setup.json`): `$XDG_CONFIG_HOME/nib`,
     /// else `~/.config/nib`.
     pub config_dir: PathBuf,
+    /// Model calls: deciders, summarizers, the rule judge (`NIB_DECIDER*`).
+    pub model: crate::model::Settings,
 }
 
 impl Config {
@@ -338,6 +340,7 @@ impl Config {
             ),
             cli_providers: Vec::new(),
             config_dir: config_dir(),
+            model: crate::model::Settings::from_env(&config_dir()),
         })
     }
 }

@@ -22,6 +22,7 @@ pub mod hook;
 pub mod human;
 pub mod lang;
 pub mod memory;
+pub mod model;
 pub mod names;
 pub mod netproxy;
 pub mod nibash;

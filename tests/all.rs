@@ -9,6 +9,7 @@ mod bash_diff;
 mod cli;
 mod clients;
 mod confine;
+mod deciders;
 mod edit;
 mod git;
 mod grep;

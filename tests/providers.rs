@@ -26,6 +26,17 @@ fn test_provider() -> PathBuf {
     p
 }
 
+/// The test provider copied into the project: bubblewrap gives programs a
+/// fresh /tmp, so a checkout under /tmp is not visible to a confined
+/// provider, while the project (a root) is.
+fn provider_in(dir: &Path) -> PathBuf {
+    let bin = dir.join(".provider-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let copy = bin.join("nib-test-provider");
+    std::fs::copy(test_provider(), &copy).unwrap();
+    copy
+}
+
 fn project_with_code() -> tempfile::TempDir {
     let dir = common::project();
     std::fs::create_dir_all(dir.path().join("src")).unwrap();
@@ -228,7 +239,7 @@ async fn nib_json_program_rules_hold_for_a_providers_programs_in_every_mode() {
         std::fs::write(&tool, format!("#!/bin/sh\ntouch '{}'\n", canary.display())).unwrap();
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let provider = test_provider().display().to_string();
+        let provider = provider_in(dir.path()).display().to_string();
         std::fs::write(
             dir.path().join("nib.json"),
             serde_json::to_string(&json!({
@@ -265,7 +276,7 @@ async fn nib_json_program_rules_hold_for_a_providers_programs_in_every_mode() {
 
 /// nib.json naming the test provider with `flags`, under `name`.
 fn nib_json_with(dir: &Path, entries: &[(&str, &[&str])]) {
-    let provider = test_provider();
+    let provider = provider_in(dir);
     let mut map = serde_json::Map::new();
     for (name, flags) in entries {
         let mut command = vec![provider.display().to_string()];

@@ -538,10 +538,15 @@ fn spawn_waiter(
 /// Runs one call and returns the tool's answer.
 pub fn run(ctx: &Ctx, nib: &Arc<Nibash>, args: CallArgs) -> ToolOutput {
     let finished_jobs = nib.jobs.take_finished_report();
+    let judge =
+        crate::model::judge::RuleJudge::from_settings(&ctx.config.model, ctx.config.sandbox).ok();
     let gate = match super::rules::gate(
         ctx.workspace.project_dir(),
         &args.command,
         ctx.config.failpoint.as_deref(),
+        judge
+            .as_ref()
+            .map(|j| j as &dyn nib_policy::model::DecisionModel),
     ) {
         Ok(g) => g,
         Err(super::rules::Refusal(message)) => {
@@ -732,24 +737,85 @@ fn answer(
     let text = hide_captures(String::from_utf8_lossy(&bytes).into_owned());
     let mut out = finished_jobs;
     let long = cut::is_long(&text);
-    if long {
+    let summarize = !ctx.config.model.summarizers.is_empty()
+        && !nib.summaries_off.load(std::sync::atomic::Ordering::Relaxed)
+        && super::summary::wanted(&text);
+    let mut shown_whole = !long;
+    if long || summarize {
         let name = format!("nibash-{}-{}", std::process::id(), entry.id);
         let log = cut::save_log(&name, &bytes).ok();
         let rows: Vec<&str> = text.lines().collect();
         let words = cut::expect_words(args.expect.as_deref().unwrap_or_default(), &rows);
         let extra = |row: &str| cut::has_word(row, &words);
-        let keep = cut::pick(&rows, cut::Decider::from_env(), &extra);
-        out.push_str(&format!(
-            "[output: {} lines, {} bytes; cut to {} rows{}]\n",
-            rows.len(),
-            bytes.len(),
-            keep.len(),
-            log.as_ref()
-                .map(|p| format!(", whole in {}", p.display()))
-                .unwrap_or_default()
-        ));
-        out.push_str(&cut::render(&rows, &keep, log.as_deref()));
-    } else {
+        let decider = match ctx.config.model.decider {
+            crate::model::DeciderKind::Fixed => cut::Decider::Fixed,
+            _ => cut::Decider::Keywords,
+        };
+        let mut keep = cut::pick(&rows, decider, &extra);
+        let whole_in = log
+            .as_ref()
+            .map(|p| format!(", whole in {}", p.display()))
+            .unwrap_or_default();
+        let summary = summarize.then(|| {
+            super::summary::summarize(
+                ctx.config,
+                &rows,
+                &args.command,
+                code,
+                &keep,
+                log.as_deref(),
+            )
+        });
+        let summary_note = match &summary {
+            Some(Err(why)) => {
+                format!(
+                    "[summary: no summarizer answered ({why}); the output is shown as without one]\n"
+                )
+            }
+            _ => String::new(),
+        };
+        match summary {
+            Some(Ok(s)) => {
+                shown_whole = false;
+                out.push_str(&format!(
+                    "[output: {} lines, {} bytes; summarized by {}{whole_in}]\n",
+                    rows.len(),
+                    bytes.len(),
+                    s.by
+                ));
+                out.push_str(&s.text);
+            }
+            _ if !long => out.push_str(&summary_note),
+            _ => {
+                let decided = if ctx.config.model.decider == crate::model::DeciderKind::OpenRouter {
+                    super::decide::add_windows(
+                        &rows,
+                        &mut keep,
+                        &super::decide::Purpose {
+                            command: &args.command,
+                            description: args.description.as_deref(),
+                            expect: args.expect.as_deref(),
+                            code,
+                        },
+                        &ctx.config.model,
+                        ctx.config.sandbox,
+                    )
+                } else {
+                    String::new()
+                };
+                out.push_str(&format!(
+                    "[output: {} lines, {} bytes; cut to {} rows{whole_in}]\n",
+                    rows.len(),
+                    bytes.len(),
+                    keep.len(),
+                ));
+                out.push_str(&summary_note);
+                out.push_str(&decided);
+                out.push_str(&cut::render(&rows, &keep, log.as_deref()));
+            }
+        }
+    }
+    if shown_whole {
         out.push_str(&text);
         if !out.is_empty() && !out.ends_with('\n') {
             out.push('\n');

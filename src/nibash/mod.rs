@@ -23,10 +23,12 @@ pub mod call;
 pub mod changes;
 pub mod channel;
 pub mod cut;
+pub mod decide;
 pub mod exec_judge;
 pub mod jobs;
 pub mod rules;
 pub mod skim;
+pub mod summary;
 pub mod warm;
 pub mod watch;
 pub mod worker;
@@ -61,6 +63,8 @@ pub struct Nibash {
     watcher: Mutex<Option<WatcherFor>>,
     /// A walk for changed files stopped at its limit once: do not walk again.
     pub walk_too_big: std::sync::atomic::AtomicBool,
+    /// `nibash_status {"summaries": false}`: no summaries for this session.
+    pub summaries_off: std::sync::atomic::AtomicBool,
     /// The providers' lines for nibash_status (set by the server, which runs them).
     pub provider_status: Mutex<Option<StatusFn>>,
 }

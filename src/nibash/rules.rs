@@ -32,21 +32,18 @@ pub struct Refusal(pub String);
 /// Checks `command` against the rules in force for `dir`. `failpoint`
 /// `rules-static-off` (tests only) skips the check before the call, to
 /// prove the runtime layers on their own.
-pub fn gate(dir: &Path, command: &str, failpoint: Option<&str>) -> Result<Gate, Refusal> {
+pub fn gate(
+    dir: &Path,
+    command: &str,
+    failpoint: Option<&str>,
+    judge: Option<&dyn nib_policy::model::DecisionModel>,
+) -> Result<Gate, Refusal> {
     let rules = match Rules::find(dir) {
         Ok(Some(r)) => r,
         Ok(None) => return Ok(Gate::default()),
         Err(e) => return Err(Refusal(format!("refused: {e}. Nothing ran."))),
     };
-    let model = nib_policy::model::from_env();
-    let verdict = nib_policy::check(
-        &rules,
-        command,
-        dir,
-        model
-            .as_ref()
-            .map(|m| m as &dyn nib_policy::model::DecisionModel),
-    );
+    let verdict = nib_policy::check(&rules, command, dir, judge);
     if let Verdict::Refuse { message, .. } = verdict
         && failpoint != Some("rules-static-off")
     {
@@ -106,19 +103,19 @@ fn program_files(names: &[String]) -> Vec<PathBuf> {
 }
 
 /// One line for nibash_status.
-pub fn describe(dir: &Path) -> String {
+pub fn describe(dir: &Path, config: &crate::config::Config) -> String {
     match Rules::find(dir) {
         Ok(None) => "command rules: none (no nib.json with rules at or above the project)".into(),
         Err(e) => format!("command rules: {e}"),
         Ok(Some(r)) => {
             let program = r.program_rules().count();
             let model = r.model_rules().count();
-            let judged = match (model, nib_policy::model::from_env()) {
+            let judge =
+                crate::model::judge::RuleJudge::from_settings(&config.model, config.sandbox);
+            let judged = match (model, judge) {
                 (0, _) => String::new(),
-                (n, Some(m)) => format!("; {n} rule entries judged by the model at {}", m.url),
-                (n, None) => format!(
-                    "; {n} rule entries skipped: no decision model is configured (NIB_RULES_MODEL_URL)"
-                ),
+                (n, Ok(m)) => format!("; {n} rule entries judged by the model at {}", m.url),
+                (n, Err(why)) => format!("; {n} rule entries skipped: {why}"),
             };
             format!(
                 "command rules: {} ({program} program rules enforced before a call runs, by the interpreter, and at every exec (seccomp user notification){judged})",

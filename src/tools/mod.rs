@@ -218,7 +218,7 @@ pub fn definitions() -> Vec<ToolDef> {
                     "tail": {"type": "integer", "minimum": 0, "description": "Last lines shown per call (default 5)."},
                     "view": {"type": "string", "description": "A call or job (%3) whose output to show."},
                     "restore": {"type": "string", "description": "A path to put back from the trash."},
-                    "summaries": {"type": "string", "description": "on or off: summaries of long output."}
+                    "summaries": {"type": "boolean", "description": "false turns summaries of long output off for this session, true back on."}
                 }
             }),
             read_only: true,

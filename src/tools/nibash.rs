@@ -110,8 +110,8 @@ pub fn status(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
     let tail = args.usize("tail")?.unwrap_or(5);
     let view = args.string("view")?;
     let restore = args.string("restore")?;
-    let summaries = args.string("summaries")?;
-    let mut notes = args.finish();
+    let summaries = args.bool("summaries")?;
+    let notes = args.finish();
     let mut out = String::new();
     if let Some(path) = restore {
         let p = ctx.workspace.resolve(&path);
@@ -125,8 +125,15 @@ pub fn status(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
             }
         }
     }
-    if summaries.is_some() {
-        notes.push("summaries are not offered by this build (no summarizer is configured)".into());
+    if let Some(on) = summaries {
+        ctx.nibash
+            .summaries_off
+            .store(!on, std::sync::atomic::Ordering::Relaxed);
+        out.push_str(if on {
+            "summaries on for this session\n"
+        } else {
+            "summaries off for this session\n"
+        });
     }
     let nib = ctx.nibash;
     if let Some(v) = view {
@@ -158,8 +165,16 @@ pub fn status(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
         ctx.config.sandbox_mode(),
         network_status(ctx)
     ));
-    out.push_str(&crate::nibash::rules::describe(ctx.workspace.project_dir()));
+    out.push_str(&crate::nibash::rules::describe(
+        ctx.workspace.project_dir(),
+        ctx.config,
+    ));
     out.push('\n');
+    out.push_str(&crate::nibash::summary::describe(
+        &ctx.config.model,
+        ctx.config.sandbox,
+        nib.summaries_off.load(std::sync::atomic::Ordering::Relaxed),
+    ));
     out.push_str(
         &ctx.workspace
             .names()

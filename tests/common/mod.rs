@@ -433,6 +433,7 @@ impl Library {
             provider_timeout: std::time::Duration::from_secs(5),
             cli_providers: Vec::new(),
             config_dir: state.join("config"),
+            model: nib::model::Settings::default(),
         };
         Library {
             workspace: nib::workspace::Workspace::new(config.project_dir.clone()),
