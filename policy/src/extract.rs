@@ -164,7 +164,41 @@ pub fn parser_trap(text: &str) -> Option<String> {
             "the file descriptor {fd} before a redirection is too large"
         ));
     }
-    empty_heredoc_tag(text).then(|| "a here-document's delimiter is empty (<<\"\")".to_string())
+    if empty_heredoc_tag(text) {
+        return Some("a here-document's delimiter is empty (<<\"\")".to_string());
+    }
+    odd_heredoc_tag(text).then(|| {
+        "a here-document's delimiter starts with an operator or a control character".to_string()
+    })
+}
+
+/// `<<` followed (after `-` and blanks) by a control character, an
+/// operator character or nothing: brush-parser 0.4 can allocate without
+/// end on such a delimiter (found by fuzzing: `<<\r(`), and no real
+/// here-document is written so.
+fn odd_heredoc_tag(text: &str) -> bool {
+    let b = text.as_bytes();
+    let mut i = 0;
+    while let Some(at) = text[i..].find("<<") {
+        let mut j = i + at + 2;
+        i = j;
+        if b.get(j) == Some(&b'<') {
+            i += 1;
+            continue; // a here-string
+        }
+        if b.get(j) == Some(&b'-') {
+            j += 1;
+        }
+        while matches!(b.get(j), Some(b' ' | b'\t')) {
+            j += 1;
+        }
+        match b.get(j) {
+            None => return true,
+            Some(c) if c.is_ascii_control() || b"()<>;&|".contains(c) => return true,
+            Some(_) => {}
+        }
+    }
+    false
 }
 
 /// A `<<` (not a here-string's `<<<`) with no newline after it: a
@@ -710,10 +744,24 @@ mod oversized {
         let crash = "\u{ff}Ue$U33333333333ssssss33333333&&33333333333333333>33333U\u{e2}";
         assert!(oversized_fd(crash).is_some());
         // And the one that ran out of memory.
-        for t in ["\u{ff}e!&<<\"\" ", "cat <<'' x", "cat <<- \"\" x"] {
+        // And a third: a delimiter that starts with a control or operator character.
+        for t in [
+            "\u{ff}e!&<<\"\" ",
+            "cat <<'' x",
+            "cat <<- \"\" x",
+            "\u{fb}<\u{cd}\n\0r\0\u{8}\n\0r(\u{11}\u{8}<<\r(o\0=\"*\n\" ",
+            "cat << (x)\nbody\n",
+            "cat <<-\t|x\nbody\n",
+        ] {
             assert!(parser_trap(t).is_some(), "{t:?}");
         }
-        for t in ["cat <<EOF\nx\nEOF\n", "cat <<< ''", "cat <<'E'\nx\nE\n"] {
+        for t in [
+            "cat <<EOF\nx\nEOF\n",
+            "cat <<< ''",
+            "cat <<'E'\nx\nE\n",
+            "cat <<-  \\EOF\nx\nEOF\n",
+            "a <<<b <<c\nx\nc\n",
+        ] {
             assert!(parser_trap(t).is_none(), "{t:?}");
         }
         // The second input that ran out of memory: a here-document with no body.

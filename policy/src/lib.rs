@@ -257,3 +257,26 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod fuzz_regressions {
+    use super::*;
+
+    /// Found by the policy_extractor fuzz target (out of memory past 2 GiB).
+    #[test]
+    fn a_here_document_opener_with_a_carriage_return_stays_small() {
+        let data: &[u8] = &[
+            251, 255, 60, 205, 10, 0, 114, 0, 8, 251, 255, 251, 255, 10, 0, 114, 154, 40, 17, 8,
+            60, 60, 13, 40, 111, 251, 255, 251, 255, 0, 154, 61, 34, 42, 10, 34, 32,
+        ];
+        let text = String::from_utf8_lossy(data);
+        let rules = match Rules::parse(
+            std::path::Path::new("/fuzz/nib.json"),
+            r#"{"rules": [{"program": "forbidden-tool", "why": "fuzz"}]}"#,
+        ) {
+            Ok(Some(r)) => r,
+            _ => panic!("rules parse"),
+        };
+        let _ = check(&rules, &text, std::path::Path::new("/nonexistent"), None);
+    }
+}
