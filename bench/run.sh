@@ -4,4 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --locked --quiet -p nib -p nib-bench
+cargo build --release --locked --quiet -p nib --example nib-test-provider
 exec target/release/nib-bench --nib target/release/nib "$@"

@@ -966,3 +966,20 @@ async fn changed_files_are_grouped_by_folder_and_big_folders_folded() {
     assert!(!line.contains(" more"), "{out}");
     nib.stop().await;
 }
+
+/// The worker waits for the programs a line did not wait for (process
+/// substitutions) without taking their status from brush, which waits for
+/// them too: one call in about 25 printed "No child processes" before.
+#[tokio::test]
+async fn process_substitutions_end_without_a_lost_child() {
+    let dir = project();
+    let nib = start(Era::Handshake, dir.path()).await;
+    for i in 0..100 {
+        let out = sh(&nib, "cp <(echo hi) >(cat)").await;
+        assert!(
+            out.starts_with("hi\n") && !out.contains("No child processes"),
+            "call {i}: {out}"
+        );
+    }
+    nib.stop().await;
+}

@@ -546,7 +546,12 @@ pub fn main() -> ! {
     if !background {
         // Processes the line started and did not wait for (process
         // substitutions) finish writing before the end mark: their output
-        // is the call's, as it would be under `bash -c`.
+        // is the call's, as it would be under `bash -c`. brush's tasks that
+        // wait for them end first (their programs run on): reaping a child
+        // such a task still waits for made it print "No child processes"
+        // (strace showed this thread's wait4(-1) taking `>(cat)`'s status
+        // from the task's wait4(pid), in about one call in 25).
+        runtime.shutdown_timeout(std::time::Duration::from_millis(100));
         drain_children(std::time::Duration::from_secs(1));
     }
     use std::io::Write;
