@@ -39,26 +39,8 @@ impl Mock {
         cmd.arg(&script).arg(&port_file).arg(&log);
         let mut cert = None;
         if tls {
-            let ok = Command::new("openssl")
-                .args([
-                    "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-                ])
-                .args([
-                    "-keyout",
-                    "key.pem",
-                    "-out",
-                    "cert.pem",
-                    "-subj",
-                    "/CN=127.0.0.1",
-                ])
-                .args(["-addext", "subjectAltName=IP:127.0.0.1"])
-                // rustls refuses a CA certificate as the server's own.
-                .args(["-addext", "basicConstraints=critical,CA:FALSE"])
-                .current_dir(dir.path())
-                .stderr(std::process::Stdio::null())
-                .status()
-                .expect("the openssl program (CI installs it)");
-            assert!(ok.success());
+            // rustls refuses a CA certificate as the server's own.
+            common::self_signed_cert(dir.path(), &["basicConstraints=critical,CA:FALSE"]);
             cmd.arg(dir.path().join("cert.pem"))
                 .arg(dir.path().join("key.pem"));
             cert = Some(dir.path().join("cert.pem"));

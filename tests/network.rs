@@ -135,24 +135,7 @@ impl Drop for TlsServer {
 }
 
 fn tls_server(dir: &std::path::Path) -> TlsServer {
-    let ok = std::process::Command::new("openssl")
-        .args([
-            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-        ])
-        .args([
-            "-keyout",
-            "key.pem",
-            "-out",
-            "cert.pem",
-            "-subj",
-            "/CN=127.0.0.1",
-        ])
-        .args(["-addext", "subjectAltName=IP:127.0.0.1"])
-        .current_dir(dir)
-        .stderr(std::process::Stdio::null())
-        .status()
-        .expect("the openssl program (CI installs it)");
-    assert!(ok.success());
+    crate::common::self_signed_cert(dir, &[]);
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()

@@ -60,25 +60,31 @@ async fn tool_names(nib: &Nib) -> Vec<String> {
 }
 
 async fn serve(era: Era, dir: &Path, env: &[(&str, &str)], args: &[&str]) -> Nib {
+    serve_as(era, dir, TestClient::new(Roots::Undeclared), env, args).await
+}
+
+/// nib with this client (to read what it received afterwards).
+async fn serve_as(
+    era: Era,
+    dir: &Path,
+    client: TestClient,
+    env: &[(&str, &str)],
+    args: &[&str],
+) -> Nib {
     let home = tempfile::tempdir().unwrap();
-    common::start_serving(
-        era,
-        dir,
-        TestClient::new(Roots::Undeclared),
-        env,
-        home,
-        args,
-    )
-    .await
+    common::start_serving(era, dir, client, env, home, args).await
+}
+
+/// `zemble=PATH` of the test provider, for `--provider`.
+fn zemble() -> String {
+    format!("zemble={}", test_provider().display())
 }
 
 #[tokio::test]
 async fn a_providers_tools_are_offered_and_its_locations_are_rows_an_edit_can_use() {
-    let provider = test_provider();
     for era in ERAS {
         let dir = project_with_code();
-        let arg = format!("zemble={}", provider.display());
-        let nib = serve(era, dir.path(), &[], &["--provider", &arg]).await;
+        let nib = serve(era, dir.path(), &[], &["--provider", &zemble()]).await;
         let tools = nib.client.list_all_tools().await.unwrap();
         let search = tools
             .iter()
@@ -158,16 +164,13 @@ async fn a_providers_tools_are_offered_and_its_locations_are_rows_an_edit_can_us
 #[tokio::test]
 async fn progress_from_a_provider_reaches_the_client() {
     let dir = project_with_code();
-    let arg = format!("zemble={}", test_provider().display());
     let client = TestClient::new(Roots::Undeclared);
-    let home = tempfile::tempdir().unwrap();
-    let nib = common::start_serving(
+    let nib = serve_as(
         Era::Handshake,
         dir.path(),
         client.clone(),
         &[],
-        home,
-        &["--provider", &arg],
+        &["--provider", &zemble()],
     )
     .await;
     // rmcp's client sends a progress token with every request.
@@ -184,8 +187,7 @@ async fn progress_from_a_provider_reaches_the_client() {
 #[tokio::test]
 async fn cancelling_a_call_cancels_it_at_the_provider() {
     let dir = project_with_code();
-    let arg = format!("zemble={}", test_provider().display());
-    let nib = serve(Era::Handshake, dir.path(), &[], &["--provider", &arg]).await;
+    let nib = serve(Era::Handshake, dir.path(), &[], &["--provider", &zemble()]).await;
     let mark = dir.path().join("cancelled-mark");
     let params = rmcp::model::CallToolRequestParams::new("zemble_slow").with_arguments(
         json!({"ms": "9000", "mark": mark.display().to_string()})
@@ -374,13 +376,11 @@ async fn a_misbehaving_provider_gets_a_clear_error_and_everything_else_keeps_wor
         ],
     );
     let client = TestClient::new(Roots::Undeclared);
-    let home = tempfile::tempdir().unwrap();
-    let nib = common::start_serving(
+    let nib = serve_as(
         Era::Handshake,
         dir.path(),
         client.clone(),
         &[("NIB_PROVIDER_TIMEOUT_MS", "2500")],
-        home,
         &[],
     )
     .await;

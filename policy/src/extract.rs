@@ -172,33 +172,41 @@ pub fn parser_trap(text: &str) -> Option<String> {
     })
 }
 
+/// Where each here-document's delimiter starts (after `<<` or `<<-` and
+/// blanks; a here-string's `<<<` is not one).
+fn heredoc_delimiters(text: &str) -> impl Iterator<Item = usize> + '_ {
+    let b = text.as_bytes();
+    let mut i = 0;
+    std::iter::from_fn(move || {
+        loop {
+            let at = text.get(i..)?.find("<<")?;
+            let mut j = i + at + 2;
+            i = j;
+            if b.get(j) == Some(&b'<') {
+                i += 1;
+                continue; // a here-string
+            }
+            if b.get(j) == Some(&b'-') {
+                j += 1;
+            }
+            while matches!(b.get(j), Some(b' ' | b'\t')) {
+                j += 1;
+            }
+            return Some(j);
+        }
+    })
+}
+
 /// `<<` followed (after `-` and blanks) by a control character, an
 /// operator character or nothing: brush-parser 0.4 can allocate without
 /// end on such a delimiter (found by fuzzing: `<<\r(`), and no real
 /// here-document is written so.
 fn odd_heredoc_tag(text: &str) -> bool {
     let b = text.as_bytes();
-    let mut i = 0;
-    while let Some(at) = text[i..].find("<<") {
-        let mut j = i + at + 2;
-        i = j;
-        if b.get(j) == Some(&b'<') {
-            i += 1;
-            continue; // a here-string
-        }
-        if b.get(j) == Some(&b'-') {
-            j += 1;
-        }
-        while matches!(b.get(j), Some(b' ' | b'\t')) {
-            j += 1;
-        }
-        match b.get(j) {
-            None => return true,
-            Some(c) if c.is_ascii_control() || b"()<>;&|".contains(c) => return true,
-            Some(_) => {}
-        }
-    }
-    false
+    heredoc_delimiters(text).any(|j| match b.get(j) {
+        None => true,
+        Some(c) => c.is_ascii_control() || b"()<>;&|".contains(c),
+    })
 }
 
 /// A `<<` (not a here-string's `<<<`) with no newline after it: a
@@ -218,27 +226,12 @@ fn heredoc_without_body(text: &str) -> bool {
 /// `<<""`, `<<''` (also `<<-` and with spaces before the quotes).
 fn empty_heredoc_tag(text: &str) -> bool {
     let b = text.as_bytes();
-    let mut i = 0;
-    while let Some(at) = text[i..].find("<<") {
-        let mut j = i + at + 2;
-        i = j;
-        if b.get(j) == Some(&b'<') {
-            continue; // a here-string
-        }
-        if b.get(j) == Some(&b'-') {
-            j += 1;
-        }
-        while matches!(b.get(j), Some(b' ' | b'\t')) {
-            j += 1;
-        }
-        if matches!(
+    heredoc_delimiters(text).any(|j| {
+        matches!(
             (b.get(j), b.get(j + 1)),
             (Some(b'"'), Some(b'"')) | (Some(b'\''), Some(b'\''))
-        ) {
-            return true;
-        }
-    }
-    false
+        )
+    })
 }
 
 /// A run of digits right before `<` or `>` that does not fit a file

@@ -455,3 +455,30 @@ impl Library {
         }
     }
 }
+
+/// A self-signed certificate for 127.0.0.1 made with the openssl program:
+/// `dir/cert.pem` and `dir/key.pem`, with `extensions` added (`-addext`).
+pub fn self_signed_cert(dir: &Path, extensions: &[&str]) {
+    let mut cmd = std::process::Command::new("openssl");
+    cmd.args([
+        "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+    ])
+    .args([
+        "-keyout",
+        "key.pem",
+        "-out",
+        "cert.pem",
+        "-subj",
+        "/CN=127.0.0.1",
+    ])
+    .args(["-addext", "subjectAltName=IP:127.0.0.1"]);
+    for e in extensions {
+        cmd.args(["-addext", e]);
+    }
+    let ok = cmd
+        .current_dir(dir)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("the openssl program (CI installs it)");
+    assert!(ok.success(), "openssl could not make a certificate");
+}
