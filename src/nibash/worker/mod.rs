@@ -546,13 +546,19 @@ pub fn main() -> ! {
     if !background {
         // Processes the line started and did not wait for (process
         // substitutions) finish writing before the end mark: their output
-        // is the call's, as it would be under `bash -c`. brush's tasks that
-        // wait for them end first (their programs run on): reaping a child
-        // such a task still waits for made it print "No child processes"
-        // (strace showed this thread's wait4(-1) taking `>(cat)`'s status
-        // from the task's wait4(pid), in about one call in 25).
-        runtime.shutdown_timeout(std::time::Duration::from_millis(100));
-        drain_children(std::time::Duration::from_secs(1));
+        // is the call's, as it would be under `bash -c`. brush's tasks wait
+        // for them (and pass on what they print), so those tasks end first;
+        // only then are leftovers reaped here. Reaping while a task still
+        // waited took `>(cat)`'s status from it ("No child processes", about
+        // one call in 25, seen with strace); ending the tasks instead lost
+        // what they had not passed on yet.
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(1);
+        while runtime.metrics().num_alive_tasks() > 0 && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        if runtime.metrics().num_alive_tasks() == 0 {
+            drain_children(until.saturating_duration_since(std::time::Instant::now()));
+        }
     }
     use std::io::Write;
     let _ = std::io::stdout().flush();
