@@ -202,7 +202,19 @@ impl Agents {
             return Arc::clone(&slot.agent);
         }
         let mut agent = Agent::default();
-        // A fork starts with a copy of what its parent's main agent saw.
+        // A subagent starts with the names its session's main agent has
+        // defined by now (`hash -d` reaches the subagents started after it).
+        if key.agent != "main"
+            && let Some(main) = slots.get(&AgentKey {
+                session: key.session.clone(),
+                agent: "main".into(),
+            })
+        {
+            let names = main.agent.lock().unwrap_or_else(|e| e.into_inner());
+            agent.names = Arc::new(std::sync::RwLock::new(names.names_for_child()));
+        }
+        // A fork starts with a copy of what its parent's main agent saw, and
+        // of its names.
         if key.agent == "main"
             && let Some(parent) = fork_parent(&self.state, &key.session)
         {
@@ -211,12 +223,9 @@ impl Agents {
                 agent: "main".into(),
             };
             if let Some(p) = slots.get(&pkey) {
-                agent.seen = p
-                    .agent
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .seen
-                    .clone();
+                let parent = p.agent.lock().unwrap_or_else(|e| e.into_inner());
+                agent.seen = parent.seen.clone();
+                agent.names = Arc::new(std::sync::RwLock::new(parent.names_for_child()));
             } else {
                 restore(&mut agent, &self.saved_path(&pkey), load);
             }
@@ -246,6 +255,18 @@ impl Agents {
 
     fn saved_path(&self, key: &AgentKey) -> PathBuf {
         self.state.join("seen").join(key.file_name())
+    }
+
+    /// Every agent's own names (`hash -d`), for the record of names used.
+    pub fn own_names(&self) -> Vec<crate::names::Name> {
+        let slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        slots
+            .values()
+            .flat_map(|slot| {
+                let agent = slot.agent.lock().unwrap_or_else(|p| p.into_inner());
+                agent.names_for_child().list().to_vec()
+            })
+            .collect()
     }
 
     /// Saves every agent with a session (the default agent is the connection's own).

@@ -107,6 +107,11 @@ impl Names {
         &self.notes
     }
 
+    /// Adds notes (why definitions were not taken) to this table's.
+    pub fn add_notes(&mut self, notes: &[String]) {
+        self.notes.extend(notes.iter().cloned());
+    }
+
     /// Turns automatic names on (folders shown often get one).
     pub fn enable_auto(&mut self) {
         self.sightings.get_or_insert_with(Default::default);
@@ -206,6 +211,19 @@ impl Names {
     /// is a prefix of another or has another as its prefix. Defining the
     /// same name for the same folder again is no change.
     pub fn define(&mut self, name: &str, dir: &Path, source: Source) -> Result<(), String> {
+        if self.check(name, dir, source)? {
+            self.list.push(Name {
+                name: name.to_string(),
+                dir: dir.to_path_buf(),
+                source,
+            });
+        }
+        Ok(())
+    }
+
+    /// Whether `define` would add the name (`Ok(false)`: it is already
+    /// there for that folder), or why it would refuse it.
+    pub fn check(&self, name: &str, dir: &Path, source: Source) -> Result<bool, String> {
         if !valid_name(name) {
             return Err(format!(
                 "~{}: a name is letters, digits, _, - and . (not first), without \"..\"; it was not defined",
@@ -226,7 +244,7 @@ impl Names {
         }
         if let Some(old) = self.list.iter().find(|n| n.name == name) {
             if old.dir == dir {
-                return Ok(());
+                return Ok(false);
             }
             return Err(format!(
                 "~{name} is already {} (from {}); the {} definition for {} was ignored",
@@ -246,12 +264,7 @@ impl Names {
                 other.name
             ));
         }
-        self.list.push(Name {
-            name: name.to_string(),
-            dir: dir.to_path_buf(),
-            source,
-        });
-        Ok(())
+        Ok(true)
     }
 
     /// The path an argument `~NAME` or `~NAME/rest` stands for, when NAME
@@ -514,10 +527,10 @@ pub fn load_kept(state_dir: &Path, project_dir: &Path, names: &mut Names) {
 
 /// Records this session's `hash -d` and automatic names (and the kept ones
 /// still in use) for the project, counting each session once.
-pub fn save_used(state_dir: &Path, project_dir: &Path, names: &Names, session: &str) {
+pub fn save_used(state_dir: &Path, project_dir: &Path, names: &[Name], session: &str) {
     let mut kept = read_kept(state_dir, project_dir);
     let mut changed = false;
-    for n in names.list() {
+    for n in names {
         if !matches!(n.source, Source::Hash | Source::Auto | Source::Kept) {
             continue;
         }
@@ -721,10 +734,10 @@ mod tests {
             load_kept(state.path(), project.path(), &mut n);
             n
         };
-        save_used(state.path(), project.path(), &used, "s1");
-        save_used(state.path(), project.path(), &used, "s1");
+        save_used(state.path(), project.path(), used.list(), "s1");
+        save_used(state.path(), project.path(), used.list(), "s1");
         assert!(later().is_empty(), "one session is not enough");
-        save_used(state.path(), project.path(), &used, "s2");
+        save_used(state.path(), project.path(), used.list(), "s2");
         let kept = later();
         assert_eq!(kept.list().len(), 1);
         assert_eq!(

@@ -517,8 +517,10 @@ impl NibServer {
                     )));
                 }
             };
+            let own = Arc::clone(&agent.lock().unwrap_or_else(|p| p.into_inner()).names);
+            let workspace = this.inner.workspace.for_agent(own);
             let ctx = Ctx {
-                workspace: &this.inner.workspace,
+                workspace: &workspace,
                 agent: &agent,
                 config,
                 scope,
@@ -716,10 +718,12 @@ impl NibServer {
     pub fn save(&self) {
         self.inner.agents.save_all();
         let inner = &self.inner;
+        let mut used = inner.workspace.names().list().to_vec();
+        used.extend(inner.agents.own_names());
         crate::names::save_used(
             &inner.config.state_dir,
             &inner.config.project_dir,
-            &inner.workspace.names(),
+            &used,
             &inner.session,
         );
     }

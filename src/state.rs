@@ -306,6 +306,16 @@ pub struct Agent {
     pub approvals: Approvals,
     /// What `skim` has shown of each file.
     pub skims: crate::nibash::skim::Skims,
+    /// The names this agent defined with `hash -d`, and those its parent
+    /// had when this agent was first met ([`crate::agents`]).
+    pub names: std::sync::Arc<std::sync::RwLock<crate::names::Names>>,
+}
+
+impl Agent {
+    /// A copy of this agent's own names, for an agent it starts.
+    pub fn names_for_child(&self) -> crate::names::Names {
+        self.names.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
 }
 
 #[cfg(test)]

@@ -19,6 +19,9 @@ pub struct Workspace {
     roots: RwLock<Option<Vec<PathBuf>>>,
     /// Shared with the workspaces made from this one ([`Workspace::sharing_names`]).
     names: Arc<RwLock<Names>>,
+    /// The calling agent's own names (`hash -d`, [`Workspace::for_agent`]):
+    /// looked at before the shared ones, defined only for that agent.
+    own: Option<Arc<RwLock<Names>>>,
 }
 
 impl Workspace {
@@ -41,6 +44,19 @@ impl Workspace {
             project_dir,
             roots: RwLock::new(None),
             names: Arc::new(RwLock::new(Names::default())),
+            own: None,
+        }
+    }
+
+    /// This workspace as one agent's call sees it: the same folder, roots
+    /// (as they are now) and shared names, plus the agent's own names, where
+    /// `hash -d` defines.
+    pub fn for_agent(&self, own: Arc<RwLock<Names>>) -> Workspace {
+        Workspace {
+            project_dir: self.project_dir.clone(),
+            roots: RwLock::new(self.roots.read().unwrap_or_else(|p| p.into_inner()).clone()),
+            names: Arc::clone(&self.names),
+            own: Some(own),
         }
     }
 
@@ -51,28 +67,56 @@ impl Workspace {
             project_dir,
             roots: RwLock::new(None),
             names: Arc::clone(&other.names),
+            own: other.own.clone(),
         }
     }
 
-    /// The named directories now.
+    /// The named directories this workspace's agent sees: its own first,
+    /// then the shared ones (one that clashes with its own is left out).
     pub fn names(&self) -> Names {
-        self.names.read().unwrap_or_else(|p| p.into_inner()).clone()
+        let shared = self.names.read().unwrap_or_else(|p| p.into_inner());
+        let Some(own) = &self.own else {
+            return shared.clone();
+        };
+        let mut all = own.read().unwrap_or_else(|p| p.into_inner()).clone();
+        for n in shared.list() {
+            let _ = all.define(&n.name, &n.dir, n.source);
+        }
+        all.add_notes(shared.notes());
+        all
     }
 
     /// Defines a name (see [`Names::define`]); `Err` says why it was not.
+    /// With an agent's own names, `hash -d` defines there, after checking
+    /// that the shared names leave room for it.
     pub fn define_name(&self, name: &str, dir: &Path, source: Source) -> Result<(), String> {
-        self.names
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .define(name, dir, source)
+        let write = |names: &RwLock<Names>| {
+            names
+                .write()
+                .unwrap_or_else(|p| p.into_inner())
+                .define(name, dir, source)
+        };
+        match &self.own {
+            Some(own) if source == Source::Hash => {
+                self.names
+                    .read()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .check(name, dir, source)?;
+                write(own)
+            }
+            _ => write(&self.names),
+        }
     }
 
     /// What the next answer should say about names, once: why some were
     /// not defined at startup, and names dropped because their folder went.
     pub fn name_news(&self) -> Vec<String> {
-        let mut names = self.names.write().unwrap_or_else(|p| p.into_inner());
-        let mut news = std::mem::take(&mut names.unannounced);
-        news.extend(names.prune());
+        let mut news = Vec::new();
+        for names in std::iter::once(&self.names).chain(&self.own) {
+            let mut names = names.write().unwrap_or_else(|p| p.into_inner());
+            news.append(&mut names.unannounced);
+            news.extend(names.prune());
+        }
         news
     }
 
@@ -159,10 +203,10 @@ impl Workspace {
         }
         if arg.starts_with('~')
             && let Some(p) = self
-                .names
-                .read()
-                .unwrap_or_else(|p| p.into_inner())
-                .expand(arg)
+                .own
+                .iter()
+                .chain(std::iter::once(&self.names))
+                .find_map(|n| n.read().unwrap_or_else(|p| p.into_inner()).expand(arg))
         {
             return p;
         }
@@ -182,6 +226,15 @@ impl Workspace {
             Ok(rel) => rel.to_string_lossy().into_owned(),
             Err(_) => lexical.to_string_lossy().into_owned(),
         };
+        if let Some(own) = &self.own {
+            let own = own.read().unwrap_or_else(|p| p.into_inner());
+            if !own.is_empty()
+                && let Some(short) = own.shorten(&lexical)
+                && short.len() < shown.len()
+            {
+                shown = short;
+            }
+        }
         let mut names = self.names.write().unwrap_or_else(|p| p.into_inner());
         if !names.is_empty()
             && let Some(short) = names.shorten(&lexical)

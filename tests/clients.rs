@@ -6,7 +6,6 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use rmcp::model::{CallToolRequestParams, RequestMetaObject};
 use serde_json::{Value, json};
 
 use crate::common::*;
@@ -357,42 +356,6 @@ fn the_hook_answers_each_event() {
             .count(),
         2
     );
-}
-
-/// A tool call carrying a tool-use id in `_meta`, as Claude Code sends it.
-async fn call_as(nib: &Nib, tool_use: &str, name: &str, args: Value) -> (String, bool) {
-    let mut meta = RequestMetaObject::new();
-    meta.0
-        .0
-        .insert("claudecode/toolUseId".into(), json!(tool_use));
-    let mut params = CallToolRequestParams::new(name.to_string())
-        .with_arguments(args.as_object().cloned().unwrap());
-    params.meta = Some(meta);
-    let r = nib.client.call_tool(params).await.unwrap();
-    (text_of(&r), r.is_error.unwrap_or(false))
-}
-
-fn hook_tool_use(state: &Path, id: &str, session: &str, agent: Option<&str>) {
-    let mut ev = json!({"hook_event_name": "PreToolUse", "session_id": session, "tool_name": "mcp__nib__edit", "tool_use_id": id});
-    if let Some(a) = agent {
-        ev["agent_id"] = json!(a);
-    }
-    let out = Command::new(nib_bin())
-        .arg("hook")
-        .env("NIB_STATE_DIR", state)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .and_then(|mut c| {
-            c.stdin
-                .as_mut()
-                .unwrap()
-                .write_all(ev.to_string().as_bytes())?;
-            drop(c.stdin.take());
-            c.wait_with_output()
-        })
-        .unwrap();
-    assert!(out.status.success());
 }
 
 #[tokio::test]

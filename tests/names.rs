@@ -144,6 +144,99 @@ async fn hash_d_names_reach_the_tools_and_keep_the_first_definition() {
     nib.stop().await;
 }
 
+/// `hash -d` defines a name for the agent that ran it and the subagents
+/// its session starts afterwards; other agents never see it.
+#[tokio::test]
+async fn hash_d_names_belong_to_their_agent_and_the_subagents_it_starts_later() {
+    let (_keep, root) = project_with_names();
+    std::fs::create_dir_all(root.join("tools/scripts")).unwrap();
+    std::fs::write(root.join("tools/scripts/run.sh"), "echo run\n").unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let state = home.path().join("state");
+    let nib = start_in_home(
+        Era::Handshake,
+        &root,
+        TestClient::new(Roots::Undeclared),
+        &[],
+        home,
+    )
+    .await;
+    for (id, agent) in [
+        ("m1", None),
+        ("m2", None),
+        ("m3", None),
+        ("m4", None),
+        ("e1", Some("early")),
+        ("e2", Some("early")),
+        ("l1", Some("late")),
+        ("l2", Some("late")),
+        ("l3", Some("late")),
+    ] {
+        hook_tool_use(&state, id, "S", agent);
+    }
+    let step = json!({"paths": ["~flow/workflow/Step.java"]});
+    // A subagent met before the main agent defines the name.
+    let (t, is_error) = call_as(&nib, "e1", "nibash", json!({"command": "true"})).await;
+    assert!(!is_error, "{t}");
+    let (t, is_error) = call_as(
+        &nib,
+        "m1",
+        "nibash",
+        json!({"command": "hash -d flow=src/main/java/com/example/platform/orm"}),
+    )
+    .await;
+    assert!(!is_error && !t.contains("hash -d:"), "{t}");
+    let (t, is_error) = call_as(&nib, "m2", "read", step.clone()).await;
+    assert!(!is_error && t.contains("class Step"), "the main agent: {t}");
+    // A subagent met afterwards has it; the one met before does not.
+    let (t, is_error) = call_as(&nib, "l1", "read", step.clone()).await;
+    assert!(
+        !is_error && t.contains("class Step"),
+        "a later subagent: {t}"
+    );
+    let (t, is_error) = call_as(&nib, "e2", "read", step.clone()).await;
+    assert!(
+        is_error && !t.contains("class Step"),
+        "a subagent met before the name was defined: {t}"
+    );
+    // A subagent's own name stays its own.
+    let (t, is_error) = call_as(
+        &nib,
+        "l2",
+        "nibash",
+        json!({"command": "hash -d sc=tools/scripts"}),
+    )
+    .await;
+    assert!(!is_error && !t.contains("hash -d:"), "{t}");
+    let (t, is_error) = call_as(
+        &nib,
+        "l3",
+        "read",
+        json!({"paths": ["tools/scripts/run.sh"]}),
+    )
+    .await;
+    assert!(!is_error && t.starts_with("[~sc/run.sh#"), "{t}");
+    let (t, _) = call_as(
+        &nib,
+        "m3",
+        "read",
+        json!({"paths": ["tools/scripts/run.sh"]}),
+    )
+    .await;
+    assert!(
+        t.starts_with("[tools/scripts/run.sh#"),
+        "the main agent never named it: {t}"
+    );
+    let (t, is_error) = call_as(&nib, "m4", "read", json!({"paths": ["~sc/run.sh"]})).await;
+    assert!(is_error && !t.contains("echo run"), "{t}");
+    let s = nib.ok("nibash_status", json!({})).await;
+    assert!(
+        !s.contains("~sc =") && !s.contains("~flow ="),
+        "another agent's names: {s}"
+    );
+    nib.stop().await;
+}
+
 #[tokio::test]
 async fn a_name_outside_the_roots_reaches_nothing_under_the_sandbox() {
     // With bubblewrap, and with Landlock + seccomp alone.

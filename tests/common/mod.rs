@@ -482,3 +482,38 @@ pub fn self_signed_cert(dir: &Path, extensions: &[&str]) {
         .expect("the openssl program (CI installs it)");
     assert!(ok.success(), "openssl could not make a certificate");
 }
+
+/// A tool call carrying a tool-use id in `_meta`, as Claude Code sends it.
+pub async fn call_as(nib: &Nib, tool_use: &str, name: &str, args: Value) -> (String, bool) {
+    let mut meta = rmcp::model::RequestMetaObject::new();
+    meta.0
+        .0
+        .insert("claudecode/toolUseId".into(), serde_json::json!(tool_use));
+    let mut params = rmcp::model::CallToolRequestParams::new(name.to_string())
+        .with_arguments(args.as_object().cloned().unwrap());
+    params.meta = Some(meta);
+    let r = nib.client.call_tool(params).await.unwrap();
+    (text_of(&r), r.is_error.unwrap_or(false))
+}
+
+/// Records, as `nib hook` does for Claude Code, that tool use `id` is an
+/// agent's (`None`: the session's main agent).
+pub fn hook_tool_use(state: &Path, id: &str, session: &str, agent: Option<&str>) {
+    let mut ev = serde_json::json!({"hook_event_name": "PreToolUse", "session_id": session, "tool_name": "mcp__nib__edit", "tool_use_id": id});
+    if let Some(a) = agent {
+        ev["agent_id"] = serde_json::json!(a);
+    }
+    let out = std::process::Command::new(nib_bin())
+        .arg("hook")
+        .env("NIB_STATE_DIR", state)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            std::io::Write::write_all(c.stdin.as_mut().unwrap(), ev.to_string().as_bytes())?;
+            drop(c.stdin.take());
+            c.wait_with_output()
+        })
+        .unwrap();
+    assert!(out.status.success());
+}
