@@ -8,9 +8,10 @@
 //! sparse map.
 
 use crate::filekind::Shape;
+use crate::text::Lines;
 
 /// 1-based line numbers worth showing as an outline of `lines`.
-pub fn outline(lines: &[String], shape: Shape) -> Vec<usize> {
+pub fn outline(lines: &Lines, shape: Shape) -> Vec<usize> {
     match shape {
         Shape::Markdown => markdown_headings(lines),
         Shape::Code => by_indentation(lines, true),
@@ -18,7 +19,7 @@ pub fn outline(lines: &[String], shape: Shape) -> Vec<usize> {
     }
 }
 
-fn markdown_headings(lines: &[String]) -> Vec<usize> {
+fn markdown_headings(lines: &Lines) -> Vec<usize> {
     let mut out = Vec::new();
     let mut fence = false;
     for (i, line) in lines.iter().enumerate() {
@@ -127,7 +128,7 @@ fn is_container(t: &str) -> bool {
     is
 }
 
-fn by_indentation(lines: &[String], code: bool) -> Vec<usize> {
+fn by_indentation(lines: &Lines, code: bool) -> Vec<usize> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < lines.len() {
@@ -172,8 +173,8 @@ fn by_indentation(lines: &[String], code: bool) -> Vec<usize> {
 mod tests {
     use super::*;
 
-    fn lines(s: &str) -> Vec<String> {
-        s.lines().map(str::to_string).collect()
+    fn lines(s: &str) -> Lines {
+        s.lines().collect()
     }
 
     #[test]
@@ -187,7 +188,7 @@ mod tests {
              fn main() {\n    let x = 1;\n}\n",
         );
         let got = outline(&src, Shape::Code);
-        let shown: Vec<&str> = got.iter().map(|&n| src[n - 1].as_str()).collect();
+        let shown: Vec<&str> = got.iter().map(|&n| &src[n - 1]).collect();
         assert_eq!(
             shown,
             vec![

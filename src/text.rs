@@ -37,6 +37,110 @@ impl LineEnding {
     }
 }
 
+/// Lines of text in one buffer: line `i` is `buf[ends[i - 1]..ends[i]]`
+/// (from 0 for the first). One allocation for a whole file instead of one
+/// per line: a kept version of a file costs about its size, not three times
+/// it (nib keeps several versions per file the agent saw).
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Lines {
+    buf: String,
+    ends: Vec<usize>,
+}
+
+impl Lines {
+    /// Room for `lines` lines of `bytes` bytes in all.
+    pub fn with_capacity(bytes: usize, lines: usize) -> Lines {
+        Lines {
+            buf: String::with_capacity(bytes),
+            ends: Vec::with_capacity(lines),
+        }
+    }
+
+    /// Adds a line (without its ending).
+    pub fn push(&mut self, line: &str) {
+        self.buf.push_str(line);
+        self.ends.push(self.buf.len());
+    }
+
+    /// The number of lines.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// The bytes of all lines together (endings not counted).
+    pub fn byte_len(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Line `i` (0-based).
+    pub fn get(&self, i: usize) -> Option<&str> {
+        let end = *self.ends.get(i)?;
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        self.buf.get(start..end)
+    }
+
+    /// The lines in order.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &str> + ExactSizeIterator + Clone {
+        (0..self.ends.len()).map(|i| self.get(i).unwrap_or(""))
+    }
+
+    /// Lines `range` (0-based), as many as exist.
+    pub fn range(&self, range: std::ops::Range<usize>) -> impl Iterator<Item = &str> {
+        let end = range.end.min(self.len());
+        (range.start.min(end)..end).map(|i| self.get(i).unwrap_or(""))
+    }
+
+    /// The lines as borrowed strings (for diffing).
+    pub fn to_strs(&self) -> Vec<&str> {
+        self.iter().collect()
+    }
+}
+
+impl std::ops::Index<usize> for Lines {
+    type Output = str;
+
+    /// Line `i`; panics past the end, like a slice.
+    fn index(&self, i: usize) -> &str {
+        match self.get(i) {
+            Some(line) => line,
+            None => panic!("line index {i} out of range for {} lines", self.len()),
+        }
+    }
+}
+
+impl<S: AsRef<str>> FromIterator<S> for Lines {
+    fn from_iter<I: IntoIterator<Item = S>>(iter: I) -> Lines {
+        let mut lines = Lines::default();
+        lines.extend(iter);
+        lines
+    }
+}
+
+impl<S: AsRef<str>> Extend<S> for Lines {
+    fn extend<I: IntoIterator<Item = S>>(&mut self, iter: I) {
+        for line in iter {
+            self.push(line.as_ref());
+        }
+    }
+}
+
+impl std::fmt::Debug for Lines {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl<S: AsRef<str>> PartialEq<Vec<S>> for Lines {
+    fn eq(&self, other: &Vec<S>) -> bool {
+        self.len() == other.len() && self.iter().zip(other).all(|(a, b)| a == b.as_ref())
+    }
+}
+
 /// A decoded text file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Text {
@@ -51,7 +155,7 @@ pub struct Text {
     /// one has no entry.
     pub endings: Vec<LineEnding>,
     /// The lines, without their endings; invalid UTF-8 is replaced by U+FFFD.
-    pub lines: Vec<String>,
+    pub lines: Lines,
     /// The last line is followed by a line ending.
     pub final_newline: bool,
 }
@@ -65,23 +169,23 @@ impl Text {
         };
         // Valid UTF-8 (the common case) is split without a lossy pass per line.
         let valid = std::str::from_utf8(body).ok();
-        let line_of = |a: usize, b: usize| match valid {
-            Some(s) => s[a..b].to_string(),
-            None => String::from_utf8_lossy(&body[a..b]).into_owned(),
+        let mut lines = Lines::with_capacity(body.len(), body.len() / 32 + 1);
+        let mut line_of = |a: usize, b: usize| match valid {
+            Some(s) => lines.push(&s[a..b]),
+            None => lines.push(&String::from_utf8_lossy(&body[a..b])),
         };
-        let mut lines = Vec::with_capacity(body.len() / 32 + 1);
         let mut endings = Vec::new();
         let (mut lf, mut crlf, mut cr) = (0usize, 0usize, 0usize);
         let mut start = 0;
         let mut final_newline = false;
         while start < body.len() {
             let Some(i) = memchr::memchr2(b'\n', b'\r', &body[start..]) else {
-                lines.push(line_of(start, body.len()));
+                line_of(start, body.len());
                 final_newline = false;
                 break;
             };
             let end = start + i;
-            lines.push(line_of(start, end));
+            line_of(start, end);
             start = if body[end] == b'\r' && body.get(end + 1) == Some(&b'\n') {
                 crlf += 1;
                 endings.push(LineEnding::Crlf);
@@ -125,7 +229,7 @@ impl Text {
     }
 
     /// A text of these lines shaped like `self` (BOM, endings, final newline).
-    pub fn with_lines(&self, lines: Vec<String>, endings: Vec<LineEnding>) -> Text {
+    pub fn with_lines(&self, lines: Lines, endings: Vec<LineEnding>) -> Text {
         Text {
             bom: self.bom,
             ending: self.ending,
@@ -163,9 +267,7 @@ impl Text {
 
     /// Line `n` (1-based), if it exists.
     pub fn line(&self, n: usize) -> Option<&str> {
-        n.checked_sub(1)
-            .and_then(|i| self.lines.get(i))
-            .map(String::as_str)
+        n.checked_sub(1).and_then(|i| self.lines.get(i))
     }
 }
 
@@ -174,8 +276,8 @@ pub fn diff_ops(old: &Text, new: &Text) -> Vec<similar::DiffOp> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
     similar::capture_diff_slices_deadline(
         similar::Algorithm::Myers,
-        &old.lines,
-        &new.lines,
+        &old.lines.to_strs(),
+        &new.lines.to_strs(),
         Some(deadline),
     )
 }
@@ -309,7 +411,7 @@ mod tests {
     #[test]
     fn invalid_utf8_is_replaced_not_fatal() {
         let t = Text::decode(b"ok\n\xFF\xFEbad\n");
-        assert_eq!(t.lines[1], "\u{FFFD}\u{FFFD}bad");
+        assert_eq!(&t.lines[1], "\u{FFFD}\u{FFFD}bad");
     }
 
     #[test]

@@ -50,7 +50,12 @@ fn parse_options() -> Result<Options> {
         match a.as_str() {
             "--nib" => nib = args.next().map(PathBuf::from).ok_or("--nib needs a path")?,
             "--quick" => quick = true,
-            "--only" => only = Some(args.next().ok_or("--only needs deciders or proxy")?),
+            "--only" => {
+                only = Some(
+                    args.next()
+                        .ok_or("--only needs deciders, proxy, providers or names")?,
+                )
+            }
             "--tree" => {
                 tree = Some(
                     args.next()
@@ -67,8 +72,8 @@ fn parse_options() -> Result<Options> {
             }
             "--help" | "-h" => {
                 println!(
-                    "usage: nib-bench [--nib PATH] [--quick] [--tree PATH] [--iterations N] [--only deciders|proxy]\n\
-                     --only runs one group: the long-output corpus (recall and share per decider), or the network proxy\n\
+                    "usage: nib-bench [--nib PATH] [--quick] [--tree PATH] [--iterations N] [--only deciders|proxy|providers|names]\n\
+                     --only runs one group: the long-output corpus (recall and share per decider), the network proxy, providers, or names\n\
                      --tree runs the tree scenarios on an existing folder (a real repository) instead of a generated one"
                 );
                 std::process::exit(0);
@@ -379,10 +384,32 @@ struct Row {
     baselines: Vec<(String, Stat)>,
 }
 
-/// The main server's pid, and its peak memory after each scenario printed
+/// The main server's pid, and its memory after each scenario printed
 /// (VmHWM only grows: a jump attributes the peak to that scenario).
 static MAIN_SERVER: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-static PEAK_AFTER: std::sync::Mutex<Vec<(String, u64)>> = std::sync::Mutex::new(Vec::new());
+static PEAK_AFTER: std::sync::Mutex<Vec<(String, Memory)>> = std::sync::Mutex::new(Vec::new());
+
+/// The main server's memory after a scenario, in KiB: the peak so far and
+/// what stays resident, split into heap (anonymous) and mapped files (its
+/// own code, mostly).
+#[derive(Clone, Copy, Default)]
+struct Memory {
+    peak: u64,
+    resident: u64,
+    anon: u64,
+    file: u64,
+}
+
+impl Memory {
+    fn of(pid: u32) -> Option<Memory> {
+        Some(Memory {
+            peak: status_kib(pid, "VmHWM:")?,
+            resident: status_kib(pid, "VmRSS:")?,
+            anon: status_kib(pid, "RssAnon:")?,
+            file: status_kib(pid, "RssFile:")?,
+        })
+    }
+}
 
 /// A `/proc/PID/status` figure in KiB (`VmHWM:`, `VmRSS:`).
 fn status_kib(pid: u32, key: &str) -> Option<u64> {
@@ -394,20 +421,11 @@ fn status_kib(pid: u32, key: &str) -> Option<u64> {
         .and_then(|n| n.parse().ok())
 }
 
-fn vm_hwm_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|n| n.parse().ok())
-}
-
 impl Row {
     fn print(&self) {
-        if let Some(kib) = MAIN_SERVER.get().and_then(|pid| vm_hwm_kib(*pid)) {
+        if let Some(memory) = MAIN_SERVER.get().and_then(|pid| Memory::of(*pid)) {
             let mut peaks = PEAK_AFTER.lock().unwrap_or_else(|p| p.into_inner());
-            peaks.push((self.scenario.clone(), kib));
+            peaks.push((self.scenario.clone(), memory));
         }
         let nib = match &self.nib {
             Some(s) => format!("{} ({}–{})", ms(s.median), ms(s.p10), ms(s.p90)),
@@ -501,9 +519,10 @@ fn run() -> Result<()> {
         Some("deciders") => return decider_scenarios(&nib, n.min(10)),
         Some("proxy") => return proxy_scenarios(&nib, &scratch, n),
         Some("providers") => return provider_scenarios(&nib, &scratch, n),
+        Some("names") => return names_scenarios(&nib, &scratch, n.min(20)),
         Some(other) => {
             return Err(format!(
-                "--only {other}: the groups are deciders, proxy and providers"
+                "--only {other}: the groups are deciders, proxy, providers and names"
             ));
         }
         None => {}
@@ -1138,13 +1157,28 @@ fn run() -> Result<()> {
     provider_scenarios(&nib, &scratch, n)?;
 
     peak_kib = peak_kib.max(server.peak_kib().unwrap_or(0));
-    println!("\nthe main server's peak memory (VmHWM) after each scenario that raised it:");
+    println!(
+        "\nthe main server's memory after each scenario (MiB; the peak where a scenario raised it):"
+    );
+    println!(
+        "  {:>6} {:>8} {:>6} {:>6}",
+        "peak", "resident", "heap", "files"
+    );
     let mut last = 0;
-    for (scenario, kib) in PEAK_AFTER.lock().unwrap_or_else(|p| p.into_inner()).iter() {
-        if *kib > last {
-            println!("  {:>6.1} MiB  after {scenario}", *kib as f64 / 1024.0);
-            last = *kib;
-        }
+    let mib = |kib: u64| format!("{:.1}", kib as f64 / 1024.0);
+    for (scenario, m) in PEAK_AFTER.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+        let peak = if m.peak > last {
+            mib(m.peak)
+        } else {
+            String::new()
+        };
+        last = last.max(m.peak);
+        println!(
+            "  {peak:>6} {:>8} {:>6} {:>6}  after {scenario}",
+            mib(m.resident),
+            mib(m.anon),
+            mib(m.file)
+        );
     }
     println!(
         "\npeak memory of the server (VmHWM): {:.1} MiB; tree: {} ({} files)",
@@ -1363,6 +1397,13 @@ fn names_scenarios(nib: &Path, scratch: &Path, n: usize) -> Result<()> {
             let (pd, ptext) = time(|| plain.call(tool, args.clone()))?;
             plain_times.push(pd);
             plain_chars = ptext.chars().count();
+            // NIB_BENCH_SHOW=DIR keeps both answers, to see what names save.
+            if let Some(dir) = std::env::var_os("NIB_BENCH_SHOW") {
+                let dir = PathBuf::from(dir);
+                let _ = std::fs::create_dir_all(&dir);
+                let _ = std::fs::write(dir.join(format!("{tool}.named")), &text);
+                let _ = std::fs::write(dir.join(format!("{tool}.plain")), &ptext);
+            }
             Ok((d, text.chars().count()))
         };
         let (s, c, _) = interleave(n, Some(&mut f), &mut [])?;

@@ -110,7 +110,7 @@ fn is_closer(t: &str) -> bool {
 /// The last line (1-based) of the block starting at `start`, by indentation:
 /// following lines indented deeper (blank lines inside included), plus a
 /// closing line at the block's own indentation.
-pub fn block_end(lines: &[String], start: usize) -> usize {
+pub fn block_end(lines: &crate::text::Lines, start: usize) -> usize {
     let Some(first) = lines.get(start - 1) else {
         return start;
     };
@@ -313,7 +313,7 @@ fn verify(
     }
     if !minus.is_empty() {
         let replaced: Vec<&str> = (op.start..op.end)
-            .map(|i| text.lines.get(i).map(String::as_str).unwrap_or(""))
+            .map(|i| text.lines.get(i).unwrap_or(""))
             .collect();
         for (k, m) in minus.iter().enumerate() {
             let n = op.start + k + 1;
@@ -362,12 +362,12 @@ pub struct Landed {
 /// last replaced line's, else the line before, else the first line's).
 pub fn splice(text: &Text, ops: &[Op]) -> (Text, Vec<Landed>) {
     let mixed = !text.endings.is_empty();
-    let mut lines = Vec::with_capacity(text.len() + 16);
+    let mut lines = crate::text::Lines::with_capacity(text.lines.byte_len() + 64, text.len() + 16);
     let mut endings = Vec::new();
     let mut landed = Vec::with_capacity(ops.len());
     let mut cursor = 0;
     for op in ops {
-        lines.extend(text.lines[cursor..op.start].iter().cloned());
+        lines.extend(text.lines.range(cursor..op.start));
         if mixed {
             endings.extend((cursor..op.start).map(|i| text.ending_of(i)));
         }
@@ -377,7 +377,7 @@ pub fn splice(text: &Text, ops: &[Op]) -> (Text, Vec<Landed>) {
             removed: op.end - op.start,
             sent: op.sent,
         });
-        lines.extend(op.rows.iter().cloned());
+        lines.extend(&op.rows);
         if mixed {
             // A replaced line keeps its ending; rows beyond the replaced ones
             // (and inserted rows) take their neighbour's.
@@ -399,7 +399,7 @@ pub fn splice(text: &Text, ops: &[Op]) -> (Text, Vec<Landed>) {
         }
         cursor = op.end;
     }
-    lines.extend(text.lines[cursor..].iter().cloned());
+    lines.extend(text.lines.range(cursor..text.len()));
     if mixed {
         endings.extend((cursor..text.len()).map(|i| text.ending_of(i)));
     }
@@ -524,7 +524,7 @@ mod tests {
     #[test]
     fn blocks_end_by_indentation() {
         let src = "fn a() {\n    x();\n\n    y();\n}\nfn b() {}\ndef c():\n    pass\nz = 1\n";
-        let lines: Vec<String> = src.lines().map(str::to_string).collect();
+        let lines: crate::text::Lines = src.lines().collect();
         assert_eq!(block_end(&lines, 1), 5);
         assert_eq!(block_end(&lines, 6), 6);
         assert_eq!(block_end(&lines, 7), 8);

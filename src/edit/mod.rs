@@ -448,7 +448,7 @@ fn plan_section(
                 ending: crate::text::LineEnding::Lf,
                 mixed_endings: false,
                 endings: Vec::new(),
-                lines: rows.clone(),
+                lines: rows.iter().collect(),
                 final_newline: true,
             });
             let n = text.len();

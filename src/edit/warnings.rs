@@ -44,11 +44,11 @@ pub fn one_off(base: &Text, ops: &[Op]) -> Vec<String> {
     out
 }
 
-fn balance<'a>(lines: impl IntoIterator<Item = &'a String>) -> [i64; 3] {
+fn balance<S: AsRef<str>>(lines: impl IntoIterator<Item = S>) -> [i64; 3] {
     let mut b = [0i64; 3];
     for line in lines {
         // Brackets are ASCII: bytes suffice, and never occur inside a UTF-8 sequence.
-        for c in line.bytes() {
+        for c in line.as_ref().bytes() {
             match c {
                 b'(' => b[0] += 1,
                 b')' => b[0] -= 1,
@@ -69,7 +69,7 @@ pub fn brackets(current: &Text, ops: &[Op]) -> Option<String> {
     let mut delta = [0i64; 3];
     for op in ops {
         let added = balance(&op.rows);
-        let removed = balance(current.lines.get(op.start..op.end).unwrap_or(&[]));
+        let removed = balance(current.lines.range(op.start..op.end));
         for k in 0..3 {
             delta[k] += added[k] - removed[k];
         }
