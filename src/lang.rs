@@ -296,10 +296,13 @@ fn pool() -> &'static Pool {
     POOL.get_or_init(Pool::default)
 }
 
-/// Source bytes whose trees the cache keeps.
-const TREE_BUDGET: usize = 128 << 10;
+/// Source bytes whose trees the cache keeps: 64 KiB holds the trees of a
+/// dozen ordinary source files, about 2.5 MiB (128 KiB held 4–5 MiB after a
+/// run of reads, an eighth of the server's peak over the bench), and any
+/// file under it keeps its tree from a read to the edit that follows.
+const TREE_BUDGET: usize = 64 << 10;
 
-/// Trees cost about 50 times their source in memory (a 5,000-line file's
+/// Trees cost about 40 times their source in memory (a 5,000-line file's
 /// tree is 5–10 MiB): keep [`TREE_BUDGET`] of source's worth, and always the
 /// latest edited version, which the next edit of that file reparses from. A
 /// read of a file larger than the budget keeps no tree (what reads need of

@@ -248,6 +248,10 @@ impl Walked {
         else {
             return;
         };
+        // Nanoseconds since 1970 sort as the times do (0: unknown or earlier).
+        let modified = modified
+            .and_then(|m| m.duration_since(SystemTime::UNIX_EPOCH).ok())
+            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
         self.files.push(Found {
             at,
             len,
@@ -264,7 +268,8 @@ struct Found {
     at: u32,
     len: u32,
     size: u64,
-    modified: Option<SystemTime>,
+    /// Nanoseconds since 1970, for sorting only.
+    modified: u64,
 }
 
 impl Found {
@@ -301,12 +306,15 @@ fn folders(files: &[Found], paths: &[u8], ctx: &Ctx) -> String {
         .collect();
     let mut depth = 6;
     loop {
-        let mut groups: BTreeMap<String, (usize, u64)> = BTreeMap::new();
+        // Keys borrow from the shown folders: a folder's first `depth` components.
+        let mut groups: BTreeMap<&str, (usize, u64)> = BTreeMap::new();
         for (dir, n, size) in &shown {
             let key = if dir.is_empty() {
-                ".".to_string()
+                "."
             } else {
-                dir.split('/').take(depth).collect::<Vec<_>>().join("/")
+                dir.match_indices('/')
+                    .nth(depth - 1)
+                    .map_or(dir.as_str(), |(i, _)| &dir[..i])
             };
             let g = groups.entry(key).or_insert((0, 0));
             g.0 += n;
