@@ -236,7 +236,11 @@ pub fn shape(s: &Shape) -> u8 {
     }
     if crate::nibash::cut::is_long(&text) {
         let extra = |row: &str| crate::nibash::cut::has_word(row, &words);
-        let keep = crate::nibash::cut::pick(&rows, crate::nibash::cut::Decider::from_env(), &extra);
+        // The keyword or fixed rows the configured decider starts from
+        // (environment, then setup.json); the model's windows are for calls.
+        let decider = crate::model::Settings::from_env(&crate::config::config_dir()).decider;
+        let keep =
+            crate::nibash::cut::pick(&rows, crate::nibash::cut::Decider::of(decider), &extra);
         out.push_str(&crate::nibash::cut::render(&rows, &keep, Some(&s.log)));
     } else {
         out.push_str(&text);

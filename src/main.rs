@@ -38,6 +38,7 @@ async fn serve(config: config::Config) -> anyhow::Result<()> {
     };
     let waited = running.waiting().await;
     keeper.save();
+    keeper.stop_providers();
     waited.context("serving MCP on stdio")?;
     // Let the last answers reach stdout before the process ends.
     let _ = tokio::time::timeout(std::time::Duration::from_secs(2), io.output_done).await;

@@ -714,6 +714,14 @@ impl NibServer {
         }
     }
 
+    /// Ends the providers (the session is over; they would also end with
+    /// nib through their parent-death signal).
+    pub fn stop_providers(&self) {
+        if let Some(p) = &self.inner.providers {
+            p.stop();
+        }
+    }
+
     /// Saves what every agent saw, and the names this session used (also at exit).
     pub fn save(&self) {
         self.inner.agents.save_all();

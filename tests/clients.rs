@@ -362,24 +362,16 @@ fn the_hook_answers_each_event() {
 async fn agents_are_told_apart_reset_by_compaction_and_kept_across_restarts() {
     let dir = project();
     std::fs::write(dir.path().join("f.txt"), "a\nb\nc\n").unwrap();
-    let home = tempfile::tempdir().unwrap();
-    let state = home.path().join("state");
-    let nib = start_in_home(
-        Era::Handshake,
+    let (nib, state) = start_with_agents(
         dir.path(),
-        TestClient::new(Roots::Undeclared),
-        &[],
-        home,
+        &[
+            ("m1", None),
+            ("m2", None),
+            ("s1", Some("sub")),
+            ("s2", Some("sub")),
+        ],
     )
     .await;
-    for (id, agent) in [
-        ("m1", None),
-        ("m2", None),
-        ("s1", Some("sub")),
-        ("s2", Some("sub")),
-    ] {
-        hook_tool_use(&state, id, "S", agent);
-    }
     // The subagent reads; the main agent has not: its edit is refused.
     let (t, _) = call_as(&nib, "s1", "read", json!({"paths": ["f.txt"]})).await;
     let tag = header_tag(&t);

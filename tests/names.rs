@@ -151,29 +151,21 @@ async fn hash_d_names_belong_to_their_agent_and_the_subagents_it_starts_later() 
     let (_keep, root) = project_with_names();
     std::fs::create_dir_all(root.join("tools/scripts")).unwrap();
     std::fs::write(root.join("tools/scripts/run.sh"), "echo run\n").unwrap();
-    let home = tempfile::tempdir().unwrap();
-    let state = home.path().join("state");
-    let nib = start_in_home(
-        Era::Handshake,
+    let (nib, _) = start_with_agents(
         &root,
-        TestClient::new(Roots::Undeclared),
-        &[],
-        home,
+        &[
+            ("m1", None),
+            ("m2", None),
+            ("m3", None),
+            ("m4", None),
+            ("e1", Some("early")),
+            ("e2", Some("early")),
+            ("l1", Some("late")),
+            ("l2", Some("late")),
+            ("l3", Some("late")),
+        ],
     )
     .await;
-    for (id, agent) in [
-        ("m1", None),
-        ("m2", None),
-        ("m3", None),
-        ("m4", None),
-        ("e1", Some("early")),
-        ("e2", Some("early")),
-        ("l1", Some("late")),
-        ("l2", Some("late")),
-        ("l3", Some("late")),
-    ] {
-        hook_tool_use(&state, id, "S", agent);
-    }
     let step = json!({"paths": ["~flow/workflow/Step.java"]});
     // A subagent met before the main agent defines the name.
     let (t, is_error) = call_as(&nib, "e1", "nibash", json!({"command": "true"})).await;

@@ -747,11 +747,7 @@ fn answer(
         let rows: Vec<&str> = text.lines().collect();
         let words = cut::expect_words(args.expect.as_deref().unwrap_or_default(), &rows);
         let extra = |row: &str| cut::has_word(row, &words);
-        let decider = match ctx.config.model.decider {
-            crate::model::DeciderKind::Fixed => cut::Decider::Fixed,
-            _ => cut::Decider::Keywords,
-        };
-        let mut keep = cut::pick(&rows, decider, &extra);
+        let mut keep = cut::pick(&rows, cut::Decider::of(ctx.config.model.decider), &extra);
         let whole_in = log
             .as_ref()
             .map(|p| format!(", whole in {}", p.display()))

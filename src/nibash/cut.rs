@@ -35,11 +35,15 @@ pub enum Decider {
 }
 
 impl Decider {
-    /// From `NIB_DECIDER` (default keywords; unknown values fall back to it).
-    pub fn from_env() -> Decider {
-        match std::env::var("NIB_DECIDER").as_deref() {
-            Ok("fixed") => Decider::Fixed,
-            _ => Decider::Keywords,
+    /// The rows a configured decider starts from (`NIB_DECIDER`, else
+    /// setup.json's `decider`): the model decider adds windows to the
+    /// keyword rows.
+    pub fn of(kind: crate::model::DeciderKind) -> Decider {
+        match kind {
+            crate::model::DeciderKind::Fixed => Decider::Fixed,
+            crate::model::DeciderKind::Keywords | crate::model::DeciderKind::OpenRouter => {
+                Decider::Keywords
+            }
         }
     }
 

@@ -117,7 +117,6 @@ pub struct Summary {
 
 /// The summary of `rows` by the first summarizer that answers; else the
 /// note that says why none did.
-#[allow(clippy::too_many_arguments)]
 pub fn summarize(
     config: &Config,
     rows: &[&str],

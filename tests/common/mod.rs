@@ -517,3 +517,23 @@ pub fn hook_tool_use(state: &Path, id: &str, session: &str, agent: Option<&str>)
         .unwrap();
     assert!(out.status.success());
 }
+
+/// nib (handshake era) in a fresh HOME, with each tool use recorded by the
+/// hook for its agent of session `S` (`None`: the main agent); also the
+/// state folder, for more hook records.
+pub async fn start_with_agents(dir: &Path, uses: &[(&str, Option<&str>)]) -> (Nib, PathBuf) {
+    let home = tempfile::tempdir().unwrap();
+    let state = home.path().join("state");
+    let nib = start_in_home(
+        Era::Handshake,
+        dir,
+        TestClient::new(Roots::Undeclared),
+        &[],
+        home,
+    )
+    .await;
+    for (id, agent) in uses {
+        hook_tool_use(&state, id, "S", *agent);
+    }
+    (nib, state)
+}
