@@ -4,7 +4,10 @@
 //! proxy's Unix socket, bound into the sandbox. It holds no authority a
 //! program lacks (programs could reach the socket themselves), keeps none
 //! of the worker's descriptors (so the call's output ends with the program),
-//! and ends with the namespace.
+//! and ends when the worker's process (the program, exec'd in its place)
+//! ends: bubblewrap's init waits for every process of the namespace, so a
+//! bridge still listening would keep the sandbox alive after a broker that
+//! died without ending its call.
 
 use std::io;
 use std::net::TcpListener;
@@ -38,7 +41,11 @@ fn join(tcp: std::net::TcpStream, socket: &Path) {
     let _ = up.join();
 }
 
-fn serve(listener: TcpListener, socket: PathBuf) -> ! {
+fn serve(listener: TcpListener, socket: PathBuf, worker: libc::pid_t) -> ! {
+    std::thread::spawn(move || {
+        wait_for_exit(worker);
+        std::process::exit(0)
+    });
     for conn in listener.incoming().flatten() {
         // No Nagle delay on the program's side of the bridge (TLS records).
         let _ = conn.set_nodelay(true);
@@ -48,8 +55,42 @@ fn serve(listener: TcpListener, socket: PathBuf) -> ! {
     std::process::exit(0)
 }
 
+/// Returns when process `pid` (of this PID namespace) has ended.
+fn wait_for_exit(pid: libc::pid_t) {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor
+    // or -1; nothing else owns the descriptor it returns.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if let Ok(fd) = i32::try_from(fd)
+        && fd >= 0
+    {
+        let mut poll = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        loop {
+            // SAFETY: poll on one pollfd this function owns; a pidfd turns
+            // readable when its process ends.
+            let ready = unsafe { libc::poll(&mut poll, 1, -1) };
+            if ready > 0 {
+                return;
+            }
+            if ready < 0 && io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+                break;
+            }
+        }
+    }
+    // Without pidfds (before Linux 5.3): look every 200 ms. A PID namespace
+    // this young does not reuse the worker's pid in that time.
+    // SAFETY: kill with signal 0 only checks that the process exists.
+    while unsafe { libc::kill(pid, 0) } == 0 {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
 /// Starts the bridge for `route` (a grandchild, so the program never
-/// waits for it). Call while the process is single-threaded.
+/// waits for it), ending when this process ends. Call while the process is
+/// single-threaded.
 pub fn start(route: &ProxyRoute) -> Result<(), String> {
     let listener = TcpListener::bind(("127.0.0.1", route.port)).map_err(|e| {
         format!(
@@ -57,6 +98,8 @@ pub fn start(route: &ProxyRoute) -> Result<(), String> {
             route.port
         )
     })?;
+    // SAFETY: getpid has no preconditions.
+    let worker = unsafe { libc::getpid() };
     // SAFETY: the worker is single-threaded here, so the child may run
     // arbitrary code after fork.
     let pid = unsafe { libc::fork() };
@@ -92,5 +135,50 @@ pub fn start(route: &ProxyRoute) -> Result<(), String> {
     // SAFETY: fd 3 is the listening socket, duplicated above and owned by
     // nothing else now.
     let listener = unsafe { TcpListener::from_raw_fd(3) };
-    serve(listener, route.socket.clone())
+    serve(listener, route.socket.clone(), worker)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The bridge of a worker that ended stops listening (nothing keeps
+    /// the sandbox's namespace alive on its account), even though nobody
+    /// kills it: here there is no namespace and no cgroup to do that.
+    #[test]
+    #[allow(clippy::unwrap_used)]
+    fn the_bridge_ends_when_its_worker_ends() {
+        let port = TcpListener::bind(("127.0.0.1", 0))
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let dir = std::env::temp_dir().join(format!("nib-bridge-test-{}", std::process::id()));
+        let route = ProxyRoute {
+            port,
+            socket: dir.join("proxy.sock"),
+        };
+        // SAFETY: the child only starts the bridge (which forks from a
+        // single-threaded process: the child has only the forking thread)
+        // and ends with _exit, running nothing else of the test's.
+        let worker = unsafe { libc::fork() };
+        assert!(worker >= 0);
+        if worker == 0 {
+            let code = i32::from(start(&route).is_err());
+            // SAFETY: ends the child without running the parent's handlers.
+            unsafe { libc::_exit(code) };
+        }
+        let mut status = 0;
+        // SAFETY: waitpid on our own child with a pointer to a local.
+        unsafe { libc::waitpid(worker, &mut status, 0) };
+        assert_eq!(status, 0, "the bridge did not start");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the bridge still listens after its worker ended"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
 }

@@ -367,6 +367,10 @@ fn the_tree_ends_when_the_broker_dies() {
     for (name, confine, bwrap) in cases {
         let w = world();
         let beat = w.root.join("heartbeat");
+        // Under bubblewrap, with a proxy route: its bridge must end too.
+        let socket = w.root.join("proxy.sock");
+        let _proxy = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+        let route = if bwrap.is_empty() { "" } else { "3128" };
         let mut broker = std::process::Command::new(probe())
             .args([
                 "broker",
@@ -374,6 +378,8 @@ fn the_tree_ends_when_the_broker_dies() {
                 w.root.to_str().unwrap(),
                 bwrap,
                 beat.to_str().unwrap(),
+                route,
+                socket.to_str().unwrap(),
             ])
             .stdout(std::process::Stdio::piped())
             .spawn()
@@ -398,7 +404,58 @@ fn the_tree_ends_when_the_broker_dies() {
         std::thread::sleep(Duration::from_millis(400));
         let b = std::fs::read_to_string(&beat).unwrap_or_default();
         assert_eq!(a, b, "{name}: the orphan outlived the broker");
+        // Nothing of the sandbox is left (bubblewrap's init waits for every
+        // process of its namespace, the proxy bridge included).
+        let left = running_in(&w.root);
+        assert!(left.is_empty(), "{name}: left running: {left:?}");
     }
+}
+
+/// The command lines of running processes that name `root` (every process
+/// of a sandbox for it does: bubblewrap's and the worker's arguments).
+fn running_in(root: &Path) -> Vec<String> {
+    let root = root.to_string_lossy().into_owned();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(&root))
+        .collect()
+}
+
+/// Where no pids cgroup can be made (an ordinary user has none to write),
+/// a call with a proxy route under bubblewrap leaves nothing running: the
+/// bridge ends with the program, so bubblewrap's init, which waits for
+/// every process of its namespace, ends too.
+#[test]
+fn a_proxied_call_leaves_nothing_running_without_a_cgroup() {
+    if !bwrap_usable() {
+        eprintln!("skipped: bubblewrap is not usable here");
+        return;
+    }
+    let w = world();
+    let socket = w.root.join("proxy.sock");
+    let _proxy = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    // A private mount namespace whose /sys/fs/cgroup is an empty tmpfs.
+    let o = std::process::Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "sh", "-c"])
+        .arg("mount -t tmpfs none /sys/fs/cgroup && exec \"$0\" proxied \"$1\" \"$2\"")
+        .arg(probe())
+        .arg(&w.root)
+        .arg(&socket)
+        .output()
+        .expect("unshare (util-linux)");
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        said.starts_with("OK"),
+        "{said}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let left = running_in(&w.root);
+    assert!(left.is_empty(), "left running after the call: {left:?}");
 }
 
 #[test]

@@ -184,12 +184,17 @@ fn main() {
             while out.write_all(&line).is_ok() {}
         }
         "broker" => {
-            // A stand-in broker: start a sandboxed orphan-maker, then wait to be killed.
+            // A stand-in broker: start a sandboxed orphan-maker (with a
+            // proxy route when given a port and socket), then wait to be killed.
             let entry = std::env::current_exe().unwrap_or_default();
             let policy = nib_sandbox::Policy {
                 confine: arg(1) == "confine",
                 writable: vec![std::path::PathBuf::from(arg(2))],
                 use_bwrap: arg(3) == "bwrap",
+                proxy: arg(5).parse().ok().map(|port| nib_sandbox::ProxyRoute {
+                    port,
+                    socket: arg(6).into(),
+                }),
                 ..nib_sandbox::Policy::default()
             };
             let sandbox = nib_sandbox::Sandbox::new(&entry, policy);
@@ -199,6 +204,30 @@ fn main() {
             let _ = std::io::stdout().flush();
             std::thread::sleep(std::time::Duration::from_secs(60));
             drop(worker);
+        }
+        "proxied" => {
+            // A broker's call under bubblewrap with a proxy route: run
+            // `true` to its end and say how it ended.
+            let entry = std::env::current_exe().unwrap_or_default();
+            let policy = nib_sandbox::Policy {
+                confine: true,
+                writable: vec![std::path::PathBuf::from(arg(1))],
+                use_bwrap: true,
+                proxy: Some(nib_sandbox::ProxyRoute {
+                    port: 3128,
+                    socket: arg(2).into(),
+                }),
+                ..nib_sandbox::Policy::default()
+            };
+            let sandbox = nib_sandbox::Sandbox::new(&entry, policy);
+            let program: Vec<OsString> = vec![entry.clone().into(), "sleep".into(), "0".into()];
+            match sandbox.spawn(&program, std::path::Path::new(&arg(1)), &[]) {
+                Ok(worker) => {
+                    let o = worker.wait(Some(std::time::Duration::from_secs(10)));
+                    report(!o.timed_out && o.code == Some(0), format!("{:?}", o.code));
+                }
+                Err(e) => report(false, e.to_string()),
+            }
         }
         "sleep" => std::thread::sleep(std::time::Duration::from_secs(arg(1).parse().unwrap_or(1))),
         other => {
