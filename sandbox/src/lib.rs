@@ -42,6 +42,7 @@ mod landlock;
 mod lifetime;
 mod limits;
 mod policy;
+mod private_tmp;
 mod seccomp;
 mod spawn;
 mod worker;

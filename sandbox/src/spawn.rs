@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use crate::exec_filter::SUPERVISOR_FD;
 use crate::exec_guard::{ExecJudge, ExecLog, supervise};
 use crate::limits::PidsCgroup;
-use crate::{Policy, bwrap, env, worker};
+use crate::{Policy, bwrap, env, private_tmp, worker};
 
 /// Why a worker could not start.
 #[derive(Debug, thiserror::Error)]
@@ -235,15 +235,15 @@ impl Sandbox {
             return Err(SandboxError::Refused(why));
         }
         let private_tmp = if self.policy.confine && !bwrap {
-            let dir = std::env::temp_dir().join(format!(
-                "nib-worker-{}-{}",
-                std::process::id(),
-                COUNTER.fetch_add(1, Ordering::Relaxed)
-            ));
-            std::fs::create_dir(&dir).map_err(SandboxError::Spawn)?;
-            let _ =
-                std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o700));
-            Some(dir)
+            // Once per broker, in the background: the folders of brokers
+            // killed before they could remove them.
+            static SWEEP: std::sync::Once = std::sync::Once::new();
+            SWEEP.call_once(|| {
+                std::thread::spawn(|| {
+                    private_tmp::sweep_stale(&std::env::temp_dir(), private_tmp::STALE_AFTER)
+                });
+            });
+            Some(private_tmp::create(&std::env::temp_dir()).map_err(SandboxError::Spawn)?)
         } else {
             None
         };
@@ -375,8 +375,6 @@ impl Sandbox {
         })
     }
 }
-
-static COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// Why a confining policy cannot run here, if it cannot: no layer applies.
 pub fn refusal(confine: bool, bwrap: bool, layers: &crate::Layers) -> Option<String> {
