@@ -50,7 +50,21 @@ impl PidsCgroup {
     /// Makes a cgroup capped at `max` processes, if the machine allows.
     pub fn create(max: u64) -> Option<PidsCgroup> {
         static ROOT: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
-        let root = ROOT.get_or_init(pids_root).as_ref()?;
+        let root = ROOT
+            .get_or_init(|| {
+                let root = pids_root()?;
+                // Once, in the background: the empty cgroups of brokers
+                // killed before they could remove them (rmdir only ever
+                // removes an empty one).
+                let base = root.clone();
+                std::thread::spawn(move || {
+                    crate::leftovers::sweep(&base, "nib-", std::time::Duration::ZERO, |p| {
+                        std::fs::remove_dir(p)
+                    })
+                });
+                Some(root)
+            })
+            .as_ref()?;
         static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let dir = root.join(format!("nib-{}-{n}", std::process::id()));

@@ -120,6 +120,13 @@ fn start(rules: rules::HostRules, confirm: bool) -> Result<Running, String> {
     let tcp = std::net::TcpListener::bind("127.0.0.1:0")
         .map_err(|e| format!("listening on 127.0.0.1: {e}"))?;
     let port = tcp.local_addr().map_err(|e| e.to_string())?.port();
+    // The folders of proxies whose nib was killed before removing them.
+    nib_sandbox::sweep_leftovers(
+        &std::env::temp_dir(),
+        "nib-proxy-",
+        std::time::Duration::from_secs(600),
+        |p| std::fs::remove_dir_all(p),
+    );
     let dir = std::env::temp_dir().join(format!("nib-proxy-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::DirBuilder::new()
