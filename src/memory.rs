@@ -9,8 +9,12 @@
 use std::time::Duration;
 
 /// A call that ran at least this long gets its freed memory trimmed
-/// afterwards (trimming costs well under a millisecond; quick calls skip it).
-pub const TRIM_AFTER: Duration = Duration::from_millis(5);
+/// afterwards. Trimming a fragmented heap is not free: it hands back page
+/// after page (hundreds of madvise calls), and the next call faults them in
+/// again — after every 5 ms call it made a long session's nibash calls a
+/// millisecond slower. Calls that free much are the long ones (walks of a
+/// tree), and dropping a large syntax tree trims on its own.
+pub const TRIM_AFTER: Duration = Duration::from_millis(50);
 
 /// Called once at startup, before any thread is started.
 #[allow(unsafe_code)]
