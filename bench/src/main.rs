@@ -36,6 +36,9 @@ struct Options {
     /// Only one group of scenarios (`deciders`, `proxy`).
     only: Option<String>,
     tree: Option<PathBuf>,
+    /// A real JVM repository for the names scenarios, and the literal its
+    /// grep scenario looks for (about 20 matches).
+    jvm: Option<(PathBuf, String)>,
     iterations: usize,
 }
 
@@ -44,6 +47,7 @@ fn parse_options() -> Result<Options> {
     let mut quick = false;
     let mut only = None;
     let mut tree = None;
+    let mut jvm = None;
     let mut iterations = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -63,6 +67,12 @@ fn parse_options() -> Result<Options> {
                         .ok_or("--tree needs a path")?,
                 )
             }
+            "--jvm" => {
+                let (Some(repo), Some(pattern)) = (args.next(), args.next()) else {
+                    return Err("--jvm needs a repository and a grep literal".into());
+                };
+                jvm = Some((PathBuf::from(repo), pattern));
+            }
             "--iterations" => {
                 iterations = Some(
                     args.next()
@@ -74,7 +84,8 @@ fn parse_options() -> Result<Options> {
                 println!(
                     "usage: nib-bench [--nib PATH] [--quick] [--tree PATH] [--iterations N] [--only deciders|proxy|providers|names]\n\
                      --only runs one group: the long-output corpus (recall and share per decider), the network proxy, providers, or names\n\
-                     --tree runs the tree scenarios on an existing folder (a real repository) instead of a generated one"
+                     --tree runs the tree scenarios on an existing folder (a real repository) instead of a generated one\n\
+                     --jvm REPO LITERAL runs the names scenarios on a clone of a JVM repository, grepping LITERAL"
                 );
                 std::process::exit(0);
             }
@@ -87,6 +98,7 @@ fn parse_options() -> Result<Options> {
         quick,
         only,
         tree,
+        jvm,
         iterations,
     })
 }
@@ -519,7 +531,7 @@ fn run() -> Result<()> {
         Some("deciders") => return decider_scenarios(&nib, n.min(10)),
         Some("proxy") => return proxy_scenarios(&nib, &scratch, n),
         Some("providers") => return provider_scenarios(&nib, &scratch, n),
-        Some("names") => return names_scenarios(&nib, &scratch, n.min(20)),
+        Some("names") => return names_scenarios(&nib, &scratch, n.min(20), opts.jvm.as_ref()),
         Some(other) => {
             return Err(format!(
                 "--only {other}: the groups are deciders, proxy, providers and names"
@@ -1150,7 +1162,7 @@ fn run() -> Result<()> {
         .print();
     }
 
-    names_scenarios(&nib, &scratch, n.min(20))?;
+    names_scenarios(&nib, &scratch, n.min(20), opts.jvm.as_ref())?;
     git_scenarios(&nib, &scratch, n.min(20))?;
     decider_scenarios(&nib, n.min(10))?;
     proxy_scenarios(&nib, &scratch, n)?;
@@ -1311,10 +1323,31 @@ fn provider_scenarios(nib: &Path, scratch: &Path, n: usize) -> Result<()> {
 /// same calls in a generated JVM project with names (the JVM source roots',
 /// then automatic ones) and without (`"autoDirectories": false` and
 /// `NIB_AUTO_NAMES=0` for the plain copy).
-fn names_scenarios(nib: &Path, scratch: &Path, n: usize) -> Result<()> {
+fn names_scenarios(
+    nib: &Path,
+    scratch: &Path,
+    n: usize,
+    jvm: Option<&(PathBuf, String)>,
+) -> Result<()> {
     let named_dir = scratch.join("jvm-named");
     let plain_dir = scratch.join("jvm-plain");
+    if let Some((repo, _)) = jvm {
+        for d in [&named_dir, &plain_dir] {
+            let cloned = Command::new("git")
+                .args(["clone", "-q"])
+                .arg(repo)
+                .arg(d)
+                .status()
+                .map_err(|e| format!("git clone: {e}"))?;
+            if !cloned.success() {
+                return Err(format!("git clone {} failed", repo.display()));
+            }
+        }
+    }
     for d in [&named_dir, &plain_dir] {
+        if jvm.is_some() {
+            break;
+        }
         generate_jvm(d)?;
         let git = |args: &[&str]| {
             Command::new("git")
@@ -1337,23 +1370,40 @@ fn names_scenarios(nib: &Path, scratch: &Path, n: usize) -> Result<()> {
             ]);
         }
     }
+    // Without names: nib.json turns the JVM roots' names off (and git
+    // leaves the file out of `git status`, so both answers list the same).
     write(
         &plain_dir.join("nib.json"),
         "{\"autoDirectories\": false}\n",
     )?;
+    let exclude = plain_dir.join(".git/info/exclude");
+    let mut excluded = std::fs::read_to_string(&exclude).unwrap_or_default();
+    excluded.push_str("\nnib.json\n");
+    write(&exclude, &excluded)?;
+    let long = walk(&named_dir.join("src/main/java"), 20_000)
+        .into_iter()
+        .max_by_key(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
+        .ok_or("no Java file under src/main/java")?;
+    let rel = long
+        .strip_prefix(&named_dir)
+        .map_err(|e| e.to_string())?
+        .to_string_lossy()
+        .into_owned();
     // A few changes for git status: edited and new files in deep packages.
     for d in [&named_dir, &plain_dir] {
-        for (i, f) in walk(&d.join("src/main/java"), 2000).iter().enumerate() {
+        for (i, f) in walk(&d.join("src/main/java"), 20_000).iter().enumerate() {
             if i % 9 == 0 {
-                let mut text = std::fs::read_to_string(f).map_err(|e| e.to_string())?;
-                text.push_str("// edited\n");
-                write(f, &text)?;
+                // Appended as bytes: a real repository's sources need not be UTF-8.
+                std::fs::OpenOptions::new()
+                    .append(true)
+                    .open(f)
+                    .and_then(|mut file| file.write_all(b"// edited\n"))
+                    .map_err(|e| format!("{}: {e}", f.display()))?;
             }
         }
-        write(
-            &d.join("src/main/java/com/example/platform/orm/workflow/impl/NewStep.java"),
-            "class NewStep {}\n",
-        )?;
+        let beside = d.join(&rel);
+        let folder = beside.parent().ok_or("the long class has no folder")?;
+        write(&folder.join("NewStep.java"), "class NewStep {}\n")?;
     }
     let state = scratch.join("names-state");
     std::fs::create_dir_all(&state).map_err(|e| e.to_string())?;
@@ -1361,15 +1411,7 @@ fn names_scenarios(nib: &Path, scratch: &Path, n: usize) -> Result<()> {
     named.initialize()?;
     let mut plain = Server::spawn_with(nib, &plain_dir, &state, &[("NIB_AUTO_NAMES", "0")])?;
     plain.initialize()?;
-    let long = walk(&named_dir.join("src/main/java"), 2000)
-        .into_iter()
-        .max_by_key(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
-        .ok_or("no Java file generated")?;
-    let rel = long
-        .strip_prefix(&named_dir)
-        .map_err(|e| e.to_string())?
-        .to_string_lossy()
-        .into_owned();
+    let pattern = jvm.map_or("checkpoint", |(_, p)| p.as_str());
     let calls: Vec<(&str, &str, Value)> = vec![
         (
             "read of a long class (outline)",
@@ -1377,9 +1419,9 @@ fn names_scenarios(nib: &Path, scratch: &Path, n: usize) -> Result<()> {
             json!({"paths": [rel]}),
         ),
         (
-            "grep, 20 matches",
+            "grep of a literal (about 20 files)",
             "grep",
-            json!({"pattern": "checkpoint", "paths": ["src"]}),
+            json!({"pattern": pattern, "literal": true, "paths": ["src"]}),
         ),
         ("find src", "find", json!({"paths": ["src"], "skip": 0})),
         (
