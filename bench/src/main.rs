@@ -57,7 +57,7 @@ fn parse_options() -> Result<Options> {
             "--only" => {
                 only = Some(
                     args.next()
-                        .ok_or("--only needs deciders, proxy, providers or names")?,
+                        .ok_or("--only needs deciders, proxy, providers, names or start")?,
                 )
             }
             "--tree" => {
@@ -82,8 +82,8 @@ fn parse_options() -> Result<Options> {
             }
             "--help" | "-h" => {
                 println!(
-                    "usage: nib-bench [--nib PATH] [--quick] [--tree PATH] [--iterations N] [--only deciders|proxy|providers|names]\n\
-                     --only runs one group: the long-output corpus (recall and share per decider), the network proxy, providers, or names\n\
+                    "usage: nib-bench [--nib PATH] [--quick] [--tree PATH] [--iterations N] [--only deciders|proxy|providers|names|start]\n\
+                     --only runs one group: the long-output corpus (recall and share per decider), the network proxy, providers, names, or the sandbox's start per layer\n\
                      --tree runs the tree scenarios on an existing folder (a real repository) instead of a generated one\n\
                      --jvm REPO LITERAL runs the names scenarios on a clone of a JVM repository, grepping LITERAL"
                 );
@@ -500,6 +500,60 @@ fn interleave(
     Ok((nib_stat, chars, base))
 }
 
+/// Starting `true` per sandbox layer, against a plain spawn.
+fn start_scenarios(nib: &Path, work: &Path, n: usize) -> Result<()> {
+    let root = work.to_path_buf();
+    let layer = |confine: bool, bwrap: bool| nib_sandbox::Policy {
+        confine,
+        writable: vec![root.clone()],
+        use_bwrap: bwrap,
+        ..nib_sandbox::Policy::default()
+    };
+    let mut layers = vec![
+        (
+            "start `true`: layer 1 (session, fds, env, limits, PID namespace)",
+            layer(false, false),
+        ),
+        ("start `true`: Landlock + seccomp", layer(true, false)),
+    ];
+    if nib_sandbox::bwrap_usable() {
+        layers.push((
+            "start `true`: bubblewrap + Landlock + seccomp",
+            layer(true, true),
+        ));
+    }
+    for (scenario, policy) in layers {
+        let sandbox = nib_sandbox::Sandbox::new(&nib_sandbox::entry_beside(nib), policy);
+        let mut f = || -> Result<(Duration, usize)> {
+            let t = Instant::now();
+            let w = sandbox
+                .spawn(&["true".into()], work, &[])
+                .map_err(|e| e.to_string())?;
+            let o = w.wait(Some(Duration::from_secs(10)));
+            if o.code != Some(0) {
+                return Err(format!(
+                    "{scenario}: true failed: {}",
+                    String::from_utf8_lossy(&o.stderr)
+                ));
+            }
+            Ok((t.elapsed(), 0))
+        };
+        let mut bases: Baselines<'_> = vec![(
+            "spawn true".into(),
+            Box::new(|| run_program(work, &["true"])),
+        )];
+        let (s, _, b) = interleave(n, Some(&mut f), &mut bases)?;
+        Row {
+            scenario: scenario.into(),
+            nib: s,
+            chars: None,
+            baselines: b,
+        }
+        .print();
+    }
+    Ok(())
+}
+
 fn tag_of(answer: &str) -> Result<String> {
     let start = answer.find('#').ok_or("no tag in answer")?;
     Ok(answer[start + 1..start + 5].to_string())
@@ -532,9 +586,10 @@ fn run() -> Result<()> {
         Some("proxy") => return proxy_scenarios(&nib, &scratch, n),
         Some("providers") => return provider_scenarios(&nib, &scratch, n),
         Some("names") => return names_scenarios(&nib, &scratch, n.min(20), opts.jvm.as_ref()),
+        Some("start") => return start_scenarios(&nib, &work, n),
         Some(other) => {
             return Err(format!(
-                "--only {other}: the groups are deciders, proxy, providers and names"
+                "--only {other}: the groups are deciders, proxy, providers, names and start"
             ));
         }
         None => {}
@@ -967,58 +1022,7 @@ fn run() -> Result<()> {
         .print();
     }
 
-    // Starting `true` per sandbox layer, against a plain spawn.
-    {
-        let root = work.clone();
-        let layer = |confine: bool, bwrap: bool| nib_sandbox::Policy {
-            confine,
-            writable: vec![root.clone()],
-            use_bwrap: bwrap,
-            ..nib_sandbox::Policy::default()
-        };
-        let mut layers = vec![
-            (
-                "start `true`: layer 1 (session, fds, env, limits, PID namespace)",
-                layer(false, false),
-            ),
-            ("start `true`: Landlock + seccomp", layer(true, false)),
-        ];
-        if nib_sandbox::bwrap_usable() {
-            layers.push((
-                "start `true`: bubblewrap + Landlock + seccomp",
-                layer(true, true),
-            ));
-        }
-        for (scenario, policy) in layers {
-            let sandbox = nib_sandbox::Sandbox::new(&nib_sandbox::entry_beside(&nib), policy);
-            let mut f = || -> Result<(Duration, usize)> {
-                let t = Instant::now();
-                let w = sandbox
-                    .spawn(&["true".into()], &work, &[])
-                    .map_err(|e| e.to_string())?;
-                let o = w.wait(Some(Duration::from_secs(10)));
-                if o.code != Some(0) {
-                    return Err(format!(
-                        "{scenario}: true failed: {}",
-                        String::from_utf8_lossy(&o.stderr)
-                    ));
-                }
-                Ok((t.elapsed(), 0))
-            };
-            let mut bases: Baselines<'_> = vec![(
-                "spawn true".into(),
-                Box::new(|| run_program(&work, &["true"])),
-            )];
-            let (s, _, b) = interleave(n.min(40), Some(&mut f), &mut bases)?;
-            Row {
-                scenario: scenario.into(),
-                nib: s,
-                chars: None,
-                baselines: b,
-            }
-            .print();
-        }
-    }
+    start_scenarios(&nib, &work, n.min(40))?;
     // nibash end to end: a call of `true` and of `cat` on a 300-line file,
     // without and with the sandbox, against bash running the same line.
     let modes: [(&str, &[(&str, &str)]); 3] = [

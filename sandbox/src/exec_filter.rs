@@ -11,7 +11,7 @@
 //! user-notification action, so the few BPF instructions are assembled here.
 //! Deciding what may run is the supervisor's business, not this file's.
 
-use std::os::fd::{AsFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
 /// The fd the worker receives the supervisor socket on (the channel, if
 /// any, is fd 3).
@@ -169,11 +169,14 @@ pub(crate) fn notify_program() -> Result<Vec<libc::sock_filter>, String> {
 }
 
 /// Installs the filter on the calling (single-threaded) process and returns
-/// the listener. no_new_privs must already be set.
-fn install(program: &mut [libc::sock_filter]) -> Result<OwnedFd, String> {
+/// the listener, or the error number (`ENOSYS`-like errors mean the kernel
+/// lacks user notification: Linux 5.5 or later). no_new_privs must already
+/// be set. System calls only: safe in a forked child.
+pub(crate) fn install(program: &[libc::sock_filter]) -> Result<OwnedFd, i32> {
     let prog = libc::sock_fprog {
-        len: u16::try_from(program.len()).map_err(|_| "exec filter too long".to_string())?,
-        filter: program.as_mut_ptr(),
+        len: u16::try_from(program.len()).map_err(|_| libc::E2BIG)?,
+        // The kernel only reads the program (seccomp copies it in).
+        filter: program.as_ptr().cast_mut(),
     };
     let mut flags = libc::SECCOMP_FILTER_FLAG_NEW_LISTENER
         // A non-fatal signal does not restart an exec the supervisor is deciding.
@@ -190,37 +193,24 @@ fn install(program: &mut [libc::sock_filter]) -> Result<OwnedFd, String> {
             )
         };
         if fd >= 0 {
-            let fd = RawFd::try_from(fd).map_err(|_| "bad listener fd".to_string())?;
+            let fd = RawFd::try_from(fd).map_err(|_| libc::EBADF)?;
             // SAFETY: the kernel just returned this fd to us; nothing else owns it.
             return Ok(unsafe { OwnedFd::from_raw_fd(fd) });
         }
-        let err = std::io::Error::last_os_error();
+        let err = std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO);
         // Kernels before 5.19 lack WAIT_KILLABLE_RECV: go on without it.
-        if err.raw_os_error() == Some(libc::EINVAL)
-            && flags & libc::SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV != 0
-        {
+        if err == libc::EINVAL && flags & libc::SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV != 0 {
             flags &= !libc::SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV;
             continue;
         }
-        return Err(format!(
-            "seccomp user notification is not available ({err}; it needs Linux 5.5 or later)"
-        ));
+        return Err(err);
     }
 }
 
-/// Installs the filter and hands its listener to the supervisor through
-/// `socket`; closes both, so the program that follows holds neither.
-pub(crate) fn install_and_hand_over(socket: OwnedFd) -> Result<(), String> {
-    let mut program = notify_program()?;
-    let listener = install(&mut program)?;
-    send_fd(socket.as_fd(), listener.as_fd())
-        .map_err(|e| format!("cannot hand the exec listener to nib: {e}"))?;
-    drop(listener);
-    drop(socket);
-    Ok(())
-}
-
-fn send_fd(socket: BorrowedFd<'_>, fd: BorrowedFd<'_>) -> std::io::Result<()> {
+/// Sends `fd` over `socket` (the listener to the supervisor). No allocation.
+pub(crate) fn send_fd(socket: BorrowedFd<'_>, fd: BorrowedFd<'_>) -> std::io::Result<()> {
     use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags, sendmsg};
     let fds = [fd];
     let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];

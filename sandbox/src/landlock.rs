@@ -2,13 +2,16 @@
 //! may be read and run; only the roots, the private temp folder and a few
 //! devices may be written; TCP bind and connect are denied without network;
 //! abstract unix sockets and signals are scoped to the worker (ABI 6+).
-//! Applied by the worker to itself before it runs the program (`worker.rs`).
+//! The ruleset is created ahead ([`ruleset`]); the process that becomes the
+//! program puts it in force on itself ([`restrict_self`], from `launch.rs`).
 
 use std::path::PathBuf;
 
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
+
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, NetPort, RestrictionStatus, Ruleset,
-    RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope, path_beneath_rules,
+    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, NetPort, Ruleset, RulesetAttr,
+    RulesetCreatedAttr, Scope, path_beneath_rules,
 };
 
 use crate::Policy;
@@ -46,9 +49,9 @@ fn probe_abi() -> u32 {
     0
 }
 
-/// Restricts the calling process (and what it runs) to the policy.
-/// Returns whether Landlock is in force.
-pub fn apply(policy: &Policy, private_tmp: Option<&PathBuf>) -> Result<bool, String> {
+/// The policy's ruleset, created (not yet in force): `None` where the
+/// kernel has no Landlock. [`restrict_self`] puts it in force.
+pub fn ruleset(policy: &Policy, private_tmp: Option<&PathBuf>) -> Result<Option<OwnedFd>, String> {
     let all = AccessFs::from_all(BEST);
     let read = AccessFs::from_read(BEST);
     let mut ruleset = Ruleset::default()
@@ -88,7 +91,7 @@ pub fn apply(policy: &Policy, private_tmp: Option<&PathBuf>) -> Result<bool, Str
             .add_rule(NetPort::new(r.port, AccessNet::ConnectTcp))
             .map_err(|e| e.to_string())?;
     }
-    let status: RestrictionStatus = created
+    let created = created
         .add_rules(path_beneath_rules(["/"], read))
         .map_err(|e| e.to_string())?
         .add_rules(path_beneath_rules(&writable, all))
@@ -97,8 +100,15 @@ pub fn apply(policy: &Policy, private_tmp: Option<&PathBuf>) -> Result<bool, Str
             devices,
             AccessFs::from_read(BEST) | AccessFs::WriteFile,
         ))
-        .map_err(|e| e.to_string())?
-        .restrict_self()
         .map_err(|e| e.to_string())?;
-    Ok(status.ruleset != RulesetStatus::NotEnforced)
+    Ok(created.into())
+}
+
+/// Restricts the calling thread (and what it runs) to a created ruleset;
+/// no_new_privs must be set. Whether Landlock is in force. A system call
+/// only: safe in a forked child.
+pub fn restrict_self(ruleset: BorrowedFd<'_>) -> bool {
+    // SAFETY: landlock_restrict_self takes a ruleset fd we borrow for the
+    // call and flags.
+    unsafe { libc::syscall(libc::SYS_landlock_restrict_self, ruleset.as_raw_fd(), 0u32) == 0 }
 }

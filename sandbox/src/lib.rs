@@ -27,6 +27,12 @@
 //! proxy's socket, Landlock's port rule, seccomp allowing TCP sockets only
 //! where one of those holds them.
 //!
+//! How a worker starts: outside bubblewrap the broker's forked child takes
+//! the steps to the program itself ([`launch`]: prepared before the fork,
+//! system calls only after it) and the program is the start's one exec;
+//! inside bubblewrap the worker entry ([`worker_main`], in `nib-worker`)
+//! takes the same steps.
+//!
 //! Only the broker knows MCP and JSON-RPC: this crate takes a [`Policy`] and
 //! returns a [`Worker`] or a [`SandboxError`].
 
@@ -39,6 +45,7 @@ mod env;
 mod exec_filter;
 mod exec_guard;
 mod landlock;
+mod launch;
 mod leftovers;
 mod lifetime;
 mod limits;

@@ -117,8 +117,9 @@ impl Drop for PidsCgroup {
     }
 }
 
-/// Sets the worker's rlimits (called in the worker before it runs the program).
-pub fn apply_rlimits(limits: &Limits) -> Result<(), String> {
+/// Sets the rlimits of the process that becomes the program; the error
+/// number when one could not be set. System calls only: safe in a forked child.
+pub fn apply_rlimits_raw(limits: &Limits) -> Result<(), i32> {
     let set = |res, v: u64| {
         let lim = libc::rlimit {
             rlim_cur: v as libc::rlim_t,
@@ -130,7 +131,9 @@ pub fn apply_rlimits(limits: &Limits) -> Result<(), String> {
         if r == 0 {
             Ok(())
         } else {
-            Err(std::io::Error::last_os_error().to_string())
+            Err(std::io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO))
         }
     };
     set(libc::RLIMIT_AS, limits.memory_bytes)?;

@@ -175,12 +175,13 @@ pub fn programs(sockets: Sockets) -> Result<Vec<BpfProgram>, String> {
     ])
 }
 
-/// Installs the filters on the calling thread (after no-new-privs).
-pub fn install(programs: &[BpfProgram]) -> Result<(), String> {
-    for p in programs {
-        seccompiler::apply_filter(p).map_err(|e| e.to_string())?;
-    }
-    Ok(())
+/// Installs the filters on the calling thread (after no-new-privs);
+/// whether all are in force. No allocation: safe in a forked child.
+pub fn install(programs: &[BpfProgram]) -> bool {
+    !programs.is_empty()
+        && programs
+            .iter()
+            .all(|p| seccompiler::apply_filter(p).is_ok())
 }
 
 /// Whether seccomp filtering is available (the kernel reports a mode).

@@ -16,8 +16,9 @@ use std::time::{Duration, Instant};
 
 use crate::exec_filter::SUPERVISOR_FD;
 use crate::exec_guard::{ExecJudge, ExecLog, supervise};
+use crate::launch::{self, Launch, Namespace};
 use crate::limits::PidsCgroup;
-use crate::{Policy, bwrap, env, private_tmp, worker};
+use crate::{Policy, bwrap, env, lifetime, private_tmp, worker};
 
 /// Why a worker could not start.
 #[derive(Debug, thiserror::Error)]
@@ -87,34 +88,55 @@ pub struct ServicePipes {
     pub stderr: std::process::ChildStderr,
 }
 
-type SpawnJob = (Command, mpsc::Sender<std::io::Result<Child>>);
+/// A command, whether to start it as the init of a new PID namespace, and
+/// where to send the child.
+type SpawnJob = (Command, bool, mpsc::Sender<std::io::Result<Child>>);
 
 /// The one thread workers are forked from.
 fn spawner() -> &'static Mutex<mpsc::Sender<SpawnJob>> {
     static TX: OnceLock<Mutex<mpsc::Sender<SpawnJob>>> = OnceLock::new();
-    TX.get_or_init(|| {
-        let (tx, rx) = mpsc::channel::<SpawnJob>();
-        std::thread::Builder::new()
-            .name("nib-spawner".into())
-            .spawn(move || {
-                for (mut cmd, reply) in rx {
-                    let _ = reply.send(cmd.spawn());
-                }
-            })
-            .ok();
-        Mutex::new(tx)
-    })
+    TX.get_or_init(|| Mutex::new(start_spawner()))
 }
 
-fn spawn_on_spawner(cmd: Command) -> std::io::Result<Child> {
+/// Starts a spawner thread. Its PID namespace for children is switched
+/// per job ([`lifetime::NamespaceSwitch`]); when switching back fails the
+/// thread ends after answering, and the next job starts a new one from the
+/// caller's thread (whose namespace for children was never touched).
+fn start_spawner() -> mpsc::Sender<SpawnJob> {
+    let (tx, rx) = mpsc::channel::<SpawnJob>();
+    std::thread::Builder::new()
+        .name("nib-spawner".into())
+        .spawn(move || {
+            let switch = lifetime::NamespaceSwitch::open();
+            for (mut cmd, new_namespace, reply) in rx {
+                let entered = new_namespace && switch.as_ref().is_some_and(|s| s.enter_new());
+                let child = cmd.spawn();
+                let back = !entered || switch.as_ref().is_some_and(|s| s.restore());
+                let _ = reply.send(child);
+                if !back {
+                    return;
+                }
+            }
+        })
+        .ok();
+    tx
+}
+
+/// Forks `cmd` on the spawner thread; with `new_namespace`, as the init of
+/// a new PID namespace where this process may make one (the worker knows
+/// it is by being PID 1).
+fn spawn_on_spawner(cmd: Command, new_namespace: bool) -> std::io::Result<Child> {
+    let gone = || std::io::Error::other("the spawner thread is gone");
     let (tx, rx) = mpsc::channel();
-    spawner()
-        .lock()
-        .map_err(|_| std::io::Error::other("the spawner thread is gone"))?
-        .send((cmd, tx))
-        .map_err(|_| std::io::Error::other("the spawner thread is gone"))?;
-    rx.recv()
-        .map_err(|_| std::io::Error::other("the spawner thread is gone"))?
+    let mut sender = spawner().lock().map_err(|_| gone())?;
+    if let Err(mpsc::SendError(j)) = sender.send((cmd, new_namespace, tx)) {
+        // The thread ended (its namespace could not be switched back):
+        // start another and hand it the job.
+        *sender = start_spawner();
+        sender.send(j).map_err(|_| gone())?;
+    }
+    drop(sender);
+    rx.recv().map_err(|_| gone())?
 }
 
 impl Sandbox {
@@ -247,41 +269,52 @@ impl Sandbox {
         } else {
             None
         };
-        let policy_json = serde_json::to_string(&self.policy)
-            .map_err(|e| SandboxError::Refused(e.to_string()))?;
-        let mut inner: Vec<OsString> = vec![
-            worker::WORKER_ARG.into(),
-            policy_json.into(),
-            private_tmp
-                .clone()
-                .map(PathBuf::into_os_string)
+        let mut vars: Vec<(OsString, OsString)> = env::scrub(std::env::vars_os());
+        vars.extend(
+            self.policy
+                .proxy
+                .as_ref()
+                .filter(|_| self.policy.confine && !self.policy.network)
+                .map(|r| env::proxy_vars(r.port))
                 .unwrap_or_default(),
-            "--".into(),
-        ];
-        inner.extend(program.iter().cloned());
-        let mut cmd = if bwrap {
+        );
+        vars.extend(extra_env.iter().cloned());
+        // Outside bubblewrap the forked child takes the steps to the
+        // program itself (no entry binary: the program is the one exec of
+        // the start); inside, bubblewrap runs the worker entry, which takes
+        // the same steps.
+        let (mut cmd, launch) = if bwrap {
+            let policy_json = serde_json::to_string(&self.policy)
+                .map_err(|e| SandboxError::Refused(e.to_string()))?;
+            let mut inner: Vec<OsString> = vec![
+                worker::WORKER_ARG.into(),
+                policy_json.into(),
+                OsString::new(),
+                "--".into(),
+            ];
+            inner.extend(program.iter().cloned());
             let argv = bwrap::bwrap_argv(&self.policy, &self.entry, &inner);
             let mut c = Command::new(&argv[0]);
-            c.args(&argv[1..]);
-            c
+            c.args(&argv[1..]).env_clear().envs(vars);
+            (c, None)
         } else {
-            let mut c = Command::new(&self.entry);
-            c.args(&inner);
-            c
-        };
-        cmd.current_dir(cwd)
-            .env_clear()
-            .envs(env::scrub(std::env::vars_os()))
-            .envs(
-                self.policy
-                    .proxy
-                    .as_ref()
-                    .filter(|_| self.policy.confine && !self.policy.network)
-                    .map(|r| env::proxy_vars(r.port))
-                    .unwrap_or_default(),
+            if let Some(t) = &private_tmp {
+                vars.push(("TMPDIR".into(), t.clone().into_os_string()));
+            }
+            let launch = Launch::prepare(
+                &self.policy,
+                Namespace::Own,
+                private_tmp.as_ref(),
+                program,
+                &launch::merge_env(vars),
             )
-            .envs(extra_env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null());
+            .map_err(SandboxError::Refused)?;
+            // std never execs this: the child execs in `Launch::run`.
+            let mut c = Command::new(&program[0]);
+            c.env_clear();
+            (c, Some(launch))
+        };
+        cmd.current_dir(cwd).stdin(Stdio::null());
         match streams {
             Streams::Merged(w) => {
                 let second = w.try_clone().map_err(SandboxError::Spawn)?;
@@ -315,7 +348,8 @@ impl Sandbox {
             .map(std::os::fd::AsRawFd::as_raw_fd);
         // SAFETY: the closure runs in the child between fork and exec and
         // calls only async-signal-safe functions (setsid, prctl, open, write,
-        // close, fcntl, dup2, syscall) on data allocated before the fork.
+        // close, fcntl, dup2, syscall; `Launch::run` makes system calls
+        // only, and `_exit`) on data allocated before the fork.
         unsafe {
             cmd.pre_exec(move || {
                 libc::setsid();
@@ -352,12 +386,17 @@ impl Sandbox {
                         return Err(std::io::Error::last_os_error());
                     }
                 }
+                if let Some(launch) = &launch {
+                    // Returns only when a step failed.
+                    let failure = launch.run();
+                    failure.report(launch.program());
+                    libc::_exit(failure.status());
+                }
                 Ok(())
             });
         }
-        let child = spawn_on_spawner(cmd).map_err(SandboxError::Spawn)?;
-        drop(channel);
-        drop(supervisor_child);
+        // The supervisor listens before the start: the program's own exec
+        // is the first it decides, and the start returns only after it.
         let exec_log = match (&self.judge, supervisor) {
             (Some(judge), Some(socket)) => {
                 let log = ExecLog::default();
@@ -366,6 +405,15 @@ impl Sandbox {
             }
             _ => None,
         };
+        // Outside bubblewrap the worker is the init of its own PID
+        // namespace where this process may make one (bubblewrap makes its
+        // own); elsewhere it makes one itself or goes without.
+        let child = spawn_on_spawner(cmd, !bwrap);
+        // The child's ends: the supervisor sees the socket close when the
+        // child ends without handing it a listener.
+        drop(channel);
+        drop(supervisor_child);
+        let child = child.map_err(SandboxError::Spawn)?;
         Ok(Worker {
             child,
             cgroup,

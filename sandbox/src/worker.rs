@@ -1,26 +1,25 @@
 //! The worker side: what runs in the spawned process before the program.
 //!
 //! `ENTRY __nib-worker POLICY_JSON PRIVATE_TMP -- PROGRAM ARGS…`: outside
-//! bubblewrap, make a PID namespace and fork (the parent waits and passes the
-//! exit status on), and fork again (PID 1 reaps, the program is PID 2); then,
+//! bubblewrap, as PID 1 of the namespace the broker started it in, fork (PID
+//! 1 reaps and passes the program's exit status on; the program is PID 2);
+//! where the broker could not make the namespace, make one and fork twice
+//! (the first parent waits, its child is PID 1); then,
 //! in the process that will become the program, die
 //! with the parent, set the rlimits, and when the policy confines: no new
 //! privileges, Landlock, seccomp; when execs are supervised (in every mode),
 //! the exec filter last. A confining policy with no confining layer
 //! in force (no bubblewrap, no Landlock, no seccomp) refuses to run anything.
 
-use std::ffi::{CString, OsString};
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use crate::{Policy, bridge, bwrap, exec_filter, landlock, lifetime, limits, seccomp};
+use crate::launch::{self, Launch, Namespace, REFUSED};
+use crate::{Policy, bridge, bwrap};
 
 /// The argument that marks a worker entry.
 pub const WORKER_ARG: &str = "__nib-worker";
-
-/// Exit status when the worker cannot confine or start the program.
-const REFUSED: i32 = 125;
 
 fn die(msg: &str, code: i32) -> ! {
     let _ = std::io::Write::write_all(
@@ -28,38 +27,6 @@ fn die(msg: &str, code: i32) -> ! {
         format!("nib sandbox: {msg}\n").as_bytes(),
     );
     std::process::exit(code)
-}
-
-/// Forks; the parent waits for the child (reaping every other child it
-/// gets meanwhile when `reap_all`, as a PID 1 must) and exits with the
-/// child's status. Returns in the child.
-fn fork_and_pass_on_status(reap_all: bool) {
-    // SAFETY: the worker is single-threaded here (nothing has spawned a
-    // thread), so the child may run arbitrary code after fork.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        die("fork failed", REFUSED);
-    }
-    if pid == 0 {
-        return;
-    }
-    let mut status = 0;
-    loop {
-        let mut s = 0;
-        // SAFETY: waitpid with a valid pointer to a local.
-        let r = unsafe { libc::waitpid(if reap_all { -1 } else { pid }, &mut s, 0) };
-        if r == pid {
-            status = s;
-            break;
-        }
-        if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            break;
-        }
-    }
-    if libc::WIFEXITED(status) {
-        std::process::exit(libc::WEXITSTATUS(status));
-    }
-    std::process::exit(128 + libc::WTERMSIG(status));
 }
 
 /// The file name of the small worker entry installed beside the main binary.
@@ -100,118 +67,37 @@ pub fn worker_main(args: &[OsString]) -> ! {
     };
     let program = &args[3..];
     let in_bwrap = in_bwrap_early;
-
-    // Programs built for the sandbox must not build the filter after fork:
-    // do it now, while allocation is still allowed.
-    // The proxy: programs get TCP only where it is held to the proxy's
-    // port (bubblewrap's empty network namespace, or Landlock's port rule
-    // from ABI 4); without either they get no network at all.
-    let proxy = policy
-        .proxy
-        .as_ref()
-        .filter(|_| policy.confine && !policy.network);
-    let sockets = if policy.network {
-        seccomp::Sockets::All
-    } else if proxy.is_some() && (in_bwrap || landlock::abi() >= 4) {
-        seccomp::Sockets::UnixAndTcp
-    } else {
-        seccomp::Sockets::Unix
-    };
-    let filters = if policy.confine {
-        seccomp::programs(sockets).ok()
-    } else {
-        None
-    };
     if in_bwrap
-        && let Some(route) = proxy
+        && let Some(route) = policy
+            .proxy
+            .as_ref()
+            .filter(|_| policy.confine && !policy.network)
         && let Err(e) = bridge::start(route)
     {
         die(&e, REFUSED);
     }
-
-    if !in_bwrap {
-        // SAFETY: unshare takes only flags; it affects our future children.
-        // Where it is not permitted, the worker goes on without a namespace
-        // (the pids cgroup and the parent-death signal still bound the tree).
-        if unsafe { libc::unshare(libc::CLONE_NEWPID) } == 0 {
-            // The first child is PID 1 of the namespace: when it ends, the
-            // kernel ends everything left in it. We wait for it here.
-            fork_and_pass_on_status(false);
-            // PID 1 only reaps, like bubblewrap's: the program runs as PID 2,
-            // so it is an ordinary process (`$$` can be signalled) and orphans
-            // are reaped.
-            lifetime::die_with_parent();
-            fork_and_pass_on_status(true);
-        }
-    }
-    lifetime::die_with_parent();
-    if let Err(e) = limits::apply_rlimits(&policy.limits) {
-        die(&format!("resource limits: {e}"), REFUSED);
-    }
+    let mut env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
     if let Some(t) = &private_tmp {
-        // SAFETY: setting the environment before exec in a single-threaded process.
-        unsafe {
-            std::env::set_var("TMPDIR", t);
-        }
+        env.push(("TMPDIR".into(), t.clone().into_os_string()));
     }
-    if policy.confine {
-        if let Err(e) = lifetime::no_new_privs() {
-            die(&format!("no_new_privs: {e}"), REFUSED);
-        }
-        let landlock_on = landlock::apply(&policy, private_tmp.as_ref()).unwrap_or(false);
-        let seccomp_on = match &filters {
-            Some(f) => seccomp::install(f).is_ok(),
-            None => false,
-        };
-        if !in_bwrap && !landlock_on && !seccomp_on {
-            die(
-                "NIB_SANDBOX=1 but no confining layer could be applied (no usable bubblewrap, no Landlock, no seccomp); refusing to run the program",
-                REFUSED,
-            );
-        }
-    }
-    if policy.supervise_exec {
-        // The exec-time layer: in every mode, and last, so the filter sees
-        // the program's own exec too. It needs no_new_privs.
-        if !policy.confine
-            && let Err(e) = lifetime::no_new_privs()
-        {
-            die(&format!("no_new_privs: {e}"), REFUSED);
-        }
-        // SAFETY: the broker put the supervisor socket at SUPERVISOR_FD for
-        // this process and nothing else here owns that fd.
-        let socket = unsafe { OwnedFd::from_raw_fd(exec_filter::SUPERVISOR_FD) };
-        if let Err(e) = exec_filter::install_and_hand_over(socket) {
-            die(
-                &format!(
-                    "program rules are in force, but nib cannot check programs as they start: {e}; refusing to run anything"
-                ),
-                REFUSED,
-            );
-        }
-    }
-    let cargs: Vec<CString> = program
-        .iter()
-        .filter_map(|a| CString::new(a.as_bytes()).ok())
-        .collect();
-    if cargs.len() != program.len() {
-        die("an argument holds a NUL byte", REFUSED);
-    }
-    let mut ptrs: Vec<*const libc::c_char> = cargs.iter().map(|c| c.as_ptr()).collect();
-    ptrs.push(std::ptr::null());
-    // SAFETY: execvp with a NUL-terminated program name and a NULL-terminated
-    // array of pointers to NUL-terminated strings that outlive the call.
-    unsafe {
-        libc::execvp(ptrs[0], ptrs.as_ptr());
-    }
-    die(
-        &format!(
-            "cannot run {}: {}",
-            program[0].to_string_lossy(),
-            std::io::Error::last_os_error()
-        ),
-        127,
-    )
+    let namespace = if in_bwrap {
+        Namespace::Bubblewrap
+    } else {
+        Namespace::Own
+    };
+    let launch = match Launch::prepare(
+        &policy,
+        namespace,
+        private_tmp.as_ref(),
+        program,
+        &launch::merge_env(env),
+    ) {
+        Ok(l) => l,
+        Err(e) => die(&e, REFUSED),
+    };
+    let failure = launch.run();
+    failure.report(launch.program());
+    std::process::exit(failure.status())
 }
 
 #[cfg(test)]

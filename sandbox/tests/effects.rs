@@ -253,6 +253,61 @@ fn only_fds_0_to_2_reach_the_program_and_no_terminal() {
 }
 
 #[test]
+fn the_program_is_pid_2_under_a_reaper_and_a_missing_one_is_named() {
+    let mut policies: Vec<(String, Policy)> = vec![("layer 1".into(), Policy::default())];
+    for mode in modes() {
+        let w = world();
+        policies.push((format!("{mode:?}"), policy(mode, &w.root)));
+    }
+    for (name, mut p) in policies {
+        let w = world();
+        p.writable = vec![w.root.clone()];
+        // The reaper is PID 1 of the tree's own namespace (root can make
+        // one, in CI too); the program is an ordinary process under it.
+        if nib_sandbox::probe().pid_namespace || name != "layer 1" {
+            let o = run(&p, &w.root, &["pid"], T);
+            assert_eq!(out(&o).trim(), "2 1", "{name}");
+        }
+        // A program found on PATH runs; a missing one is named, exit 127.
+        let sandbox = Sandbox::new(&probe(), p.clone());
+        let o = sandbox
+            .spawn(&["true".into()], &w.root, &[])
+            .expect("spawn")
+            .wait(Some(T));
+        assert_eq!(o.code, Some(0), "{name}: {}", out(&o));
+        let o = sandbox
+            .spawn(&["nib-no-such-program".into(), "x".into()], &w.root, &[])
+            .expect("spawn")
+            .wait(Some(T));
+        assert_eq!(o.code, Some(127), "{name}: {}", out(&o));
+        assert_eq!(
+            out(&o).trim(),
+            "nib sandbox: cannot run nib-no-such-program: No such file or directory",
+            "{name}"
+        );
+        // A file on PATH that is not executable: permission, not absence.
+        let bin = w.root.join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::write(bin.join("nib-not-runnable"), "#!/bin/sh\n").unwrap();
+        let path = format!("{}:/usr/bin:/bin", bin.display());
+        let o = sandbox
+            .spawn(
+                &["nib-not-runnable".into()],
+                &w.root,
+                &[("PATH".into(), path.into())],
+            )
+            .expect("spawn")
+            .wait(Some(T));
+        assert_eq!(o.code, Some(127), "{name}: {}", out(&o));
+        assert!(
+            out(&o).ends_with("Permission denied\n"),
+            "{name}: {}",
+            out(&o)
+        );
+    }
+}
+
+#[test]
 fn a_setsid_orphan_is_gone_when_the_call_ends() {
     let mut policies: Vec<(String, Policy)> = vec![("layer 1".into(), Policy::default())];
     for mode in modes() {
