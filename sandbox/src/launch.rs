@@ -211,6 +211,11 @@ pub struct Launch {
     landlock: Option<OwnedFd>,
     seccomp: Vec<BpfProgram>,
     exec_filter: Option<Vec<libc::sock_filter>>,
+    /// A PID namespace's init forked from the broker holds a copy of the
+    /// broker's memory; it execs this small reaper (the worker entry with
+    /// [`REAP_ARG`]) once the program's process is forked, so the copy is
+    /// dropped while the program starts, not when the call ends.
+    reaper: Option<(CString, CArray, CArray)>,
     /// The paths execve tries in turn (the PATH search, done here).
     candidates: Vec<CString>,
     argv: CArray,
@@ -220,12 +225,16 @@ pub struct Launch {
 impl Launch {
     /// Prepares the steps for `program` under `policy` with environment
     /// `env` (already complete: the private temp folder's TMPDIR included).
+    ///
+    /// `reaper` is the worker entry an init forked from the broker execs
+    /// to reap ([`REAP_ARG`]); `None` where the init is small already.
     pub fn prepare(
         policy: &Policy,
         namespace: Namespace,
         private_tmp: Option<&PathBuf>,
         program: &[OsString],
         env: &[(OsString, OsString)],
+        reaper: Option<&Path>,
     ) -> Result<Launch, String> {
         let Some(name) = program.first() else {
             return Err("no program to run".into());
@@ -280,8 +289,24 @@ impl Launch {
                 c_string(&kv)
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let reaper = match reaper {
+            Some(entry) => {
+                let path = c_string(entry.as_os_str())?;
+                let argv = [
+                    entry.as_os_str(),
+                    OsStr::new(crate::worker::WORKER_ARG),
+                    OsStr::new(REAP_ARG),
+                ]
+                .iter()
+                .map(|a| c_string(a))
+                .collect::<Result<Vec<_>, _>>()?;
+                Some((path, CArray::new(argv), CArray::new(Vec::new())))
+            }
+            None => None,
+        };
         Ok(Launch {
             namespace,
+            reaper,
             limits: policy.limits.clone(),
             confine: policy.confine,
             landlock,
@@ -312,7 +337,7 @@ impl Launch {
             if pid == 1 {
                 // The broker started us as the init of a new PID
                 // namespace: reap, and run the program as PID 2.
-                if let Err(f) = fork_and_pass_on(true) {
+                if let Err(f) = fork_and_pass_on(true, self.reaper.as_ref()) {
                     return f;
                 }
             // SAFETY: unshare takes only flags; it affects our future
@@ -322,11 +347,11 @@ impl Launch {
             } else if unsafe { libc::unshare(libc::CLONE_NEWPID) } == 0 {
                 // The child is PID 1 there; this process waits for it and
                 // passes its status on.
-                if let Err(f) = fork_and_pass_on(false) {
+                if let Err(f) = fork_and_pass_on(false, None) {
                     return f;
                 }
                 lifetime::die_with_parent();
-                if let Err(f) = fork_and_pass_on(true) {
+                if let Err(f) = fork_and_pass_on(true, self.reaper.as_ref()) {
                     return f;
                 }
             }
@@ -420,12 +445,21 @@ fn last_errno() -> i32 {
         .unwrap_or(libc::EIO)
 }
 
+/// The argument (after the worker argument) that makes the entry a PID
+/// namespace's reaper for the program's process, PID 2 ([`reap`]).
+pub const REAP_ARG: &str = "--reap";
+
+/// The program's process in a namespace whose init is the entry: the init's
+/// first child.
+const PROGRAM_PID: libc::pid_t = 2;
+
 /// Forks; returns in the child. The parent waits for the child and ends
 /// with its status. With `init` the parent is a PID namespace's init: it
 /// first closes every fd above 2 (the program's fds are its own, and a
 /// broker waiting for a pipe's end must not wait for this process), then
-/// reaps every process of the namespace until the child's ends.
-fn fork_and_pass_on(init: bool) -> Result<(), Failure> {
+/// execs `reaper` when given (and the child is PID 2), else reaps every
+/// process of the namespace itself until the child's ends.
+fn fork_and_pass_on(init: bool, reaper: Option<&(CString, CArray, CArray)>) -> Result<(), Failure> {
     // SAFETY: fork; the child goes on with system calls only (see `run`).
     let pid = unsafe { libc::fork() };
     if pid < 0 {
@@ -440,12 +474,21 @@ fn fork_and_pass_on(init: bool) -> Result<(), Failure> {
         unsafe {
             libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
         }
+        if let Some((path, argv, envp)) = reaper.filter(|_| pid == PROGRAM_PID) {
+            // SAFETY: execve with a NUL-terminated path and NULL-terminated
+            // arrays of NUL-terminated strings alive for the call; on
+            // failure this process reaps in place below.
+            unsafe {
+                libc::execve(path.as_ptr(), argv.as_ptr(), envp.as_ptr());
+            }
+        }
+        reap(pid)
     }
     let mut status = 0;
     loop {
         let mut s = 0;
         // SAFETY: waitpid with a valid pointer to a local.
-        let r = unsafe { libc::waitpid(if init { -1 } else { pid }, &mut s, 0) };
+        let r = unsafe { libc::waitpid(pid, &mut s, 0) };
         if r == pid {
             status = s;
             break;
@@ -454,6 +497,35 @@ fn fork_and_pass_on(init: bool) -> Result<(), Failure> {
             break;
         }
     }
+    exit_with(status)
+}
+
+/// As a PID namespace's init: reaps every process of the namespace until
+/// `program` ends, then ends with its status (the kernel then ends what
+/// is left in the namespace).
+pub fn reap(program: libc::pid_t) -> ! {
+    let mut status = 0;
+    loop {
+        let mut s = 0;
+        // SAFETY: waitpid with a valid pointer to a local.
+        let r = unsafe { libc::waitpid(-1, &mut s, 0) };
+        if r == program {
+            status = s;
+            break;
+        }
+        if r < 0 && last_errno() != libc::EINTR {
+            break;
+        }
+    }
+    exit_with(status)
+}
+
+/// The entry as a reaper ([`REAP_ARG`]): the program is PID 2.
+pub fn reap_program() -> ! {
+    reap(PROGRAM_PID)
+}
+
+fn exit_with(status: i32) -> ! {
     let code = if libc::WIFEXITED(status) {
         libc::WEXITSTATUS(status)
     } else {

@@ -307,6 +307,7 @@ impl Sandbox {
                 private_tmp.as_ref(),
                 program,
                 &launch::merge_env(vars),
+                Some(&self.entry),
             )
             .map_err(SandboxError::Refused)?;
             // std never execs this: the child execs in `Launch::run`.

@@ -47,6 +47,9 @@ pub fn entry_beside(exe: &Path) -> PathBuf {
 
 /// Runs the worker entry; `args` are the arguments after [`WORKER_ARG`].
 pub fn worker_main(args: &[OsString]) -> ! {
+    if args.first().is_some_and(|a| a == launch::REAP_ARG) {
+        launch::reap_program();
+    }
     let (Some(policy_json), Some(tmp), Some(sep)) = (args.first(), args.get(1), args.get(2)) else {
         die("worker entry without policy", REFUSED);
     };
@@ -91,6 +94,7 @@ pub fn worker_main(args: &[OsString]) -> ! {
         private_tmp.as_ref(),
         program,
         &launch::merge_env(env),
+        None,
     ) {
         Ok(l) => l,
         Err(e) => die(&e, REFUSED),
