@@ -62,12 +62,17 @@ pub struct Names {
     /// How often each folder of the project was shown, while automatic
     /// names are on.
     sightings: Option<std::collections::HashMap<PathBuf, u32>>,
+    /// An automatic name was announced with the whole note already.
+    auto_announced: bool,
 }
 
-/// A folder gets an automatic name when paths in it were shown this often…
-pub const AUTO_SIGHTINGS: u32 = 8;
-/// …and the folder is still shown with at least this many characters.
-pub const AUTO_MIN_CHARS: usize = 20;
+/// A folder may get an automatic name once paths in it were shown this
+/// often, and only when the name would have saved, over those sightings,
+/// at least the characters of the note that announces it; the first note
+/// of a session is whole, later ones name the name and the folder only.
+/// Chosen by replaying 500 commits each of three real repositories as
+/// agent sessions (`bench/names_rule.py`; docs/tools.md has the figures).
+pub const AUTO_SIGHTINGS: u32 = 4;
 
 /// Whether `name` may be a name: letters, digits, `_`, `-` and `.`, not
 /// starting with `-` or `.`, no `..`, at most 64 characters.
@@ -118,8 +123,8 @@ impl Names {
     }
 
     /// Counts a sighting of `path` (absolute, normalized, in the project),
-    /// shown as `shown`: its folder gets a name after [`AUTO_SIGHTINGS`] when
-    /// the folder is shown with [`AUTO_MIN_CHARS`] or more, announced once.
+    /// shown as `shown`: from [`AUTO_SIGHTINGS`] on, its folder gets a name
+    /// once the name pays for its note, announced once.
     pub fn saw(&mut self, path: &Path, shown: &str) {
         let Some(sightings) = self.sightings.as_mut() else {
             return;
@@ -128,7 +133,11 @@ impl Names {
             return;
         };
         let folder_shown = shown.rfind('/').unwrap_or(0);
-        if folder_shown < AUTO_MIN_CHARS {
+        let last = folder.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        // What each later path in it would save with the shortest name,
+        // `~LAST`: nothing for short folders, which are not even counted.
+        let per_path = folder_shown.saturating_sub(last.len() + 1);
+        if per_path == 0 {
             return;
         }
         // Counted without allocating once a folder is known (most calls).
@@ -145,24 +154,39 @@ impl Names {
                 1
             }
         };
-        if count != AUTO_SIGHTINGS {
+        // The shortest note is "names: ~NAME = FOLDER".
+        let shortest_note = 13 + last.len() + folder_shown;
+        if count < AUTO_SIGHTINGS
+            || (count as usize) * per_path < shortest_note
+            || self.list.iter().any(|n| n.dir == folder)
+        {
             return;
         }
-        let last = folder.file_name().and_then(|n| n.to_str()).unwrap_or("");
         let parent = folder
             .parent()
             .and_then(|p| p.file_name())
             .and_then(|n| n.to_str())
             .unwrap_or("");
-        let named = [last.to_string(), format!("{parent}-{last}")]
+        let Some(name) = [last.to_string(), format!("{parent}-{last}")]
             .into_iter()
-            .find(|name| self.define(name, folder, Source::Auto).is_ok());
-        if let Some(name) = named {
-            self.unannounced.push(format!(
-                "names: ~{name} now stands for {} (shown {AUTO_SIGHTINGS} times; NIB_AUTO_NAMES=0 turns automatic names off)",
-                &shown[..folder_shown]
-            ));
+            .find(|name| matches!(self.check(name, folder, Source::Auto), Ok(true)))
+        else {
+            return;
+        };
+        let folder_text = &shown[..folder_shown];
+        let note = if self.auto_announced {
+            format!("names: ~{name} = {folder_text}")
+        } else {
+            format!(
+                "names: ~{name} now stands for {folder_text} (shown {count} times; NIB_AUTO_NAMES=0 turns automatic names off)"
+            )
+        };
+        let saved = (count as usize) * folder_shown.saturating_sub(name.len() + 1);
+        if saved <= note.chars().count() || self.define(&name, folder, Source::Auto).is_err() {
+            return;
         }
+        self.auto_announced = true;
+        self.unannounced.push(note);
     }
 
     /// Drops the names whose folder is gone; says which.
@@ -719,6 +743,61 @@ mod tests {
         );
         std::fs::write(p.join("nib.json"), r#"{"autoDirectories": false}"#).unwrap();
         assert!(loaded().0.is_empty());
+    }
+
+    #[test]
+    fn a_folder_gets_a_name_when_it_pays_for_its_note_and_later_notes_are_short() {
+        let mut n = Names::default();
+        n.enable_auto();
+        let deep = Path::new("/p/services/billing/internal/reconciliation");
+        let shown = "services/billing/internal/reconciliation/f.txt";
+        // 40 characters of folder, ~reconciliation saves 25 a path: the
+        // whole note (about 130 characters) is paid for at the 6th sighting.
+        let mut named_at = None;
+        for i in 1..=8 {
+            n.saw(&deep.join("f.txt"), shown);
+            if named_at.is_none() && !n.is_empty() {
+                named_at = Some(i);
+            }
+        }
+        assert_eq!(named_at, Some(6));
+        assert_eq!(n.list()[0].name, "reconciliation");
+        assert_eq!(
+            n.unannounced,
+            vec![
+                "names: ~reconciliation now stands for services/billing/internal/reconciliation (shown 6 times; NIB_AUTO_NAMES=0 turns automatic names off)".to_string()
+            ]
+        );
+        // The next name's note is short, so it pays sooner: at the 4th.
+        let other = Path::new("/p/services/billing/internal/settlement-batches");
+        for _ in 0..4 {
+            n.saw(
+                &other.join("g.txt"),
+                "services/billing/internal/settlement-batches/g.txt",
+            );
+        }
+        assert_eq!(
+            n.unannounced.last().map(String::as_str),
+            Some("names: ~settlement-batches = services/billing/internal/settlement-batches")
+        );
+        // A short folder saves little a path: not named after 20 sightings
+        // (3 characters a path against a 94-character note); a folder whose
+        // name is as long as its path never is.
+        let mut short = Names::default();
+        short.enable_auto();
+        for _ in 0..20 {
+            short.saw(Path::new("/p/src/lib/x.rs"), "src/lib/x.rs");
+        }
+        for _ in 0..100 {
+            short.saw(Path::new("/p/src/x.rs"), "src/x.rs");
+        }
+        assert!(short.is_empty() && short.unannounced.is_empty());
+        // Off unless enabled.
+        let mut off = Names::default();
+        for _ in 0..100 {
+            off.saw(&deep.join("f.txt"), shown);
+        }
+        assert!(off.is_empty());
     }
 
     #[test]

@@ -484,31 +484,24 @@ fn fork_and_pass_on(init: bool, reaper: Option<&(CString, CArray, CArray)>) -> R
         }
         reap(pid)
     }
-    let mut status = 0;
-    loop {
-        let mut s = 0;
-        // SAFETY: waitpid with a valid pointer to a local.
-        let r = unsafe { libc::waitpid(pid, &mut s, 0) };
-        if r == pid {
-            status = s;
-            break;
-        }
-        if r < 0 && last_errno() != libc::EINTR {
-            break;
-        }
-    }
-    exit_with(status)
+    end_with(pid, pid)
 }
 
 /// As a PID namespace's init: reaps every process of the namespace until
 /// `program` ends, then ends with its status (the kernel then ends what
 /// is left in the namespace).
 pub fn reap(program: libc::pid_t) -> ! {
+    end_with(-1, program)
+}
+
+/// Waits (`waitpid(which)`) until `program` has ended, then ends with its
+/// status.
+fn end_with(which: libc::pid_t, program: libc::pid_t) -> ! {
     let mut status = 0;
     loop {
         let mut s = 0;
         // SAFETY: waitpid with a valid pointer to a local.
-        let r = unsafe { libc::waitpid(-1, &mut s, 0) };
+        let r = unsafe { libc::waitpid(which, &mut s, 0) };
         if r == program {
             status = s;
             break;

@@ -252,16 +252,26 @@ fn only_fds_0_to_2_reach_the_program_and_no_terminal() {
     drop(f);
 }
 
-#[test]
-fn the_program_is_pid_2_under_a_reaper_and_a_missing_one_is_named() {
-    let mut policies: Vec<(String, Policy)> = vec![("layer 1".into(), Policy::default())];
+/// Layer 1 alone, then each confining mode, each with a world of its own
+/// (its root writable).
+fn layer_1_and_every_mode() -> Vec<(String, Policy, World)> {
+    let mut all = Vec::new();
+    let w = world();
+    let layer_1 = Policy {
+        writable: vec![w.root.clone()],
+        ..Policy::default()
+    };
+    all.push(("layer 1".to_string(), layer_1, w));
     for mode in modes() {
         let w = world();
-        policies.push((format!("{mode:?}"), policy(mode, &w.root)));
+        all.push((format!("{mode:?}"), policy(mode, &w.root), w));
     }
-    for (name, mut p) in policies {
-        let w = world();
-        p.writable = vec![w.root.clone()];
+    all
+}
+
+#[test]
+fn the_program_is_pid_2_under_a_reaper_and_a_missing_one_is_named() {
+    for (name, p, w) in layer_1_and_every_mode() {
         // The reaper is PID 1 of the tree's own namespace (root can make
         // one, in CI too); the program is an ordinary process under it.
         if nib_sandbox::probe().pid_namespace || name != "layer 1" {
@@ -309,14 +319,7 @@ fn the_program_is_pid_2_under_a_reaper_and_a_missing_one_is_named() {
 
 #[test]
 fn a_setsid_orphan_is_gone_when_the_call_ends() {
-    let mut policies: Vec<(String, Policy)> = vec![("layer 1".into(), Policy::default())];
-    for mode in modes() {
-        let w = world();
-        policies.push((format!("{mode:?}"), policy(mode, &w.root)));
-    }
-    for (name, mut p) in policies {
-        let w = world();
-        p.writable = vec![w.root.clone()];
+    for (name, p, w) in layer_1_and_every_mode() {
         let beat = w.root.join("heartbeat");
         let o = run(&p, &w.root, &["orphan", beat.to_str().unwrap()], T);
         assert!(out(&o).starts_with("OK"), "{name}: {}", out(&o));
