@@ -218,6 +218,11 @@ pub struct Launch {
     reaper: Option<(CString, CArray, CArray)>,
     /// The paths execve tries in turn (the PATH search, done here).
     candidates: Vec<CString>,
+    /// For each candidate, `/bin/sh CANDIDATE ARGS…` (addresses, as in
+    /// [`CArray`]): what execvp runs when a file has no executable format
+    /// (a script without `#!`).
+    shell_argvs: Vec<Vec<usize>>,
+    shell: CString,
     argv: CArray,
     envp: CArray,
 }
@@ -304,9 +309,21 @@ impl Launch {
             }
             None => None,
         };
+        let shell = c_string(OsStr::new("/bin/sh"))?;
+        let shell_argvs = candidates
+            .iter()
+            .map(|c| {
+                let mut a = vec![shell.as_ptr() as usize, c.as_ptr() as usize];
+                a.extend(argv.iter().skip(1).map(|s| s.as_ptr() as usize));
+                a.push(0);
+                a
+            })
+            .collect();
         Ok(Launch {
             namespace,
             reaper,
+            shell_argvs,
+            shell,
             limits: policy.limits.clone(),
             confine: policy.confine,
             landlock,
@@ -398,14 +415,28 @@ impl Launch {
         // a permission error is remembered over a missing file.
         let mut error = libc::ENOENT;
         let mut denied = false;
-        for path in &self.candidates {
+        for (i, path) in self.candidates.iter().enumerate() {
             // SAFETY: execve with a NUL-terminated path and NULL-terminated
             // arrays of NUL-terminated strings, all owned by `self` and alive
             // for the call; it returns only on failure.
             unsafe {
                 libc::execve(path.as_ptr(), self.argv.as_ptr(), self.envp.as_ptr());
             }
-            let e = last_errno();
+            let mut e = last_errno();
+            if e == libc::ENOEXEC
+                && let Some(shell_argv) = self.shell_argvs.get(i)
+            {
+                // SAFETY: as above; the array's addresses point into
+                // `self.shell`, `self.candidates` and `self.argv`'s strings.
+                unsafe {
+                    libc::execve(
+                        self.shell.as_ptr(),
+                        shell_argv.as_ptr().cast(),
+                        self.envp.as_ptr(),
+                    );
+                }
+                e = last_errno();
+            }
             match e {
                 libc::EACCES => denied = true,
                 libc::ENOENT | libc::ENOTDIR | libc::ELOOP | libc::ENAMETOOLONG => {}

@@ -271,6 +271,7 @@ fn layer_1_and_every_mode() -> Vec<(String, Policy, World)> {
 
 #[test]
 fn the_program_is_pid_2_under_a_reaper_and_a_missing_one_is_named() {
+    use std::os::unix::fs::PermissionsExt;
     for (name, p, w) in layer_1_and_every_mode() {
         // The reaper is PID 1 of the tree's own namespace (root can make
         // one, in CI too); the program is an ordinary process under it.
@@ -304,7 +305,7 @@ fn the_program_is_pid_2_under_a_reaper_and_a_missing_one_is_named() {
             .spawn(
                 &["nib-not-runnable".into()],
                 &w.root,
-                &[("PATH".into(), path.into())],
+                &[("PATH".into(), path.clone().into())],
             )
             .expect("spawn")
             .wait(Some(T));
@@ -314,6 +315,20 @@ fn the_program_is_pid_2_under_a_reaper_and_a_missing_one_is_named() {
             "{name}: {}",
             out(&o)
         );
+        // A script without `#!` runs under /bin/sh, as execvp runs it.
+        let script = bin.join("nib-no-shebang");
+        std::fs::write(&script, "echo ran by sh: \"$1\"\n").unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let o = sandbox
+            .spawn(
+                &["nib-no-shebang".into(), "one arg".into()],
+                &w.root,
+                &[("PATH".into(), path.clone().into())],
+            )
+            .expect("spawn")
+            .wait(Some(T));
+        assert_eq!(o.code, Some(0), "{name}: {}", out(&o));
+        assert_eq!(out(&o), "ran by sh: one arg\n", "{name}");
     }
 }
 

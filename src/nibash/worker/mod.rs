@@ -521,16 +521,9 @@ pub fn main() -> ! {
             std::process::exit(125)
         }
     };
-    let req: Request = match channel.recv() {
-        Ok(Some(r)) => r,
-        Ok(None) => std::process::exit(125),
-        Err(e) => {
-            complain(&format!("nibash: bad request from the broker: {e}"));
-            std::process::exit(125)
-        }
-    };
-    let _ = CHANNEL.set(Mutex::new(channel));
-    let _ = REQUEST.set(req.clone());
+    // The runtime is made while the worker waits for its request (a warm
+    // worker waits long before its call comes). The shell is not: brush
+    // counts `$SECONDS` from the shell's making, bash from the call's start.
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -542,6 +535,16 @@ pub fn main() -> ! {
             std::process::exit(125)
         }
     };
+    let req: Request = match channel.recv() {
+        Ok(Some(r)) => r,
+        Ok(None) => std::process::exit(125),
+        Err(e) => {
+            complain(&format!("nibash: bad request from the broker: {e}"));
+            std::process::exit(125)
+        }
+    };
+    let _ = CHANNEL.set(Mutex::new(channel));
+    let _ = REQUEST.set(req.clone());
     let (code, background, hidden) = runtime.block_on(run(&req));
     if !background {
         // Processes the line started and did not wait for (process
