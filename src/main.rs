@@ -28,7 +28,7 @@ async fn serve(config: config::Config) -> anyhow::Result<()> {
     let _status = nib::statusline::publish(&state_dir, &project_dir, server.nibash());
     let keeper = server.clone();
     let io = stdio::start();
-    let running = match server.serve((io.reader, io.writer)).await {
+    let running = match server.serve((io.sink, io.stream)).await {
         Ok(r) => r,
         Err(e) => {
             // A client that leaves before starting a session is not an error of ours.

@@ -1,30 +1,35 @@
 //! The stdio framing guard between the client and rmcp.
 //!
 //! rmcp drops a line it cannot decode without answering, which leaves a client
-//! waiting. This guard reads stdin line by line and forwards only lines that
-//! decode as client JSON-RPC messages; for any other line it answers itself:
+//! waiting. This guard reads stdin line by line and hands rmcp only lines that
+//! decode as client JSON-RPC messages, decoded (rmcp's transport takes
+//! messages, so each line is decoded once); for any other line it answers itself:
 //! `-32700` (parse error) for text that is not JSON, `-32600` (invalid request)
 //! for JSON that is not a JSON-RPC message (with the request's id when it has
 //! one), or a line over [`MAX_LINE`]. One writer task owns stdout, so rmcp's
 //! messages and these answers never interleave, and stdout carries nothing else.
-//! When stdin closes the forwarding pipe closes, rmcp ends its session, and the
+//! When stdin closes the message stream ends, rmcp ends its session, and the
 //! writer drains what is left.
 
-use rmcp::model::ClientJsonRpcMessage;
+use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::channel::mpsc as messages;
+use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 /// The longest line accepted from the client (an 8 MiB write, JSON-escaped, fits).
 pub const MAX_LINE: usize = 64 * 1024 * 1024;
 
-/// The ends rmcp reads from and writes to, and the task that owns stdout.
+/// rmcp's transport (messages in, messages out), and the task that owns stdout.
 pub struct GuardedStdio {
-    /// Validated client lines, for rmcp.
-    pub reader: DuplexStream,
-    /// rmcp's output.
-    pub writer: DuplexStream,
+    /// rmcp's answers and notifications, for the writer.
+    pub sink: messages::UnboundedSender<ServerJsonRpcMessage>,
+    /// The client's messages, decoded once, for rmcp.
+    pub stream: messages::UnboundedReceiver<ClientJsonRpcMessage>,
     /// Ends after rmcp closed its output and every pending line was written.
     pub output_done: JoinHandle<()>,
 }
@@ -41,22 +46,54 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let (rmcp_reader, to_rmcp) = tokio::io::duplex(1 << 16);
-    let (rmcp_writer, from_rmcp) = tokio::io::duplex(1 << 16);
+    let (to_rmcp, stream) = messages::unbounded();
+    let (sink, from_rmcp) = messages::unbounded();
     let (errors_tx, errors_rx) = mpsc::unbounded_channel::<String>();
     tokio::spawn(pump_input(input, to_rmcp, errors_tx));
     let output_done = tokio::spawn(pump_output(from_rmcp, errors_rx, output));
     GuardedStdio {
-        reader: rmcp_reader,
-        writer: rmcp_writer,
+        sink,
+        stream,
         output_done,
     }
 }
 
+/// Lines written to the client so far, for work that should wait until an
+/// answer is out (a warm worker's start would take the CPU from it).
+static WRITTEN: (Mutex<u64>, Condvar) = (Mutex::new(0), Condvar::new());
+
+/// How many lines have been written to the client.
+pub fn lines_written() -> u64 {
+    *WRITTEN.0.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Waits until more than `seen` lines have been written, or `bound` has
+/// passed (a server on another transport writes none).
+pub fn wait_for_line_after(seen: u64, bound: Duration) {
+    let until = Instant::now() + bound;
+    let mut n = WRITTEN.0.lock().unwrap_or_else(|p| p.into_inner());
+    while *n <= seen {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        n = match WRITTEN.1.wait_timeout(n, left) {
+            Ok((n, _)) => n,
+            Err(p) => p.into_inner().0,
+        };
+    }
+}
+
+fn note_line_written() {
+    *WRITTEN.0.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+    WRITTEN.1.notify_all();
+}
+
 /// What to do with one line from the client.
-#[derive(Debug, PartialEq)]
+#[derive(Debug)]
 enum Verdict {
-    Forward,
+    /// A message for rmcp, decoded (once: rmcp does not decode it again).
+    Forward(Box<ClientJsonRpcMessage>),
     Skip,
     Answer(String),
 }
@@ -69,6 +106,12 @@ fn judge(line: &[u8]) -> Verdict {
     if line.iter().all(u8::is_ascii_whitespace) {
         return Verdict::Skip;
     }
+    // The usual case first: a message rmcp can take, decoded straight from
+    // the line. Only a line that is not one is looked at again, to answer it.
+    let decode_error = match serde_json::from_slice::<ClientJsonRpcMessage>(line) {
+        Ok(message) => return Verdict::Forward(Box::new(message)),
+        Err(e) => e,
+    };
     let value: Value = match serde_json::from_slice(line) {
         Ok(v) => v,
         Err(e) => {
@@ -89,21 +132,22 @@ fn judge(line: &[u8]) -> Verdict {
             "invalid request: a message must be a JSON object (batches are not supported)",
         ));
     }
-    match serde_json::from_value::<ClientJsonRpcMessage>(value) {
-        Ok(_) => Verdict::Forward,
-        Err(e) if id.is_null() => {
-            // A notification (or a response) that cannot be read gets no answer by
-            // JSON-RPC's rules; log it so the fault is visible.
-            tracing::warn!("dropped an unreadable message without id: {e}");
-            Verdict::Skip
-        }
-        Err(e) => Verdict::Answer(error_line(id, -32600, &format!("invalid request: {e}"))),
+    if id.is_null() {
+        // A notification (or a response) that cannot be read gets no answer by
+        // JSON-RPC's rules; log it so the fault is visible.
+        tracing::warn!("dropped an unreadable message without id: {decode_error}");
+        return Verdict::Skip;
     }
+    Verdict::Answer(error_line(
+        id,
+        -32600,
+        &format!("invalid request: {decode_error}"),
+    ))
 }
 
 async fn pump_input<R: AsyncRead + Unpin>(
     input: R,
-    mut to_rmcp: DuplexStream,
+    to_rmcp: messages::UnboundedSender<ClientJsonRpcMessage>,
     errors: mpsc::UnboundedSender<String>,
 ) {
     let mut reader = BufReader::with_capacity(1 << 16, input);
@@ -151,11 +195,8 @@ async fn pump_input<R: AsyncRead + Unpin>(
             judge(&line)
         };
         match verdict {
-            Verdict::Forward => {
-                if !line.ends_with(b"\n") {
-                    line.push(b'\n');
-                }
-                if to_rmcp.write_all(&line).await.is_err() {
+            Verdict::Forward(message) => {
+                if to_rmcp.unbounded_send(*message).is_err() {
                     return;
                 }
             }
@@ -170,39 +211,43 @@ async fn pump_input<R: AsyncRead + Unpin>(
 }
 
 async fn pump_output<W: AsyncWrite + Unpin>(
-    from_rmcp: DuplexStream,
+    mut from_rmcp: messages::UnboundedReceiver<ServerJsonRpcMessage>,
     mut errors: mpsc::UnboundedReceiver<String>,
     mut output: W,
 ) {
-    let mut lines = BufReader::new(from_rmcp);
-    let mut buf = Vec::new();
+    use futures::StreamExt;
     let mut rmcp_open = true;
     let mut errors_open = true;
     while rmcp_open || errors_open {
-        tokio::select! {
-            read = lines.read_until(b'\n', &mut buf), if rmcp_open => {
-                match read {
-                    Ok(0) | Err(_) => rmcp_open = false,
-                    Ok(_) => {
-                        if output.write_all(&buf).await.is_err() || output.flush().await.is_err() {
-                            return;
-                        }
-                        buf.clear();
-                    }
+        let line = tokio::select! {
+            message = from_rmcp.next(), if rmcp_open => match message {
+                None => {
+                    rmcp_open = false;
+                    continue;
                 }
-            }
-            msg = errors.recv(), if errors_open => {
-                match msg {
-                    None => errors_open = false,
-                    Some(mut m) => {
-                        m.push('\n');
-                        if output.write_all(m.as_bytes()).await.is_err() || output.flush().await.is_err() {
-                            return;
-                        }
+                Some(m) => match serde_json::to_vec(&m) {
+                    Ok(line) => line,
+                    Err(e) => {
+                        // rmcp's own types always encode; say so if one did not.
+                        tracing::error!("an answer could not be encoded: {e}");
+                        continue;
                     }
+                },
+            },
+            message = errors.recv(), if errors_open => match message {
+                None => {
+                    errors_open = false;
+                    continue;
                 }
-            }
+                Some(m) => m.into_bytes(),
+            },
+        };
+        let mut line = line;
+        line.push(b'\n');
+        if output.write_all(&line).await.is_err() || output.flush().await.is_err() {
+            return;
         }
+        note_line_written();
     }
 }
 
@@ -212,16 +257,16 @@ mod tests {
 
     #[test]
     fn judges_lines() {
-        assert_eq!(judge(b"  \n"), Verdict::Skip);
+        assert!(matches!(judge(b"  \n"), Verdict::Skip));
         assert!(matches!(judge(b"not json"), Verdict::Answer(m) if m.contains("-32700")));
         assert!(matches!(judge(b"[1,2]"), Verdict::Answer(m) if m.contains("-32600")));
         assert!(matches!(
             judge(br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":5}"#),
             Verdict::Answer(m) if m.contains("\"id\":7")
         ));
-        assert_eq!(
+        assert!(matches!(
             judge(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#),
-            Verdict::Forward
-        );
+            Verdict::Forward(_)
+        ));
     }
 }

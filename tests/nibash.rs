@@ -457,6 +457,20 @@ async fn calls_start_afresh_and_run_in_parallel_without_sharing_state() {
 }
 
 #[tokio::test]
+async fn seconds_count_from_the_calls_start_though_its_shell_was_made_before() {
+    for env in MODES {
+        let dir = project();
+        let nib = start_mode(dir.path(), env).await;
+        // The first call leaves a warm worker, whose shell is made at once.
+        sh(&nib, "true").await;
+        tokio::time::sleep(Duration::from_millis(2200)).await;
+        let out = sh(&nib, "echo $SECONDS; sleep 1.1; echo $SECONDS").await;
+        assert_eq!(out, "0\n1\n", "{env:?}");
+        nib.stop().await;
+    }
+}
+
+#[tokio::test]
 async fn confined_programs_cannot_write_outside_the_roots() {
     let dir = project();
     let outside = tempfile::tempdir().unwrap();

@@ -486,8 +486,9 @@ const PROGRAM_PID: libc::pid_t = 2;
 
 /// Forks; returns in the child. The parent waits for the child and ends
 /// with its status. With `init` the parent is a PID namespace's init: it
-/// first closes every fd above 2 (the program's fds are its own, and a
-/// broker waiting for a pipe's end must not wait for this process), then
+/// first points its stdio at /dev/null and closes every fd above 2 (the
+/// program's fds are its own, and a broker waiting for a pipe's end must
+/// not wait for this process), then
 /// execs `reaper` when given (and the child is PID 2), else reaps every
 /// process of the namespace itself until the child's ends.
 fn fork_and_pass_on(init: bool, reaper: Option<&(CString, CArray, CArray)>) -> Result<(), Failure> {
@@ -500,6 +501,19 @@ fn fork_and_pass_on(init: bool, reaper: Option<&(CString, CArray, CArray)>) -> R
         return Ok(());
     }
     if init {
+        // The init writes nothing: its stdin, stdout and stderr go to
+        // /dev/null, so a broker reading the program's output sees its end
+        // when the program's tree closes it, not when the init ends too.
+        // SAFETY: open with a static NUL-terminated path; dup2 and close
+        // take plain integers.
+        unsafe {
+            let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
+            for fd in 0..3 {
+                if null < 0 || libc::dup2(null, fd) < 0 {
+                    libc::close(fd);
+                }
+            }
+        }
         // SAFETY: close_range takes plain integers; this process uses no
         // fd above 2 from here on.
         unsafe {

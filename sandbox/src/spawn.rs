@@ -65,6 +65,9 @@ pub struct Worker {
     private_tmp: Option<PathBuf>,
     output_cap: u64,
     exec_log: Option<ExecLog>,
+    /// What bubblewrap itself printed, where the program's output went
+    /// elsewhere ([`Worker::start_messages`]).
+    bwrap_messages: Option<std::io::PipeReader>,
 }
 
 /// Where a worker's standard streams go.
@@ -196,6 +199,9 @@ impl Sandbox {
     /// one pipe (in the order the program wrote them), whose read end is
     /// returned for the caller to read as the program runs. Poll the worker
     /// with [`Worker::try_wait`]; [`Worker::wait`] then finds no pipes to read.
+    /// Under bubblewrap only the program's tree holds the pipe (the pipe's
+    /// end comes when the program's tree is done, not when bubblewrap is);
+    /// what bubblewrap itself prints is in [`Worker::start_messages`].
     pub fn spawn_merged(
         &self,
         program: &[OsString],
@@ -283,6 +289,9 @@ impl Sandbox {
         // program itself (no entry binary: the program is the one exec of
         // the start); inside, bubblewrap runs the worker entry, which takes
         // the same steps.
+        // Under bubblewrap a merged output goes to the entry at OUTPUT_FD,
+        // and bubblewrap's own stdout and stderr to a pipe of their own.
+        let hand_over = bwrap && matches!(streams, Streams::Merged(_));
         let (mut cmd, launch) = if bwrap {
             let policy_json = serde_json::to_string(&self.policy)
                 .map_err(|e| SandboxError::Refused(e.to_string()))?;
@@ -290,8 +299,11 @@ impl Sandbox {
                 worker::WORKER_ARG.into(),
                 policy_json.into(),
                 OsString::new(),
-                "--".into(),
             ];
+            if hand_over {
+                inner.push(worker::OUTPUT_ARG.into());
+            }
+            inner.push("--".into());
             inner.extend(program.iter().cloned());
             let argv = bwrap::bwrap_argv(&self.policy, &self.entry, &inner);
             let mut c = Command::new(&argv[0]);
@@ -316,7 +328,16 @@ impl Sandbox {
             (c, Some(launch))
         };
         cmd.current_dir(cwd).stdin(Stdio::null());
+        let mut output: Option<std::io::PipeWriter> = None;
+        let mut bwrap_messages = None;
         match streams {
+            Streams::Merged(w) if hand_over => {
+                let (reader, writer) = bwrap_message_pipe().map_err(SandboxError::Spawn)?;
+                let second = writer.try_clone().map_err(SandboxError::Spawn)?;
+                cmd.stdout(writer).stderr(second);
+                output = Some(w);
+                bwrap_messages = Some(reader);
+            }
             Streams::Merged(w) => {
                 let second = w.try_clone().map_err(SandboxError::Spawn)?;
                 cmd.stdout(w).stderr(second);
@@ -335,6 +356,7 @@ impl Sandbox {
             std::ffi::CString::new(c.procs_file().into_os_string().into_encoded_bytes()).ok()
         });
         let channel_fd = channel.as_ref().map(std::os::fd::AsRawFd::as_raw_fd);
+        let output_fd = output.as_ref().map(std::os::fd::AsRawFd::as_raw_fd);
         // The supervisor socket: the worker sends its exec listener on it.
         let (supervisor, supervisor_child) = match &self.judge {
             Some(_) => {
@@ -362,13 +384,17 @@ impl Sandbox {
                         libc::close(fd);
                     }
                 }
-                // Only fds 0–2 survive the exec, and the channel as fd 3 and
-                // the supervisor socket as fd SUPERVISOR_FD when given. Each
-                // is first moved above both (so neither overwrites the other),
-                // then everything from 3 up is marked close-on-exec, then the
-                // two are put in place (dup2 clears the mark on its target).
-                let mut moved = [-1; 2];
-                for (slot, fd) in [channel_fd, supervisor_fd].into_iter().enumerate() {
+                // Only fds 0–2 survive the exec, and the channel as fd 3, the
+                // supervisor socket as fd SUPERVISOR_FD and the output as
+                // OUTPUT_FD when given. Each is first moved above all three
+                // (so none overwrites another), then everything from 3 up is
+                // marked close-on-exec, then they are put in place (dup2
+                // clears the mark on its target).
+                let mut moved = [-1; 3];
+                for (slot, fd) in [channel_fd, supervisor_fd, output_fd]
+                    .into_iter()
+                    .enumerate()
+                {
                     if let Some(fd) = fd {
                         moved[slot] = libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 16);
                         if moved[slot] < 0 {
@@ -382,7 +408,10 @@ impl Sandbox {
                     u32::MAX,
                     libc::CLOSE_RANGE_CLOEXEC,
                 );
-                for (slot, target) in [3, SUPERVISOR_FD].into_iter().enumerate() {
+                for (slot, target) in [3, SUPERVISOR_FD, worker::OUTPUT_FD]
+                    .into_iter()
+                    .enumerate()
+                {
                     if moved[slot] >= 0 && libc::dup2(moved[slot], target) < 0 {
                         return Err(std::io::Error::last_os_error());
                     }
@@ -414,6 +443,7 @@ impl Sandbox {
         // child ends without handing it a listener.
         drop(channel);
         drop(supervisor_child);
+        drop(output);
         let child = child.map_err(SandboxError::Spawn)?;
         Ok(Worker {
             child,
@@ -421,6 +451,7 @@ impl Sandbox {
             private_tmp,
             output_cap: self.policy.limits.output_bytes,
             exec_log,
+            bwrap_messages,
         })
     }
 }
@@ -468,7 +499,37 @@ fn reader(
     })
 }
 
+/// The pipe for bubblewrap's own messages: neither end blocks, so
+/// bubblewrap never waits on a reader (what does not fit, 64 KiB, is lost).
+fn bwrap_message_pipe() -> std::io::Result<(std::io::PipeReader, std::io::PipeWriter)> {
+    use std::os::fd::AsFd;
+    let (reader, writer) = std::io::pipe()?;
+    for fd in [reader.as_fd(), writer.as_fd()] {
+        let flags = rustix::fs::fcntl_getfl(fd)?;
+        rustix::fs::fcntl_setfl(fd, flags | rustix::fs::OFlags::NONBLOCK)?;
+    }
+    Ok((reader, writer))
+}
+
 impl Worker {
+    /// What bubblewrap itself printed (a failure to set the sandbox up),
+    /// when the program's output was handed over apart from it
+    /// ([`Sandbox::spawn_merged`] under bubblewrap); empty otherwise. What
+    /// is there now: read it once the worker has ended.
+    pub fn start_messages(&mut self) -> Vec<u8> {
+        let mut out = Vec::new();
+        if let Some(pipe) = &mut self.bwrap_messages {
+            let mut buf = [0u8; 4096];
+            while out.len() < 64 * 1024 {
+                match pipe.read(&mut buf) {
+                    Ok(n) if n > 0 => out.extend_from_slice(&buf[..n]),
+                    _ => break,
+                }
+            }
+        }
+        out
+    }
+
     /// The execs its tree was refused (when the sandbox has an exec judge).
     pub fn exec_log(&self) -> Option<ExecLog> {
         self.exec_log.clone()

@@ -1,6 +1,7 @@
 //! The worker side: what runs in the spawned process before the program.
 //!
-//! `ENTRY __nib-worker POLICY_JSON PRIVATE_TMP -- PROGRAM ARGS…`: outside
+//! `ENTRY __nib-worker POLICY_JSON PRIVATE_TMP [--output] -- PROGRAM ARGS…`
+//! (`--output`: stdout and stderr are taken from [`OUTPUT_FD`] first): outside
 //! bubblewrap, as PID 1 of the namespace the broker started it in, fork (PID
 //! 1 reaps and passes the program's exit status on; the program is PID 2);
 //! where the broker could not make the namespace, make one and fork twice
@@ -20,6 +21,28 @@ use crate::{Policy, bridge, bwrap};
 
 /// The argument that marks a worker entry.
 pub const WORKER_ARG: &str = "__nib-worker";
+
+/// The entry's argument (before `--`) that says the program's stdout and
+/// stderr are at [`OUTPUT_FD`]. Under bubblewrap the output pipe is handed
+/// over this way, not as bubblewrap's own stdio: bubblewrap's monitor and
+/// init close every other fd, so the pipe's end is the program's end, not
+/// bubblewrap's (which came over a millisecond later).
+pub const OUTPUT_ARG: &str = "--output";
+
+/// Where the broker puts the output pipe for an entry given [`OUTPUT_ARG`].
+pub const OUTPUT_FD: i32 = 5;
+
+/// Makes [`OUTPUT_FD`] the process's stdout and stderr.
+fn take_output() {
+    // SAFETY: dup2 and close take plain integers; the broker put the output
+    // pipe at OUTPUT_FD for this process and nothing else here owns it.
+    unsafe {
+        if libc::dup2(OUTPUT_FD, 1) < 0 || libc::dup2(OUTPUT_FD, 2) < 0 {
+            die("cannot take the output pipe", REFUSED);
+        }
+        libc::close(OUTPUT_FD);
+    }
+}
 
 fn die(msg: &str, code: i32) -> ! {
     let _ = std::io::Write::write_all(
@@ -50,10 +73,15 @@ pub fn worker_main(args: &[OsString]) -> ! {
     if args.first().is_some_and(|a| a == launch::REAP_ARG) {
         launch::reap_program();
     }
-    let (Some(policy_json), Some(tmp), Some(sep)) = (args.first(), args.get(1), args.get(2)) else {
+    let (Some(policy_json), Some(tmp)) = (args.first(), args.get(1)) else {
         die("worker entry without policy", REFUSED);
     };
-    if sep != "--" || args.len() < 4 {
+    let mut at = 2;
+    if args.get(at).is_some_and(|a| a == OUTPUT_ARG) {
+        take_output();
+        at += 1;
+    }
+    if args.get(at).is_none_or(|a| a != "--") || args.len() < at + 2 {
         die("worker entry without a program", REFUSED);
     }
     let policy: Policy = match serde_json::from_slice(policy_json.as_bytes()) {
@@ -68,7 +96,7 @@ pub fn worker_main(args: &[OsString]) -> ! {
     } else {
         (!tmp.is_empty()).then(|| PathBuf::from(tmp))
     };
-    let program = &args[3..];
+    let program = &args[at + 1..];
     let in_bwrap = in_bwrap_early;
     if in_bwrap
         && let Some(route) = policy

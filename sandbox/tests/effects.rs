@@ -333,6 +333,66 @@ fn the_program_is_pid_2_under_a_reaper_and_a_missing_one_is_named() {
 }
 
 #[test]
+fn the_output_ends_when_the_programs_tree_closes_it() {
+    use std::io::Read;
+    for (name, p, w) in layer_1_and_every_mode() {
+        // The program writes, closes its stdout and stderr, and lives on:
+        // the pipe's end must come now (no reaper, init or bubblewrap
+        // process holds the pipe), while the program still runs.
+        // The program never ends by itself: the test ends it.
+        let sandbox = Sandbox::new(&probe(), p);
+        let argv: Vec<OsString> = [
+            "sh",
+            "-c",
+            "echo out; echo err >&2; exec >&- 2>&-; exec sleep 1000",
+        ]
+        .iter()
+        .map(OsString::from)
+        .collect();
+        let (mut worker, mut pipe) = sandbox.spawn_merged(&argv, &w.root, &[], None).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = pipe.read_to_string(&mut text);
+            let _ = tx.send(text);
+        });
+        let text = rx.recv_timeout(T);
+        let running = worker.try_wait().is_none();
+        drop(worker);
+        assert_eq!(
+            text.as_deref(),
+            Ok("out\nerr\n"),
+            "{name}: the pipe did not end while the program ran"
+        );
+        assert!(running, "{name}");
+    }
+}
+
+#[test]
+fn what_bubblewrap_says_when_it_cannot_start_is_kept() {
+    use std::io::Read;
+    if !bwrap_usable() {
+        return;
+    }
+    let w = world();
+    // An entry that does not exist: bubblewrap cannot bind it and says so.
+    let missing = w.outside.join("no-such-entry");
+    let sandbox = Sandbox::new(&missing, policy(Mode::Bwrap, &w.root));
+    let argv: Vec<OsString> = vec!["true".into()];
+    let (mut worker, mut pipe) = sandbox.spawn_merged(&argv, &w.root, &[], None).unwrap();
+    let mut text = String::new();
+    pipe.read_to_string(&mut text).unwrap();
+    assert_eq!(text, "", "nothing of the program's");
+    let status = worker.wait_blocking().expect("status");
+    assert!(!status.success());
+    let said = String::from_utf8_lossy(&worker.start_messages()).into_owned();
+    assert!(
+        said.contains("bwrap") && said.contains("no-such-entry"),
+        "{said}"
+    );
+}
+
+#[test]
 fn a_setsid_orphan_is_gone_when_the_call_ends() {
     for (name, p, w) in layer_1_and_every_mode() {
         let beat = w.root.join("heartbeat");

@@ -525,6 +525,11 @@ fn spawn_waiter(
         // it); a descendant that kept it open only delays this briefly.
         let _ = events_closed.recv_timeout(Duration::from_secs(2));
         let status = worker.wait_blocking();
+        // What bubblewrap said when it could not set the sandbox up.
+        let said = worker.start_messages();
+        if !said.is_empty() {
+            let _ = tx.send(Msg::Out(said));
+        }
         let code = status
             .map(|s| {
                 use std::os::unix::process::ExitStatusExt;
@@ -586,7 +591,7 @@ pub fn run(ctx: &Ctx, nib: &Arc<Nibash>, args: CallArgs) -> ToolOutput {
             ));
         }
     };
-    let (worker, pipe, broker_side) = started;
+    let ((worker, pipe, broker_side), refill) = started;
     entry.set_killer(worker.killer());
     let exec_log = worker.exec_log();
     let (tx, rx) = mpsc::channel();
@@ -660,19 +665,24 @@ pub fn run(ctx: &Ctx, nib: &Arc<Nibash>, args: CallArgs) -> ToolOutput {
     while let Ok(msg) = consumer.rx.try_recv() {
         consumer.handle(msg, deadline);
     }
-    answer(ctx, nib, &args, consumer, finished_jobs, started_at)
+    let out = answer(ctx, nib, &args, consumer, finished_jobs, started_at);
+    if let Some(r) = refill {
+        ctx.nibash.warm.refill(r.key, r.policy, r.cwd);
+    }
+    out
 }
 
 /// Starts the call's worker — the warm one when it was started for the same
 /// configuration — and hands it the request. Without command rules, and in
-/// a server (not a one-call `nib sh`), the next warm worker starts at once.
+/// a server (not a one-call `nib sh`), it also names the next warm worker
+/// to start once the call has answered.
 fn start_worker(
     ctx: &Ctx,
     request: &Request,
     cwd: &Path,
     masked: Vec<PathBuf>,
     judge: Option<Arc<super::exec_judge::ProgramJudge>>,
-) -> Result<Started, String> {
+) -> Result<(Started, Option<Refill>), String> {
     let mut policy = ctx.config.sandbox_policy(&ctx.workspace.roots());
     let plain = judge.is_none() && masked.is_empty() && ctx.config.warm;
     policy.masked = masked;
@@ -693,10 +703,21 @@ fn start_worker(
         .2
         .send(request)
         .map_err(|e| format!("no channel: {e}"))?;
-    if plain && ctx.live.is_some() {
-        warm.refill(key, policy, cwd.to_path_buf());
-    }
-    Ok(started)
+    let refill = (plain && ctx.live.is_some()).then(|| Refill {
+        key,
+        policy,
+        cwd: cwd.to_path_buf(),
+    });
+    Ok((started, refill))
+}
+
+/// The warm worker to start for the next call: after this call's answer,
+/// so its start does not take the CPU from the call (on a 2-core machine
+/// it delayed `true` by a millisecond; see [`super::warm::Warm::refill`]).
+struct Refill {
+    key: String,
+    policy: nib_sandbox::Policy,
+    cwd: PathBuf,
 }
 
 /// Builds the answer from what the call printed, and leaves a job running

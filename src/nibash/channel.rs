@@ -177,6 +177,16 @@ impl Channel {
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
     }
 
+    /// Whether a message (or the other side's end) is there to read now.
+    pub fn has_message(&self) -> bool {
+        use rustix::event::{PollFd, PollFlags, poll};
+        if !self.reader.buffer().is_empty() {
+            return true;
+        }
+        let mut fds = [PollFd::new(self.reader.get_ref(), PollFlags::IN)];
+        poll(&mut fds, Some(&rustix::time::Timespec::default())).is_ok_and(|n| n > 0)
+    }
+
     /// A second handle for sending from another thread.
     pub fn sender(&self) -> std::io::Result<UnixStream> {
         self.writer.try_clone()

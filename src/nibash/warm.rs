@@ -15,8 +15,12 @@
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use super::channel::Channel;
+
+/// How long a refill waits at most for the answer to be written.
+const ANSWER_BOUND: Duration = Duration::from_millis(20);
 
 /// A started worker, its merged output, and the broker's end of its channel.
 pub type Started = (nib_sandbox::Worker, std::io::PipeReader, Channel);
@@ -88,12 +92,16 @@ impl Warm {
         }
     }
 
-    /// Starts the next warm worker for `key` on a thread of its own.
+    /// Starts the next warm worker for `key` on a thread of its own, once
+    /// the answer being sent is out: on a 2-core machine the start (a fork
+    /// of the broker, an exec) delayed the answer by up to a millisecond.
     pub fn refill(self: &Arc<Self>, key: String, policy: nib_sandbox::Policy, cwd: PathBuf) {
         let warm = Arc::clone(self);
+        let written = crate::stdio::lines_written();
         let _ = std::thread::Builder::new()
             .name("nib-warm".into())
             .spawn(move || {
+                crate::stdio::wait_for_line_after(written, ANSWER_BOUND);
                 if let Ok(started) = start(policy, &cwd) {
                     let old = warm
                         .slot
