@@ -39,6 +39,7 @@ async fn serve(config: config::Config) -> anyhow::Result<()> {
     let waited = running.waiting().await;
     keeper.save();
     keeper.stop_providers();
+    nib::netproxy::remove_socket_folder();
     waited.context("serving MCP on stdio")?;
     // Let the last answers reach stdout before the process ends.
     let _ = tokio::time::timeout(std::time::Duration::from_secs(2), io.output_done).await;
@@ -119,6 +120,7 @@ fn main() -> std::process::ExitCode {
         }
         cli::Command::Tool(name, map) => {
             let code = cli::run_tool(config, name, map);
+            nib::netproxy::remove_socket_folder();
             std::process::ExitCode::from(code as u8)
         }
         cli::Command::Version | cli::Command::Help => std::process::ExitCode::SUCCESS,

@@ -325,6 +325,33 @@ async fn in_the_modern_era_the_user_is_asked_after_the_call_and_the_next_call_ma
 }
 
 #[tokio::test]
+async fn the_proxys_socket_folder_goes_when_nib_exits() {
+    let dir = project();
+    let env = [("NIB_SANDBOX", "1"), ("NIB_SANDBOX_NETWORK", "127.0.0.1")];
+    let nib = start_with(
+        Era::Handshake,
+        dir.path(),
+        TestClient::new(Roots::Undeclared),
+        &env,
+    )
+    .await;
+    nib.ok("nibash", json!({"command": "true"})).await;
+    let pid = nib.pid.expect("the server's pid");
+    let folder = std::env::temp_dir().join(format!("nib-proxy-{pid}"));
+    assert!(folder.join("proxy.sock").exists(), "{}", folder.display());
+    nib.stop().await;
+    let gone = std::path::PathBuf::from(format!("/proc/{pid}"));
+    for _ in 0..200 {
+        if !gone.exists() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(!gone.exists(), "nib did not exit");
+    assert!(!folder.exists(), "{} was left behind", folder.display());
+}
+
+#[tokio::test]
 async fn nib_json_lists_hosts_and_its_deny_list_wins() {
     if !nib_sandbox::bwrap_usable() && nib_sandbox::probe().landlock_abi < 4 {
         // Nothing here could hold programs to the proxy: they get no network

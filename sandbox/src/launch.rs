@@ -485,12 +485,12 @@ pub const REAP_ARG: &str = "--reap";
 const PROGRAM_PID: libc::pid_t = 2;
 
 /// Forks; returns in the child. The parent waits for the child and ends
-/// with its status. With `init` the parent is a PID namespace's init: it
-/// first points its stdio at /dev/null and closes every fd above 2 (the
-/// program's fds are its own, and a broker waiting for a pipe's end must
-/// not wait for this process), then
-/// execs `reaper` when given (and the child is PID 2), else reaps every
-/// process of the namespace itself until the child's ends.
+/// with its status. It first points its stdio at /dev/null and closes every
+/// fd above 2 (the program's fds are its own, and a broker waiting for a
+/// pipe's end must not wait for this process). With `init` the parent is a
+/// PID namespace's init: it then execs `reaper` when given (and the child
+/// is PID 2), else reaps every process of the namespace itself until the
+/// child's ends.
 fn fork_and_pass_on(init: bool, reaper: Option<&(CString, CArray, CArray)>) -> Result<(), Failure> {
     // SAFETY: fork; the child goes on with system calls only (see `run`).
     let pid = unsafe { libc::fork() };
@@ -500,25 +500,8 @@ fn fork_and_pass_on(init: bool, reaper: Option<&(CString, CArray, CArray)>) -> R
     if pid == 0 {
         return Ok(());
     }
+    let_go_of_fds();
     if init {
-        // The init writes nothing: its stdin, stdout and stderr go to
-        // /dev/null, so a broker reading the program's output sees its end
-        // when the program's tree closes it, not when the init ends too.
-        // SAFETY: open with a static NUL-terminated path; dup2 and close
-        // take plain integers.
-        unsafe {
-            let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
-            for fd in 0..3 {
-                if null < 0 || libc::dup2(null, fd) < 0 {
-                    libc::close(fd);
-                }
-            }
-        }
-        // SAFETY: close_range takes plain integers; this process uses no
-        // fd above 2 from here on.
-        unsafe {
-            libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
-        }
         if let Some((path, argv, envp)) = reaper.filter(|_| pid == PROGRAM_PID) {
             // SAFETY: execve with a NUL-terminated path and NULL-terminated
             // arrays of NUL-terminated strings alive for the call; on
@@ -530,6 +513,22 @@ fn fork_and_pass_on(init: bool, reaper: Option<&(CString, CArray, CArray)>) -> R
         reap(pid)
     }
     end_with(pid, pid)
+}
+
+/// Points stdin, stdout and stderr at /dev/null and closes every fd above
+/// 2: for a process that only waits from here on.
+fn let_go_of_fds() {
+    // SAFETY: open with a static NUL-terminated path; dup2, close and
+    // close_range take plain integers; the caller uses no fd from here on.
+    unsafe {
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
+        for fd in 0..3 {
+            if null < 0 || libc::dup2(null, fd) < 0 {
+                libc::close(fd);
+            }
+        }
+        libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
+    }
 }
 
 /// As a PID namespace's init: reaps every process of the namespace until

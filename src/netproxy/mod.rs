@@ -104,6 +104,14 @@ pub fn running(
         .map_err(Clone::clone)
 }
 
+/// Removes the running proxy's socket folder, at a normal exit (the
+/// folder of a nib that was killed is swept by a later one).
+pub fn remove_socket_folder() {
+    if let Some(dir) = current().and_then(|r| r.socket.parent()) {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
 /// The proxy already running, if any (for answers and nibash_status).
 pub fn current() -> Option<&'static Running> {
     RUNNING
