@@ -34,6 +34,14 @@ pub const NIB_SANDBOX_BWRAP: &str = "NIB_SANDBOX_BWRAP";
 /// Folders (`:` separated) bound read-only into the sandbox.
 pub const NIB_SANDBOX_BIND: &str = "NIB_SANDBOX_BIND";
 
+/// Paths (`:` separated) hidden from sandboxed programs on top of the
+/// default credential list (a project's nib.json `sandbox.hide` adds more).
+pub const NIB_SANDBOX_HIDE: &str = "NIB_SANDBOX_HIDE";
+
+/// Names (`,` separated) of secret-looking variables sandboxed programs get
+/// anyway; the others are withheld under `NIB_SANDBOX=1`.
+pub const NIB_SANDBOX_ENV: &str = "NIB_SANDBOX_ENV";
+
 /// `0` turns nibash (and skim, nibash_status) off.
 pub const NIB_SHELL: &str = "NIB_SHELL";
 
@@ -107,6 +115,10 @@ pub struct Config {
     pub sandbox_bwrap: bool,
     /// [`NIB_SANDBOX_BIND`] folders.
     pub sandbox_bind: Vec<PathBuf>,
+    /// [`NIB_SANDBOX_HIDE`] paths.
+    pub sandbox_hide: Vec<PathBuf>,
+    /// [`NIB_SANDBOX_ENV`] names.
+    pub sandbox_env: Vec<String>,
     /// nibash is on ([`NIB_SHELL`] is not `0`).
     pub shell: bool,
     /// [`NIB_CHANNEL`] is on.
@@ -139,6 +151,8 @@ impl Config {
             confine: self.sandbox,
             writable: roots.to_vec(),
             read_only: self.sandbox_bind.clone(),
+            reads: self.reads(),
+            pass_env: self.sandbox_env.clone(),
             network: self.sandbox_network,
             protected,
             limits: nib_sandbox::Limits::default(),
@@ -147,6 +161,37 @@ impl Config {
             supervise_exec: false,
             proxy: self.proxy_route(),
         }
+    }
+
+    /// What sandboxed programs may read: the system, the toolchains and
+    /// caches this environment names, `NIB_SANDBOX_BIND`; hidden: the
+    /// default credential list, `NIB_SANDBOX_HIDE` and the project's
+    /// nib.json `sandbox.hide` (a project may hide more, never show more).
+    pub fn reads(&self) -> nib_sandbox::Reads {
+        let home = std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from);
+        let mut hide = self.sandbox_hide.clone();
+        hide.extend(project_hides(&self.project_dir, home.as_deref()));
+        nib_sandbox::Reads::for_user(&nib_sandbox::UserReads {
+            home,
+            path: std::env::var_os("PATH"),
+            toolchain_vars: nib_sandbox::UserReads::toolchain_vars_from(|n| std::env::var_os(n)),
+            allow: self.sandbox_bind.clone(),
+            hide,
+        })
+    }
+
+    /// The secret-looking variables of nib's environment that sandboxed
+    /// programs do not get (none unconfined, where only nib's own keys
+    /// are kept back).
+    pub fn withheld_vars(&self) -> Vec<String> {
+        if !self.sandbox {
+            return Vec::new();
+        }
+        let mut vars: Vec<(std::ffi::OsString, std::ffi::OsString)> =
+            nib_sandbox::scrub(std::env::vars_os());
+        nib_sandbox::withhold_secrets(&mut vars, &self.sandbox_env)
     }
 
     /// The route to nib's proxy when programs reach the network through it
@@ -244,6 +289,31 @@ impl Config {
     }
 }
 
+/// A project's nib.json `sandbox.hide` entries (relative ones from the
+/// project, `~/` from the home folder).
+fn project_hides(project: &std::path::Path, home: Option<&std::path::Path>) -> Vec<PathBuf> {
+    let Some(json) = std::fs::read(project.join("nib.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+    else {
+        return Vec::new();
+    };
+    json.get("sandbox")
+        .and_then(|s| s.get("hide"))
+        .and_then(|h| h.as_array())
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str())
+                .filter_map(|p| match (p.strip_prefix("~/"), home) {
+                    (Some(rest), Some(h)) => Some(h.join(rest)),
+                    (Some(_), None) => None,
+                    (None, _) => Some(crate::workspace::lexical_normalize(&project.join(p))),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 fn flag(name: &str) -> bool {
     std::env::var(name).is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true"))
 }
@@ -322,6 +392,21 @@ impl Config {
                 .map(|v| {
                     std::env::split_paths(&v)
                         .filter(|p| !p.as_os_str().is_empty())
+                        .collect()
+                })
+                .unwrap_or_default(),
+            sandbox_hide: std::env::var_os(NIB_SANDBOX_HIDE)
+                .map(|v| {
+                    std::env::split_paths(&v)
+                        .filter(|p| p.is_absolute())
+                        .collect()
+                })
+                .unwrap_or_default(),
+            sandbox_env: std::env::var(NIB_SANDBOX_ENV)
+                .map(|v| {
+                    v.split(',')
+                        .map(|n| n.trim().to_string())
+                        .filter(|n| !n.is_empty())
                         .collect()
                 })
                 .unwrap_or_default(),

@@ -4,7 +4,7 @@
 //! `seccomp.rs`; the process-tree rules in `lifetime.rs`.
 
 use std::ffi::OsString;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
@@ -13,21 +13,102 @@ use crate::Policy;
 /// Set inside bubblewrap so the worker knows bwrap already made its namespaces.
 pub const IN_BWRAP: &str = "NIB_WORKER_IN_BWRAP";
 
-/// The bubblewrap argv that runs `inner` (the worker entry and its args):
-/// the system read-only, `/tmp` and `/run` private (before the binds, so roots
-/// under `/tmp` stay visible), the roots writable, extra folders and the
-/// protected paths read-only, the entry binary visible, own PID, IPC and UTS
-/// namespaces, no network unless allowed, a new session, death with the
-/// parent, and no capabilities (even when started by root).
-pub fn bwrap_argv(policy: &Policy, entry: &Path, inner: &[OsString]) -> Vec<OsString> {
+/// Unreadable stand-ins mounted over hidden paths: an empty file and an
+/// empty folder, both mode 000 (without capabilities, even root cannot
+/// open them: `EACCES`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StandIns {
+    /// The empty file, for hidden files.
+    pub file: PathBuf,
+    /// The empty folder, for hidden folders.
+    pub dir: PathBuf,
+}
+
+impl StandIns {
+    /// The stand-ins of this user, made once in the temp folder
+    /// (`nib-hidden-UID/`, owned by the user, checked before use).
+    pub fn get() -> std::io::Result<&'static StandIns> {
+        static MADE: OnceLock<Result<StandIns, String>> = OnceLock::new();
+        MADE.get_or_init(|| StandIns::make(&std::env::temp_dir()).map_err(|e| e.to_string()))
+            .as_ref()
+            .map_err(|e| std::io::Error::other(e.clone()))
+    }
+
+    fn make(temp: &Path) -> std::io::Result<StandIns> {
+        use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+        // SAFETY: getuid takes nothing and cannot fail.
+        let uid = unsafe { libc::getuid() };
+        let folder = temp.join(format!("nib-hidden-{uid}"));
+        match std::fs::DirBuilder::new().mode(0o711).create(&folder) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+        let meta = std::fs::symlink_metadata(&folder)?;
+        if !meta.is_dir() || meta.uid() != uid || meta.mode() & 0o022 != 0 {
+            return Err(std::io::Error::other(format!(
+                "{} is not a folder of this user's that only it may change",
+                folder.display()
+            )));
+        }
+        let file = folder.join("file");
+        let dir = folder.join("dir");
+        if std::fs::symlink_metadata(&file).is_err() {
+            std::fs::File::create(&file)?;
+        }
+        if std::fs::symlink_metadata(&dir).is_err() {
+            std::fs::create_dir(&dir)?;
+        }
+        for (p, want_dir) in [(&file, false), (&dir, true)] {
+            let m = std::fs::symlink_metadata(p)?;
+            if m.is_dir() != want_dir || m.uid() != uid || m.len() > 0 && !want_dir {
+                return Err(std::io::Error::other(format!(
+                    "{} is not nib's empty stand-in",
+                    p.display()
+                )));
+            }
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o000))?;
+        }
+        Ok(StandIns { file, dir })
+    }
+}
+
+/// One mount of the layered part of the view, applied in order of depth so
+/// a folder is mounted before anything inside it.
+enum Layer<'a> {
+    Read(&'a Path),
+    Write(&'a Path),
+    Hide(&'a Path, bool),
+}
+
+impl Layer<'_> {
+    fn path(&self) -> &Path {
+        match self {
+            Layer::Read(p) | Layer::Write(p) | Layer::Hide(p, _) => p,
+        }
+    }
+}
+
+/// The bubblewrap argv that runs `inner` (the worker entry and its args).
+/// Nothing of the host is there but what the read policy names: the
+/// system folders (top-level links such as `/bin -> usr/bin` kept as
+/// links), the toolchains, the user's binds, read-only; the roots
+/// writable; hidden paths inside any of them covered by the unreadable
+/// `stand_ins`; a fresh `/dev` and `/proc`, private `/tmp` and `/run`
+/// (before the rest, so roots under `/tmp` stay visible); the root
+/// remounted read-only. Then the protected paths read-only, the entry
+/// binary visible, own PID, IPC and UTS namespaces, no network unless
+/// allowed, a new session, death with the parent, and no capabilities
+/// (even when started by root).
+pub fn bwrap_argv(
+    policy: &Policy,
+    entry: &Path,
+    inner: &[OsString],
+    stand_ins: &StandIns,
+) -> Vec<OsString> {
     let mut a: Vec<OsString> = Vec::new();
     let mut push = |items: &[&std::ffi::OsStr]| a.extend(items.iter().map(|s| s.to_os_string()));
-    push(&[
-        "bwrap".as_ref(),
-        "--ro-bind".as_ref(),
-        "/".as_ref(),
-        "/".as_ref(),
-    ]);
+    push(&["bwrap".as_ref()]);
     push(&[
         "--dev".as_ref(),
         "/dev".as_ref(),
@@ -40,8 +121,37 @@ pub fn bwrap_argv(policy: &Policy, entry: &Path, inner: &[OsString]) -> Vec<OsSt
         "--tmpfs".as_ref(),
         "/run".as_ref(),
     ]);
-    for w in &policy.writable {
-        push(&["--bind".as_ref(), w.as_os_str(), w.as_os_str()]);
+    let hidden = policy
+        .reads
+        .hidden_inside(&policy.writable, &policy.read_only);
+    let mut layers: Vec<Layer<'_>> = Vec::new();
+    layers.extend(policy.reads.readable.iter().map(|p| Layer::Read(p)));
+    layers.extend(policy.read_only.iter().map(|p| Layer::Read(p)));
+    layers.extend(policy.writable.iter().map(|p| Layer::Write(p)));
+    for h in &hidden {
+        let is_dir = std::fs::symlink_metadata(h).is_ok_and(|m| m.is_dir());
+        if std::fs::symlink_metadata(h).is_ok_and(|m| !m.file_type().is_symlink()) {
+            layers.push(Layer::Hide(h, is_dir));
+        }
+    }
+    // Stable: at one depth, reads before writes before hides.
+    layers.sort_by_key(|l| l.path().components().count());
+    for layer in &layers {
+        match layer {
+            Layer::Read(p) => match top_level_link(p) {
+                Some(target) => push(&["--symlink".as_ref(), target.as_os_str(), p.as_os_str()]),
+                None => push(&["--ro-bind-try".as_ref(), p.as_os_str(), p.as_os_str()]),
+            },
+            Layer::Write(p) => push(&["--bind".as_ref(), p.as_os_str(), p.as_os_str()]),
+            Layer::Hide(p, is_dir) => {
+                let stand_in = if *is_dir {
+                    &stand_ins.dir
+                } else {
+                    &stand_ins.file
+                };
+                push(&["--ro-bind".as_ref(), stand_in.as_os_str(), p.as_os_str()]);
+            }
+        }
     }
     // The proxy's socket, for the bridge in the network namespace.
     if let Some(r) = policy.proxy.as_ref().filter(|_| !policy.network) {
@@ -50,9 +160,6 @@ pub fn bwrap_argv(policy: &Policy, entry: &Path, inner: &[OsString]) -> Vec<OsSt
             r.socket.as_os_str(),
             r.socket.as_os_str(),
         ]);
-    }
-    for r in &policy.read_only {
-        push(&["--ro-bind-try".as_ref(), r.as_os_str(), r.as_os_str()]);
     }
     for p in &policy.protected {
         push(&["--ro-bind-try".as_ref(), p.as_os_str(), p.as_os_str()]);
@@ -63,6 +170,7 @@ pub fn bwrap_argv(policy: &Policy, entry: &Path, inner: &[OsString]) -> Vec<OsSt
         }
     }
     push(&["--ro-bind".as_ref(), entry.as_os_str(), entry.as_os_str()]);
+    push(&["--remount-ro".as_ref(), "/".as_ref()]);
     push(&[
         "--unshare-pid".as_ref(),
         "--unshare-ipc".as_ref(),
@@ -77,6 +185,19 @@ pub fn bwrap_argv(policy: &Policy, entry: &Path, inner: &[OsString]) -> Vec<OsSt
     push(&["--".as_ref(), entry.as_os_str()]);
     a.extend(inner.iter().cloned());
     a
+}
+
+/// Where a top-level link such as `/bin -> usr/bin` points, kept as a link
+/// inside (its target is readable on its own).
+fn top_level_link(p: &Path) -> Option<PathBuf> {
+    if p.parent() != Some(Path::new("/")) {
+        return None;
+    }
+    let meta = std::fs::symlink_metadata(p).ok()?;
+    if !meta.file_type().is_symlink() {
+        return None;
+    }
+    std::fs::read_link(p).ok()
 }
 
 /// Whether bubblewrap is installed and can make its namespaces here (checked once).
@@ -108,31 +229,53 @@ pub fn bwrap_usable() -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::PathBuf;
 
     #[test]
     fn argv_is_whole_and_ordered() {
+        let home = tempfile::tempdir().unwrap();
+        let h = home.path().to_string_lossy().into_owned();
+        std::fs::create_dir_all(home.path().join(".cargo")).unwrap();
+        std::fs::write(home.path().join(".cargo/credentials.toml"), "t").unwrap();
+        std::fs::create_dir_all(home.path().join("proj/.ssh")).unwrap();
         let policy = Policy {
             confine: true,
-            writable: vec![PathBuf::from("/tmp/proj")],
+            writable: vec![home.path().join("proj")],
             read_only: vec![PathBuf::from("/opt/sdk")],
-            protected: vec![PathBuf::from("/tmp/proj/.git/hooks")],
+            protected: vec![home.path().join("proj/.git/hooks")],
             network: false,
+            reads: crate::Reads {
+                readable: vec![PathBuf::from("/usr"), home.path().join(".cargo")],
+                hidden: vec![
+                    home.path().join(".cargo/credentials.toml"),
+                    home.path().join(".ssh"),
+                    home.path().join("proj/.ssh"),
+                ],
+            },
             ..Policy::default()
+        };
+        let stand_ins = StandIns {
+            file: PathBuf::from("/s/file"),
+            dir: PathBuf::from("/s/dir"),
         };
         let argv: Vec<String> = bwrap_argv(
             &policy,
             Path::new("/usr/bin/nib"),
             &["__w".into(), "x".into()],
+            &stand_ins,
         )
         .into_iter()
         .map(|s| s.to_string_lossy().into_owned())
         .collect();
-        let want = "bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --tmpfs /run \
-            --bind /tmp/proj /tmp/proj --ro-bind-try /opt/sdk /opt/sdk \
-            --ro-bind-try /tmp/proj/.git/hooks /tmp/proj/.git/hooks --ro-bind /usr/bin/nib /usr/bin/nib \
+        let want = format!(
+            "bwrap --dev /dev --proc /proc --tmpfs /tmp --tmpfs /run \
+            --ro-bind-try /usr /usr --ro-bind-try /opt/sdk /opt/sdk \
+            --ro-bind-try {h}/.cargo {h}/.cargo --bind {h}/proj {h}/proj \
+            --ro-bind /s/file {h}/.cargo/credentials.toml --ro-bind /s/dir {h}/proj/.ssh \
+            --ro-bind-try {h}/proj/.git/hooks {h}/proj/.git/hooks --ro-bind /usr/bin/nib /usr/bin/nib \
+            --remount-ro / \
             --unshare-pid --unshare-ipc --unshare-uts --unshare-net --new-session --die-with-parent \
-            --cap-drop ALL --setenv NIB_WORKER_IN_BWRAP 1 -- /usr/bin/nib __w x";
+            --cap-drop ALL --setenv NIB_WORKER_IN_BWRAP 1 -- /usr/bin/nib __w x"
+        );
         assert_eq!(
             argv.join(" "),
             want.split_whitespace().collect::<Vec<_>>().join(" ")
@@ -141,7 +284,19 @@ mod tests {
             network: true,
             ..policy
         };
-        let argv = bwrap_argv(&open, Path::new("/n"), &[]);
+        let argv = bwrap_argv(&open, Path::new("/n"), &[], &stand_ins);
         assert!(!argv.iter().any(|a| a == "--unshare-net"));
+    }
+
+    #[test]
+    fn stand_ins_are_empty_and_unreadable() {
+        use std::os::unix::fs::PermissionsExt;
+        let temp = tempfile::tempdir().unwrap();
+        let s = StandIns::make(temp.path()).unwrap();
+        for p in [&s.file, &s.dir] {
+            let m = std::fs::metadata(p).unwrap();
+            assert_eq!(m.permissions().mode() & 0o777, 0, "{}", p.display());
+        }
+        assert_eq!(StandIns::make(temp.path()).unwrap(), s, "made again");
     }
 }

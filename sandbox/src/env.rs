@@ -1,6 +1,8 @@
 //! The scrubbed environment every worker gets (layer 1): pagers off, no
-//! terminal prompts, and no sockets to agents or session buses. A pure
-//! function; `spawn.rs` applies it.
+//! terminal prompts, no sockets to agents or session buses, none of nib's
+//! own keys; and, when the policy confines, no secret-looking variables
+//! ([`is_secret_name`]) unless the user passes them by name. Pure
+//! functions; `spawn.rs` applies them.
 
 use std::ffi::{OsStr, OsString};
 
@@ -22,7 +24,72 @@ const REMOVED: &[&str] = &[
     "WINDOWID",
     "DOCKER_HOST",
     "PULSE_SERVER",
+    // nib's own key for its model calls (NIB_DECIDER_KEY and the other
+    // NIB_ variables go by their prefix).
+    "OPENROUTER_API_KEY",
 ];
+
+/// Name parts (split at `_`) that mark a variable as a secret.
+const SECRET_PARTS: &[&str] = &[
+    "KEY",
+    "KEYS",
+    "APIKEY",
+    "TOKEN",
+    "TOKENS",
+    "SECRET",
+    "SECRETS",
+    "PASSWORD",
+    "PASSWORDS",
+    "PASSWD",
+    "PASS",
+    "PASSPHRASE",
+    "PWD",
+    "CREDENTIAL",
+    "CREDENTIALS",
+    "CREDS",
+    "AUTH",
+    "COOKIE",
+    "DSN",
+    "PRIVATE",
+];
+
+/// Endings of one name part that mark it too (`ACCESSTOKEN`, `APIKEY`,
+/// `CLIENTSECRET`, `DBPASSWORD`).
+const SECRET_ENDINGS: &[&str] = &["KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD"];
+
+/// Whether a variable's name looks like it holds a secret: one of its
+/// `_`-separated parts (case aside) is a word such as KEY, TOKEN, SECRET,
+/// PASSWORD, PASSWD, PASS, PWD, CREDENTIAL(S), AUTH, COOKIE, DSN or
+/// PRIVATE, or ends in KEY, TOKEN, SECRET or PASSWORD. `PWD` and
+/// `OLDPWD` themselves (the shell's folders) are not secrets.
+pub fn is_secret_name(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    if upper == "PWD" || upper == "OLDPWD" {
+        return false;
+    }
+    upper.split('_').any(|part| {
+        SECRET_PARTS.contains(&part)
+            || SECRET_ENDINGS
+                .iter()
+                .any(|e| part.len() > e.len() && part.ends_with(e) && !part.ends_with("MONKEY"))
+    })
+}
+
+/// Takes the secret-looking variables out of `vars`, except those named in
+/// `pass` (NIB_SANDBOX_ENV); returns the names withheld, sorted.
+pub fn withhold_secrets(vars: &mut Vec<(OsString, OsString)>, pass: &[String]) -> Vec<String> {
+    let mut withheld = Vec::new();
+    vars.retain(|(k, _)| {
+        let name = k.to_string_lossy();
+        let secret = is_secret_name(&name) && !pass.iter().any(|p| *p == name);
+        if secret {
+            withheld.push(name.into_owned());
+        }
+        !secret
+    });
+    withheld.sort();
+    withheld
+}
 
 /// Variables every worker gets.
 const SET: &[(&str, &str)] = &[
@@ -86,6 +153,62 @@ mod tests {
     }
 
     #[test]
+    fn secret_looking_names_are_withheld_and_ordinary_ones_kept() {
+        for secret in [
+            "GITHUB_TOKEN",
+            "AWS_SECRET_ACCESS_KEY",
+            "AWS_SESSION_TOKEN",
+            "ANTHROPIC_API_KEY",
+            "OPENAI_APIKEY",
+            "NPM_TOKEN",
+            "DB_PASSWORD",
+            "PGPASSWORD",
+            "MYSQL_PWD",
+            "GOOGLE_APPLICATION_CREDENTIALS",
+            "SENTRY_DSN",
+            "HF_TOKEN",
+            "gh_token",
+            "CLIENTSECRET",
+            "DOCKER_AUTH_CONFIG",
+            "SSH_PRIVATE_KEY",
+        ] {
+            assert!(is_secret_name(secret), "{secret}");
+        }
+        for plain in [
+            "PATH",
+            "HOME",
+            "PWD",
+            "OLDPWD",
+            "GIT_AUTHOR_NAME",
+            "TOKENIZERS_PARALLELISM",
+            "KEYBOARD_LAYOUT",
+            "CARGO_HOME",
+            "LANG",
+            "PASSAGE",
+            "TERM",
+            "RUST_BACKTRACE",
+            "XDG_SESSION_TYPE",
+            "SSL_CERT_FILE",
+        ] {
+            assert!(!is_secret_name(plain), "{plain}");
+        }
+        let mut vars: Vec<(OsString, OsString)> = vec![
+            ("PATH".into(), "/bin".into()),
+            ("GITHUB_TOKEN".into(), "t".into()),
+            ("NPM_TOKEN".into(), "n".into()),
+        ];
+        let withheld = withhold_secrets(&mut vars, &["NPM_TOKEN".into()]);
+        assert_eq!(withheld, vec!["GITHUB_TOKEN".to_string()]);
+        assert_eq!(
+            vars,
+            vec![
+                (OsString::from("PATH"), OsString::from("/bin")),
+                ("NPM_TOKEN".into(), "n".into())
+            ]
+        );
+    }
+
+    #[test]
     fn sockets_go_and_pagers_are_set() {
         let env = scrub([
             ("PATH", "/bin"),
@@ -93,6 +216,8 @@ mod tests {
             ("PAGER", "less"),
             ("DBUS_SESSION_BUS_ADDRESS", "x"),
             ("NIB_SANDBOX", "1"),
+            ("NIB_DECIDER_KEY", "k"),
+            ("OPENROUTER_API_KEY", "k"),
         ]);
         let keys: Vec<String> = env
             .iter()

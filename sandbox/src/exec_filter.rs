@@ -23,6 +23,8 @@ const AUDIT_ARCH_AARCH64: u32 = 0xC000_00B7;
 const AUDIT_ARCH_ARM: u32 = 0x4000_0028;
 /// x32 system calls carry this bit on x86_64.
 const X32_BIT: u32 = 0x4000_0000;
+/// i386's multiplexed socket call (`connect` is its call 3).
+pub(crate) const SOCKETCALL_I386: u32 = 102;
 
 /// One architecture a process of this machine can make system calls in,
 /// with its exec system call numbers.
@@ -34,6 +36,9 @@ pub(crate) struct ExecCalls {
     pub execve: &'static [u32],
     /// `execveat` numbers.
     pub execveat: &'static [u32],
+    /// `connect` numbers (sent to the supervisor when pathname unix
+    /// sockets are checked there), `socketcall` on i386 included.
+    pub connect: &'static [u32],
     /// Pointers are 4 bytes wide (a compat architecture).
     pub narrow: bool,
 }
@@ -47,12 +52,14 @@ pub(crate) fn exec_calls() -> &'static [ExecCalls] {
                 arch: AUDIT_ARCH_X86_64,
                 execve: &[59, X32_BIT | 520],
                 execveat: &[322, X32_BIT | 545],
+                connect: &[42, X32_BIT | 42],
                 narrow: false,
             },
             ExecCalls {
                 arch: AUDIT_ARCH_I386,
                 execve: &[11],
                 execveat: &[358],
+                connect: &[362, SOCKETCALL_I386],
                 narrow: true,
             },
         ]
@@ -62,12 +69,14 @@ pub(crate) fn exec_calls() -> &'static [ExecCalls] {
                 arch: AUDIT_ARCH_AARCH64,
                 execve: &[221],
                 execveat: &[281],
+                connect: &[203],
                 narrow: false,
             },
             ExecCalls {
                 arch: AUDIT_ARCH_ARM,
                 execve: &[11],
                 execveat: &[387],
+                connect: &[283],
                 narrow: true,
             },
         ]
@@ -94,10 +103,14 @@ enum Target {
     Arch(usize),
 }
 
-/// The filter: for each known architecture, its exec numbers → notify,
-/// anything else → allow; an architecture this machine should not have →
-/// kill (fail closed).
-pub(crate) fn notify_program() -> Result<Vec<libc::sock_filter>, String> {
+/// The filter: for each known architecture, its exec numbers (with
+/// `execs`) and its connect numbers (with `connects`) → notify, anything
+/// else → allow; an architecture this machine should not have → kill
+/// (fail closed).
+pub(crate) fn notify_program(
+    execs: bool,
+    connects: bool,
+) -> Result<Vec<libc::sock_filter>, String> {
     let calls = exec_calls();
     if calls.is_empty() {
         return Err("exec rules are enforced on x86_64 and aarch64 only".into());
@@ -116,7 +129,13 @@ pub(crate) fn notify_program() -> Result<Vec<libc::sock_filter>, String> {
         laid.push((BPF_LD_W_ABS, ARCH_OFFSET, Target::Next, Target::Next));
         laid.push((BPF_JEQ_K, c.arch, Target::Next, otherwise));
         laid.push((BPF_LD_W_ABS, NR_OFFSET, Target::Next, Target::Next));
-        let numbers: Vec<u32> = c.execve.iter().chain(c.execveat).copied().collect();
+        let mut numbers: Vec<u32> = Vec::new();
+        if execs {
+            numbers.extend(c.execve.iter().chain(c.execveat));
+        }
+        if connects {
+            numbers.extend(c.connect);
+        }
         for (j, nr) in numbers.iter().enumerate() {
             let miss = if j + 1 < numbers.len() {
                 Target::Next
@@ -285,7 +304,17 @@ mod tests {
 
     #[test]
     fn execs_are_sent_to_the_supervisor_and_nothing_else_is() {
-        let p = notify_program().unwrap();
+        let p = notify_program(true, false).unwrap();
+        let c = notify_program(false, true).unwrap();
+        for arch in exec_calls() {
+            for nr in arch.connect {
+                assert_eq!(run(&c, arch.arch, *nr), libc::SECCOMP_RET_USER_NOTIF);
+                assert_eq!(run(&p, arch.arch, *nr), libc::SECCOMP_RET_ALLOW);
+            }
+            for nr in arch.execve {
+                assert_eq!(run(&c, arch.arch, *nr), libc::SECCOMP_RET_ALLOW);
+            }
+        }
         for c in exec_calls() {
             for nr in c.execve.iter().chain(c.execveat) {
                 assert_eq!(run(&p, c.arch, *nr), libc::SECCOMP_RET_USER_NOTIF);

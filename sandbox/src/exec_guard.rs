@@ -162,9 +162,88 @@ impl ExecLog {
     }
 }
 
+/// Where a confined tree may connect to pathname unix sockets when the
+/// supervisor checks them (Landlock before ABI 9 cannot): beneath these
+/// folders (the roots and the private `/tmp`), nowhere else.
+#[derive(Debug)]
+pub(crate) struct ConnectRule {
+    allowed: Vec<PathBuf>,
+}
+
+impl ConnectRule {
+    /// The rule for these folders (made canonical, as the kernel sees them).
+    pub(crate) fn new(folders: &[PathBuf]) -> ConnectRule {
+        ConnectRule {
+            allowed: folders
+                .iter()
+                .filter_map(|f| std::fs::canonicalize(f).ok())
+                .collect(),
+        }
+    }
+
+    /// The error a connect gets, if it is refused: a pathname unix socket
+    /// (resolved in the caller's view) outside the allowed folders. Other
+    /// families and abstract sockets go on (Landlock scopes abstract ones).
+    fn refuses(
+        &self,
+        listener: BorrowedFd<'_>,
+        notif: &libc::seccomp_notif,
+        socketcall: bool,
+    ) -> Option<i32> {
+        if socketcall {
+            // i386's multiplexer: its arguments are in the caller's memory;
+            // connect (call 3) is refused, the rest go on.
+            return (notif.data.args[0] == 3).then_some(libc::EACCES);
+        }
+        let (addr, len) = (notif.data.args[1], notif.data.args[2]);
+        let Ok(mem) = File::open(format!("/proc/{}/mem", notif.pid)) else {
+            return Some(libc::EACCES);
+        };
+        if !still_valid(listener, notif.id) {
+            return None;
+        }
+        let len = usize::try_from(len)
+            .unwrap_or(0)
+            .min(std::mem::size_of::<libc::sockaddr_un>());
+        let mut buf = vec![0u8; len];
+        if len < 2 || mem.read_exact_at(&mut buf, addr).is_err() {
+            // The kernel refuses what it cannot read itself.
+            return None;
+        }
+        if u16::from_ne_bytes([buf[0], buf[1]]) != libc::AF_UNIX as u16 {
+            return None;
+        }
+        let path = &buf[2..];
+        let path = &path[..path.iter().position(|&b| b == 0).unwrap_or(path.len())];
+        if path.is_empty() {
+            // Abstract (a leading NUL) or unnamed.
+            return None;
+        }
+        let view = View { pid: notif.pid };
+        let fd = match view.open(libc::AT_FDCWD, path, false) {
+            Ok(fd) => fd,
+            Err(e) => return Some(e.raw_os_error().unwrap_or(libc::ENOENT)),
+        };
+        let Ok(at) = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())) else {
+            return Some(libc::EACCES);
+        };
+        if self.allowed.iter().any(|a| at.starts_with(a)) {
+            None
+        } else {
+            Some(libc::EACCES)
+        }
+    }
+}
+
 /// Starts the supervisor of one worker: it waits for the listener on
-/// `socket`, then answers every exec of the tree until the tree is gone.
-pub(crate) fn supervise(socket: OwnedFd, judge: Arc<dyn ExecJudge>, log: ExecLog) {
+/// `socket`, then answers every exec (with a judge) and every connect
+/// (with a connect rule) of the tree until the tree is gone.
+pub(crate) fn supervise(
+    socket: OwnedFd,
+    judge: Option<Arc<dyn ExecJudge>>,
+    connects: Option<Arc<ConnectRule>>,
+    log: ExecLog,
+) {
     let spawned = std::thread::Builder::new()
         .name("nib-exec-guard".into())
         .spawn(move || {
@@ -174,14 +253,24 @@ pub(crate) fn supervise(socket: OwnedFd, judge: Arc<dyn ExecJudge>, log: ExecLog
                 _ => return,
             };
             drop(socket);
-            serve(listener.as_fd(), judge.as_ref(), &log);
+            serve(
+                listener.as_fd(),
+                judge.as_deref(),
+                connects.as_deref(),
+                &log,
+            );
         });
     // Without its thread no exec of the worker is ever answered: the worker
     // then fails at its first exec (fail closed), so nothing more to do here.
     drop(spawned);
 }
 
-fn serve(listener: BorrowedFd<'_>, judge: &dyn ExecJudge, log: &ExecLog) {
+fn serve(
+    listener: BorrowedFd<'_>,
+    judge: Option<&dyn ExecJudge>,
+    connects: Option<&ConnectRule>,
+    log: &ExecLog,
+) {
     loop {
         let mut fds = [rustix::event::PollFd::new(
             &listener,
@@ -216,17 +305,35 @@ fn serve(listener: BorrowedFd<'_>, judge: &dyn ExecJudge, log: &ExecLog) {
                 _ => return,
             }
         }
-        let refusal = decide(listener, &notif, judge);
-        let refused = refusal.is_some();
-        // Logged before the answer: once the caller goes on, the call may
-        // end at once, and its closing lines must already hold this.
-        if let Some(r) = refusal {
-            log.push(r);
-        }
+        let connect = exec_calls()
+            .iter()
+            .find(|c| c.arch == notif.data.arch)
+            .and_then(|c| {
+                let nr = u32::try_from(notif.data.nr).ok()?;
+                c.connect
+                    .contains(&nr)
+                    .then_some(nr == crate::exec_filter::SOCKETCALL_I386 && c.narrow)
+            });
+        let error = match (connect, connects, judge) {
+            (Some(socketcall), Some(rule), _) => rule.refuses(listener, &notif, socketcall),
+            (Some(_), None, _) => None,
+            (None, _, Some(judge)) => {
+                let refusal = decide(listener, &notif, judge);
+                let refused = refusal.is_some();
+                // Logged before the answer: once the caller goes on, the call may
+                // end at once, and its closing lines must already hold this.
+                if let Some(r) = refusal {
+                    log.push(r);
+                }
+                refused.then_some(libc::EACCES)
+            }
+            (None, _, None) => None,
+        };
+        let refused = error.is_some();
         let answer = libc::seccomp_notif_resp {
             id: notif.id,
             val: 0,
-            error: if refused { -libc::EACCES } else { 0 },
+            error: error.map_or(0, |e| -e),
             flags: if refused {
                 0
             } else {

@@ -1,20 +1,25 @@
-//! Layer 2, inner: Landlock, at the best ABI the kernel offers. Everything
-//! may be read and run; only the roots, the private temp folder and a few
-//! devices may be written; TCP bind and connect are denied without network;
-//! abstract unix sockets and signals are scoped to the worker (ABI 6+).
+//! Layer 2, inner: Landlock, at the best ABI the kernel offers. Only what
+//! the read policy names may be read and run (an allow-list: a folder that
+//! holds a hidden path is granted as its other entries, `reads.rs`'s
+//! `split_around`); only the roots, the private temp folder and a few
+//! devices may be written, and no device node made anywhere; TCP bind and
+//! connect are denied without network; abstract unix sockets and signals
+//! are scoped to the worker (ABI 6+); pathname unix sockets resolve only
+//! in the roots and the private temp folder (ABI 9+).
 //! The ruleset is created ahead ([`ruleset`]); the process that becomes the
 //! program puts it in force on itself ([`restrict_self`], from `launch.rs`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, NetPort, Ruleset, RulesetAttr,
-    RulesetCreatedAttr, Scope, path_beneath_rules,
+    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath,
+    PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope, path_beneath_rules,
 };
 
 use crate::Policy;
+use crate::reads::{Grant, list_dir, split_around};
 
 /// The newest ABI this crate knows; the kernel's is used when lower.
 const BEST: ABI = ABI::V6;
@@ -52,8 +57,11 @@ fn probe_abi() -> u32 {
 /// The policy's ruleset, created (not yet in force): `None` where the
 /// kernel has no Landlock. [`restrict_self`] puts it in force.
 pub fn ruleset(policy: &Policy, private_tmp: Option<&PathBuf>) -> Result<Option<OwnedFd>, String> {
-    let all = AccessFs::from_all(BEST);
-    let read = AccessFs::from_read(BEST);
+    let best = if abi() >= 9 { ABI::V9 } else { BEST };
+    let all = AccessFs::from_all(best);
+    let read = AccessFs::from_read(best);
+    // Writable folders get every right but making device nodes.
+    let write = all & !(AccessFs::MakeChar | AccessFs::MakeBlock);
     let mut ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::BestEffort)
         .handle_access(all)
@@ -80,9 +88,8 @@ pub fn ruleset(policy: &Policy, private_tmp: Option<&PathBuf>) -> Result<Option<
         "/dev/shm",
     ]
     .into_iter()
-    .filter(|d| std::path::Path::new(d).exists())
+    .filter(|d| Path::new(d).exists())
     .collect();
-    writable.retain(|w| w.exists());
     let mut created = ruleset.create().map_err(|e| e.to_string())?;
     // Through the proxy only: TCP connections to its port (the bridge's
     // inside bubblewrap), nothing else.
@@ -91,19 +98,65 @@ pub fn ruleset(policy: &Policy, private_tmp: Option<&PathBuf>) -> Result<Option<
             .add_rule(NetPort::new(r.port, AccessNet::ConnectTcp))
             .map_err(|e| e.to_string())?;
     }
+    for (path, access) in grants(policy, &writable, read, write) {
+        // A path that cannot be opened now (gone, or not there inside
+        // bubblewrap) is left out rather than failing the whole ruleset.
+        let Ok(meta) = std::fs::metadata(&path) else {
+            continue;
+        };
+        let Ok(fd) = PathFd::new(&path) else {
+            continue;
+        };
+        let access = if meta.is_dir() {
+            access
+        } else {
+            access & AccessFs::from_file(best)
+        };
+        created = created
+            .add_rule(PathBeneath::new(fd, access))
+            .map_err(|e| e.to_string())?;
+    }
     let created = created
-        .add_rules(path_beneath_rules(["/"], read))
-        .map_err(|e| e.to_string())?
-        .add_rules(path_beneath_rules(&writable, all))
-        .map_err(|e| e.to_string())?
         .add_rules(path_beneath_rules(
             devices,
-            AccessFs::from_read(BEST) | AccessFs::WriteFile,
+            AccessFs::from_read(best) | AccessFs::WriteFile,
         ))
         .map_err(|e| e.to_string())?;
     Ok(created.into())
 }
 
+/// Every path rule but the devices': the read policy's folders (split
+/// around hidden paths), `/dev`, `/proc`, the binds, the entry, and the
+/// writable folders. `/etc/resolv.conf` is followed where it leads
+/// elsewhere (often `/run`), so names still resolve with the network on.
+fn grants(
+    policy: &Policy,
+    writable: &[PathBuf],
+    read: BitFlags<AccessFs>,
+    write: BitFlags<AccessFs>,
+) -> Vec<(PathBuf, BitFlags<AccessFs>)> {
+    let hidden = &policy.reads.hidden;
+    let mut out = Vec::new();
+    let mut readable: Vec<PathBuf> = policy.reads.readable.clone();
+    readable.extend(policy.read_only.iter().cloned());
+    readable.push(PathBuf::from("/dev"));
+    readable.push(PathBuf::from("/proc"));
+    if let Ok(target) = std::fs::canonicalize("/etc/resolv.conf")
+        && !readable.iter().any(|r| target.starts_with(r))
+    {
+        readable.push(target);
+    }
+    for r in &readable {
+        for g in split_around(r, hidden, &list_dir) {
+            match g {
+                Grant::Whole(p) => out.push((p, read)),
+                Grant::ListOnly(p) => out.push((p, AccessFs::ReadDir.into())),
+            }
+        }
+    }
+    out.extend(writable.iter().map(|w| (w.clone(), write)));
+    out
+}
 /// Restricts the calling thread (and what it runs) to a created ruleset;
 /// no_new_privs must be set. Whether Landlock is in force. A system call
 /// only: safe in a forked child.

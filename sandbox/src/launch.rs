@@ -12,7 +12,7 @@
 //! steps. Which layers the policy asks for is decided by the caller.
 
 use std::ffi::{CString, OsStr, OsString};
-use std::os::fd::{AsFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -37,6 +37,8 @@ pub enum Failure {
     NoNewPrivs(i32),
     /// The policy confines and no confining layer could be applied.
     NoLayer,
+    /// Putting the Landlock rules in force.
+    Landlock(i32),
     /// Installing the exec filter (seccomp user notification).
     ExecFilter(i32),
     /// Handing the exec filter's listener to the broker.
@@ -60,6 +62,9 @@ impl Failure {
             Failure::Fork(_) => "fork failed",
             Failure::Limits(_) => "resource limits could not be set",
             Failure::NoNewPrivs(_) => "no_new_privs could not be set",
+            Failure::Landlock(_) => {
+                "the Landlock rules could not be put in force; refusing to run the program"
+            }
             Failure::NoLayer => {
                 "NIB_SANDBOX=1 but no confining layer could be applied (no usable bubblewrap, no Landlock, no seccomp); refusing to run the program"
             }
@@ -75,6 +80,7 @@ impl Failure {
             Failure::Fork(e)
             | Failure::Limits(e)
             | Failure::NoNewPrivs(e)
+            | Failure::Landlock(e)
             | Failure::ExecFilter(e)
             | Failure::HandOver(e)
             | Failure::Exec(e) => Some(e),
@@ -261,14 +267,22 @@ impl Launch {
         };
         let (landlock, seccomp) = if policy.confine {
             (
-                landlock::ruleset(policy, private_tmp).unwrap_or(None),
+                landlock::ruleset(policy, private_tmp)
+                    .map_err(|e| format!("cannot build the Landlock rules: {e}"))?
+                    .map(above_handed_fds)
+                    .transpose()
+                    .map_err(|e| format!("cannot keep the Landlock rules: {e}"))?,
                 seccomp::programs(sockets).unwrap_or_default(),
             )
         } else {
             (None, Vec::new())
         };
-        let exec_filter = if policy.supervise_exec {
-            Some(exec_filter::notify_program()?)
+        let connects = connects_supervised(policy, in_bwrap);
+        let exec_filter = if policy.supervise_exec || connects {
+            Some(exec_filter::notify_program(
+                policy.supervise_exec,
+                connects,
+            )?)
         } else {
             None
         };
@@ -383,10 +397,15 @@ impl Launch {
                 return Failure::NoNewPrivs(e);
             }
             no_new_privs = true;
-            let landlock_on = self
-                .landlock
-                .as_ref()
-                .is_some_and(|fd| landlock::restrict_self(fd.as_fd()));
+            // Rules built are rules in force: a failure here stops the start
+            // rather than leaving the program with seccomp alone.
+            let landlock_on = match self.landlock.as_ref() {
+                Some(fd) if !landlock::restrict_self(fd.as_fd()) => {
+                    return Failure::Landlock(last_errno());
+                }
+                Some(_) => true,
+                None => false,
+            };
             let seccomp_on = seccomp::install(&self.seccomp);
             if self.namespace != Namespace::Bubblewrap && !landlock_on && !seccomp_on {
                 return Failure::NoLayer;
@@ -451,6 +470,27 @@ impl Launch {
         }
         Failure::Exec(error)
     }
+}
+
+/// The fds the start puts in place (the channel at 3, the supervisor
+/// socket at 4, the output at 5) must not land on the ruleset's: it is
+/// moved above them, where the start's `dup2`s cannot overwrite it (a
+/// ruleset at fd 4 was replaced by the supervisor socket, and Landlock
+/// silently not applied).
+fn above_handed_fds(fd: OwnedFd) -> std::io::Result<OwnedFd> {
+    const FIRST_FREE: RawFd = 10;
+    if fd.as_raw_fd() >= FIRST_FREE {
+        return Ok(fd);
+    }
+    Ok(rustix::io::fcntl_dupfd_cloexec(&fd, FIRST_FREE)?)
+}
+
+/// Whether each `connect` of the tree goes to the broker's supervisor,
+/// which refuses pathname unix sockets outside the roots and the private
+/// `/tmp`: under a confining policy outside bubblewrap (whose view holds
+/// no other sockets) where Landlock cannot refuse them itself (before ABI 9).
+pub fn connects_supervised(policy: &Policy, in_bwrap: bool) -> bool {
+    policy.confine && !in_bwrap && landlock::abi() < 9
 }
 
 /// The paths execvp would try for `name` with `path` as PATH (glibc's

@@ -15,6 +15,12 @@
 //! filter. A confining policy that cannot apply any confining layer refuses to
 //! run the program.
 //!
+//! What confined programs may read ([`Reads`]): the system folders, the
+//! toolchains and caches builds use, the roots and the user's binds; every
+//! other file of the user's is absent (bubblewrap) or not granted
+//! (Landlock), and well-known credential files are hidden even inside
+//! those. Secret-looking environment variables are withheld.
+//!
 //! The exec-time layer, in every mode when the caller gives a judge
 //! ([`exec_filter`], [`exec_guard`]): each `execve`/`execveat` of the tree
 //! waits while a supervisor thread in the broker identifies the file the
@@ -51,15 +57,17 @@ mod lifetime;
 mod limits;
 mod policy;
 mod private_tmp;
+mod reads;
 mod seccomp;
 mod spawn;
 mod worker;
 
 pub use bwrap::{bwrap_argv, bwrap_usable};
-pub use env::{proxy_vars, scrub};
+pub use env::{is_secret_name, proxy_vars, scrub, withhold_secrets};
 pub use exec_guard::{ExecAttempt, ExecFile, ExecJudge, ExecLog, ExecRefusal};
 pub use leftovers::sweep as sweep_leftovers;
 pub use policy::{Layers, Limits, Policy, ProxyRoute};
+pub use reads::{CREDENTIALS, HOME_TOOLCHAINS, Reads, SYSTEM, SYSTEM_SECRETS, UserReads};
 pub use seccomp::denied_syscalls;
 pub use spawn::{Killer, Output, Sandbox, SandboxError, ServicePipes, Worker};
 pub use worker::{WORKER_ARG, WORKER_BINARY, entry_beside, worker_main};

@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::Reads;
+
 /// Resource limits of a worker.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Limits {
@@ -68,6 +70,14 @@ pub struct Policy {
     /// allowlist decides), when the layers can hold programs to it.
     #[serde(default)]
     pub proxy: Option<ProxyRoute>,
+    /// What programs may read when the policy confines ([`Reads`]): the
+    /// roots, the private `/tmp` and these, nothing else.
+    #[serde(default)]
+    pub reads: Reads,
+    /// Secret-looking variables passed to confined programs anyway
+    /// (NIB_SANDBOX_ENV); the others are withheld ([`crate::env`]).
+    #[serde(default)]
+    pub pass_env: Vec<String>,
 }
 
 /// Which layers this machine offers (see [`crate::probe`]).

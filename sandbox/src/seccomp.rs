@@ -3,7 +3,8 @@
 //! installed by the worker after `PR_SET_NO_NEW_PRIVS` and before it runs the
 //! program. Denied with `EPERM`: io_uring, ptrace and process_vm_*, the key
 //! ring, mount and friends, unshare/setns, clone with namespace flags, bpf,
-//! perf_event_open, module loading, kexec, `ioctl(TIOCSTI)`, and, without
+//! perf_event_open, module loading, kexec, `ioctl(TIOCSTI)`, `mknod` of a
+//! character or block device, and, without
 //! network, sockets other than unix ones. `clone3` answers `ENOSYS`, so libc
 //! falls back to `clone`, whose flags the filter can see.
 
@@ -100,6 +101,35 @@ pub fn programs(sockets: Sockets) -> Result<Vec<BpfProgram>, String> {
         );
     }
     rules.insert(libc::SYS_clone, clone_rules);
+    // No device nodes: mknod of a character or block device (root keeps
+    // CAP_MKNOD without bubblewrap); FIFOs and sockets stay possible.
+    let mut device_rules = Vec::new();
+    for kind in [libc::S_IFCHR, libc::S_IFBLK] {
+        device_rules.push(
+            SeccompRule::new(vec![cond(
+                2,
+                SeccompCmpOp::MaskedEq(libc::S_IFMT as u64),
+                kind as u64,
+            )?])
+            .map_err(|e| e.to_string())?,
+        );
+    }
+    rules.insert(libc::SYS_mknodat, device_rules);
+    #[cfg(target_arch = "x86_64")]
+    {
+        let mut old = Vec::new();
+        for kind in [libc::S_IFCHR, libc::S_IFBLK] {
+            old.push(
+                SeccompRule::new(vec![cond(
+                    1,
+                    SeccompCmpOp::MaskedEq(libc::S_IFMT as u64),
+                    kind as u64,
+                )?])
+                .map_err(|e| e.to_string())?,
+            );
+        }
+        rules.insert(libc::SYS_mknod, old);
+    }
     rules.insert(
         libc::SYS_ioctl,
         vec![

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::exec_filter::SUPERVISOR_FD;
-use crate::exec_guard::{ExecJudge, ExecLog, supervise};
+use crate::exec_guard::{ConnectRule, ExecJudge, ExecLog, supervise};
 use crate::launch::{self, Launch, Namespace};
 use crate::limits::PidsCgroup;
 use crate::{Policy, bwrap, env, lifetime, private_tmp, worker};
@@ -145,7 +145,12 @@ fn spawn_on_spawner(cmd: Command, new_namespace: bool) -> std::io::Result<Child>
 impl Sandbox {
     /// A sandbox that runs workers through `entry` (a binary whose `main`
     /// calls [`worker::worker_main`] when its first argument is [`worker::WORKER_ARG`]).
-    pub fn new(entry: &Path, policy: Policy) -> Sandbox {
+    /// The entry is readable to the worker in every mode (bubblewrap binds
+    /// it, Landlock grants it).
+    pub fn new(entry: &Path, mut policy: Policy) -> Sandbox {
+        if !policy.read_only.iter().any(|p| p == entry) {
+            policy.read_only.push(entry.to_path_buf());
+        }
         Sandbox {
             entry: entry.to_path_buf(),
             policy,
@@ -276,6 +281,9 @@ impl Sandbox {
             None
         };
         let mut vars: Vec<(OsString, OsString)> = env::scrub(std::env::vars_os());
+        if self.policy.confine {
+            env::withhold_secrets(&mut vars, &self.policy.pass_env);
+        }
         vars.extend(
             self.policy
                 .proxy
@@ -305,7 +313,12 @@ impl Sandbox {
             }
             inner.push("--".into());
             inner.extend(program.iter().cloned());
-            let argv = bwrap::bwrap_argv(&self.policy, &self.entry, &inner);
+            let stand_ins = bwrap::StandIns::get().map_err(|e| {
+                SandboxError::Spawn(std::io::Error::other(format!(
+                    "cannot make the stand-ins for hidden paths: {e}"
+                )))
+            })?;
+            let argv = bwrap::bwrap_argv(&self.policy, &self.entry, &inner, stand_ins);
             let mut c = Command::new(&argv[0]);
             c.args(&argv[1..]).env_clear().envs(vars);
             (c, None)
@@ -358,13 +371,19 @@ impl Sandbox {
         let channel_fd = channel.as_ref().map(std::os::fd::AsRawFd::as_raw_fd);
         let output_fd = output.as_ref().map(std::os::fd::AsRawFd::as_raw_fd);
         // The supervisor socket: the worker sends its exec listener on it.
-        let (supervisor, supervisor_child) = match &self.judge {
-            Some(_) => {
-                let (ours, theirs) =
-                    std::os::unix::net::UnixStream::pair().map_err(SandboxError::Spawn)?;
-                (Some(ours), Some(theirs))
-            }
-            None => (None, None),
+        // Pathname unix sockets are checked there too where Landlock
+        // cannot refuse them: the roots and the private /tmp only.
+        let connects = (!bwrap && launch::connects_supervised(&self.policy, false)).then(|| {
+            let mut allowed: Vec<PathBuf> = self.policy.writable.clone();
+            allowed.extend(private_tmp.iter().cloned());
+            Arc::new(ConnectRule::new(&allowed))
+        });
+        let (supervisor, supervisor_child) = if self.judge.is_some() || connects.is_some() {
+            let (ours, theirs) =
+                std::os::unix::net::UnixStream::pair().map_err(SandboxError::Spawn)?;
+            (Some(ours), Some(theirs))
+        } else {
+            (None, None)
         };
         let supervisor_fd = supervisor_child
             .as_ref()
@@ -427,13 +446,13 @@ impl Sandbox {
         }
         // The supervisor listens before the start: the program's own exec
         // is the first it decides, and the start returns only after it.
-        let exec_log = match (&self.judge, supervisor) {
-            (Some(judge), Some(socket)) => {
+        let exec_log = match supervisor {
+            Some(socket) => {
                 let log = ExecLog::default();
-                supervise(socket.into(), Arc::clone(judge), log.clone());
-                Some(log)
+                supervise(socket.into(), self.judge.clone(), connects, log.clone());
+                self.judge.is_some().then_some(log)
             }
-            _ => None,
+            None => None,
         };
         // Outside bubblewrap the worker is the init of its own PID
         // namespace where this process may make one (bubblewrap makes its

@@ -425,6 +425,8 @@ impl Library {
             confirm_network: false,
             sandbox_bwrap: true,
             sandbox_bind: Vec::new(),
+            sandbox_hide: Vec::new(),
+            sandbox_env: Vec::new(),
             shell: true,
             channel: false,
             warm: false,

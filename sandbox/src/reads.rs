@@ -1,0 +1,569 @@
+//! What confined programs may read (the read policy): the system folders,
+//! the toolchains and caches real builds use, the folders the user binds,
+//! and the roots — nothing else of the user's. Well-known credential files
+//! stay hidden even inside a readable folder.
+//!
+//! This file describes; it does not confine. `bwrap.rs` renders a
+//! [`Reads`] as mounts (a folder not mounted does not exist, a hidden path
+//! is covered by an unreadable one), `landlock.rs` as granted paths (an
+//! allow-list: a folder holding a hidden path is granted as its other
+//! entries, [`split_around`]). The broker builds the description
+//! ([`Reads::for_user`]) from its environment and the user's settings.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// System folders programs may read (and run from), where they exist.
+/// `/dev`, `/proc` and `/tmp` are made or granted apart from these.
+pub const SYSTEM: &[&str] = &[
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix", "/sys",
+];
+
+/// Secrets inside the system folders, hidden even though `/etc` is readable.
+pub const SYSTEM_SECRETS: &[&str] = &[
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+    "/etc/sudoers",
+    "/etc/sudoers.d",
+    "/etc/ssl/private",
+    "/etc/security/opasswd",
+    "/etc/machine-id",
+];
+
+/// Folders and files under `$HOME` that builds read: toolchains, version
+/// managers (their shims are on PATH, the toolchains beside them), package
+/// caches, and git's own settings.
+pub const HOME_TOOLCHAINS: &[&str] = &[
+    ".cargo",
+    ".rustup",
+    ".pyenv",
+    ".rbenv",
+    ".nvm",
+    ".asdf",
+    ".local/share/mise",
+    ".sdkman",
+    ".volta",
+    ".bun",
+    ".deno",
+    ".dotnet",
+    ".jdks",
+    ".local/bin",
+    ".local/lib",
+    ".npm",
+    ".yarn",
+    ".cache/yarn",
+    ".local/share/pnpm",
+    ".cache/node-gyp",
+    ".cache/pip",
+    ".cache/uv",
+    ".cache/pypoetry",
+    "go",
+    ".cache/go-build",
+    ".gradle",
+    ".m2",
+    ".ivy2",
+    ".sbt",
+    ".cache/coursier",
+    ".konan",
+    ".gem",
+    ".nuget",
+    ".gitconfig",
+    ".config/git",
+];
+
+/// Variables that name a toolchain or a cache outside the usual places
+/// (`GOPATH` may list several, `:` separated).
+pub const TOOLCHAIN_VARS: &[&str] = &[
+    "CARGO_HOME",
+    "RUSTUP_HOME",
+    "GOPATH",
+    "GOROOT",
+    "GOMODCACHE",
+    "GOCACHE",
+    "PYENV_ROOT",
+    "VIRTUAL_ENV",
+    "CONDA_PREFIX",
+    "NVM_DIR",
+    "ASDF_DIR",
+    "ASDF_DATA_DIR",
+    "MISE_DATA_DIR",
+    "SDKMAN_DIR",
+    "VOLTA_HOME",
+    "BUN_INSTALL",
+    "DENO_DIR",
+    "PNPM_HOME",
+    "npm_config_cache",
+    "NPM_CONFIG_CACHE",
+    "YARN_CACHE_FOLDER",
+    "PIP_CACHE_DIR",
+    "UV_CACHE_DIR",
+    "JAVA_HOME",
+    "GRADLE_USER_HOME",
+    "M2_HOME",
+    "MAVEN_HOME",
+    "RBENV_ROOT",
+    "GEM_HOME",
+    "DOTNET_ROOT",
+    "NUGET_PACKAGES",
+    "GIT_CONFIG_GLOBAL",
+];
+
+/// Well-known credential files and folders under `$HOME`: hidden even
+/// inside a readable folder (`.cargo/credentials.toml` in `.cargo`).
+pub const CREDENTIALS: &[&str] = &[
+    ".ssh",
+    ".gnupg",
+    ".password-store",
+    ".local/share/keyrings",
+    ".pki",
+    ".aws",
+    ".azure",
+    ".config/gcloud",
+    ".oci",
+    ".kube",
+    ".docker",
+    ".config/gh",
+    ".config/hub",
+    ".config/glab-cli",
+    ".netrc",
+    ".git-credentials",
+    ".config/git/credentials",
+    ".npmrc",
+    ".yarnrc",
+    ".yarnrc.yml",
+    ".config/configstore",
+    ".pypirc",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".gem/credentials",
+    ".gradle/gradle.properties",
+    ".m2/settings.xml",
+    ".m2/settings-security.xml",
+    ".nuget/NuGet/NuGet.Config",
+    ".vault-token",
+    ".terraform.d/credentials.tfrc.json",
+    ".pgpass",
+    ".my.cnf",
+    ".s3cfg",
+    ".boto",
+    ".databrickscfg",
+    ".config/rclone",
+    ".config/op",
+    ".config/doctl",
+    ".huggingface",
+    ".cache/huggingface/token",
+    ".mozilla",
+    ".config/google-chrome",
+    ".config/chromium",
+    ".config/BraveSoftware",
+    ".config/microsoft-edge",
+    ".config/nib",
+    ".claude",
+    ".claude.json",
+    ".config/claude",
+    ".config/opencode",
+    ".local/share/opencode",
+    ".bash_history",
+    ".zsh_history",
+    ".python_history",
+    ".node_repl_history",
+    ".psql_history",
+    ".mysql_history",
+];
+
+/// The read policy: what confined programs may read besides the roots
+/// (always readable and writable) and the private `/tmp`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reads {
+    /// Folders and files programs may read (and run from).
+    pub readable: Vec<PathBuf>,
+    /// Paths hidden even inside a readable folder or a root.
+    pub hidden: Vec<PathBuf>,
+}
+
+impl Default for Reads {
+    /// The system folders alone, their secrets hidden.
+    fn default() -> Reads {
+        Reads {
+            readable: SYSTEM.iter().map(PathBuf::from).collect(),
+            hidden: system_secrets(Path::new("/etc/ssh")),
+        }
+    }
+}
+
+/// What the user's side says about the read policy (environment and user
+/// config; a project may only add to `hide`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UserReads {
+    /// `$HOME`.
+    pub home: Option<PathBuf>,
+    /// `PATH`.
+    pub path: Option<OsString>,
+    /// The [`TOOLCHAIN_VARS`] that are set, as (name, value).
+    pub toolchain_vars: Vec<(String, OsString)>,
+    /// Paths the user allows (NIB_SANDBOX_BIND): readable, and shown even
+    /// when a credential entry would hide them.
+    pub allow: Vec<PathBuf>,
+    /// Paths the user (NIB_SANDBOX_HIDE) or the project hides on top.
+    pub hide: Vec<PathBuf>,
+}
+
+impl UserReads {
+    /// The toolchain variables from an environment lookup.
+    pub fn toolchain_vars_from(
+        lookup: impl Fn(&str) -> Option<OsString>,
+    ) -> Vec<(String, OsString)> {
+        TOOLCHAIN_VARS
+            .iter()
+            .filter_map(|n| {
+                lookup(n)
+                    .filter(|v| !v.is_empty())
+                    .map(|v| (n.to_string(), v))
+            })
+            .collect()
+    }
+}
+
+impl Reads {
+    /// The policy for a user: the system folders, the toolchains under
+    /// `$HOME` and those the environment names, PATH's folders (a `bin` or
+    /// `shims` folder with its toolchain's root), and the allowed paths;
+    /// hidden: the system secrets, the credential list under `$HOME`, the
+    /// user's and the project's hides, less what the user allows.
+    /// Only existing paths are kept; nothing is listed but `/etc/ssh`.
+    pub fn for_user(user: &UserReads) -> Reads {
+        let mut readable: Vec<PathBuf> = SYSTEM.iter().map(PathBuf::from).collect();
+        let home = user
+            .home
+            .as_deref()
+            .filter(|h| h.is_absolute() && *h != Path::new("/"));
+        if let Some(home) = home {
+            readable.extend(HOME_TOOLCHAINS.iter().map(|p| home.join(p)));
+        }
+        for (name, value) in &user.toolchain_vars {
+            let values: Vec<PathBuf> = if name == "GOPATH" {
+                std::env::split_paths(value).collect()
+            } else {
+                vec![PathBuf::from(value)]
+            };
+            readable.extend(values.into_iter().filter(|p| too_wide(p, home).is_none()));
+        }
+        if let Some(path) = &user.path {
+            for dir in std::env::split_paths(path) {
+                if !dir.is_absolute() || too_wide(&dir, home).is_some() {
+                    continue;
+                }
+                let toolchain_root = dir
+                    .file_name()
+                    .is_some_and(|n| n == "bin" || n == "shims")
+                    .then(|| dir.parent().map(Path::to_path_buf))
+                    .flatten()
+                    .filter(|p| too_wide(p, home).is_none())
+                    .filter(|p| home.is_none_or(|h| *p != h.join(".local")));
+                readable.extend(toolchain_root);
+                readable.push(dir);
+            }
+        }
+        readable.extend(user.allow.iter().cloned());
+        let mut hidden = system_secrets(Path::new("/etc/ssh"));
+        if let Some(home) = home {
+            hidden.extend(CREDENTIALS.iter().map(|p| home.join(p)));
+        }
+        hidden.extend(user.hide.iter().cloned());
+        // What the user names exactly is shown; an allowed path inside a
+        // hidden folder is shown on its own (the deeper entry wins), and a
+        // hidden entry inside an allowed folder stays hidden.
+        hidden.retain(|h| !user.allow.iter().any(|a| a == h));
+        let mut reads = Reads { readable, hidden };
+        reads.tidy();
+        reads
+    }
+
+    /// Sorted, without duplicates, and without a path inside another
+    /// readable one unless a hidden path lies between them.
+    fn tidy(&mut self) {
+        self.readable.sort();
+        self.readable.dedup();
+        self.hidden.sort();
+        self.hidden.dedup();
+        let all = self.readable.clone();
+        let hidden = &self.hidden;
+        self.readable.retain(|p| {
+            !all.iter().any(|q| {
+                q != p
+                    && p.starts_with(q)
+                    && !hidden.iter().any(|h| p.starts_with(h) && h.starts_with(q))
+            })
+        });
+    }
+
+    /// Whether `path` (absolute, lexically normal) is hidden from programs,
+    /// given the roots: the deepest entry that holds it decides (a hidden
+    /// one hides, a readable one or a root shows); a path no entry holds is
+    /// hidden, except under `/dev`, `/proc` and `/tmp`.
+    pub fn hides(&self, path: &Path, roots: &[PathBuf]) -> bool {
+        let depth = |p: &PathBuf| path.starts_with(p).then(|| p.components().count());
+        let shown = self.readable.iter().chain(roots).filter_map(depth).max();
+        let hidden = self.hidden.iter().filter_map(depth).max();
+        let always = ["/dev", "/proc", "/tmp"]
+            .iter()
+            .any(|p| path.starts_with(p));
+        match (shown, hidden) {
+            (Some(s), Some(h)) => h >= s,
+            (None, Some(_)) => true,
+            (Some(_), None) => false,
+            (None, None) => !always,
+        }
+    }
+
+    /// The hidden paths that exist and lie inside what is readable (the
+    /// ones a mount must cover), given the roots.
+    pub fn hidden_inside(&self, roots: &[PathBuf], also: &[PathBuf]) -> Vec<PathBuf> {
+        self.hidden
+            .iter()
+            .filter(|h| {
+                self.readable
+                    .iter()
+                    .chain(roots)
+                    .chain(also)
+                    .any(|r| h.starts_with(r))
+            })
+            .filter(|h| std::fs::symlink_metadata(h).is_ok())
+            .cloned()
+            .collect()
+    }
+
+    /// One block for people (`nib doctor`, nibash_status): what is
+    /// readable and what is hidden.
+    pub fn describe(&self, home: Option<&Path>) -> String {
+        let show = |p: &PathBuf| match home.and_then(|h| p.strip_prefix(h).ok()) {
+            Some(rest) => format!("~/{}", rest.display()),
+            None => p.display().to_string(),
+        };
+        let existing: Vec<String> = self
+            .readable
+            .iter()
+            .filter(|p| p.exists())
+            .map(show)
+            .collect();
+        let hidden: Vec<String> = self.hidden.iter().map(show).collect();
+        format!(
+            "readable (besides the roots, /dev, /proc and a private /tmp): {}\nhidden, even inside those: {}\n",
+            existing.join(", "),
+            hidden.join(", ")
+        )
+    }
+}
+
+/// Why a folder named by PATH or a variable may not be made readable:
+/// it is `/`, `$HOME` or above it (it would open the user's files whole).
+fn too_wide(p: &Path, home: Option<&Path>) -> Option<&'static str> {
+    if p == Path::new("/") || !p.is_absolute() {
+        return Some("the whole system");
+    }
+    match home {
+        Some(h) if h.starts_with(p) => Some("the whole home folder"),
+        _ => None,
+    }
+}
+
+/// The system secrets, and the ssh host keys found in `ssh_dir`.
+fn system_secrets(ssh_dir: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = SYSTEM_SECRETS.iter().map(PathBuf::from).collect();
+    if let Ok(entries) = std::fs::read_dir(ssh_dir) {
+        for e in entries.flatten() {
+            let name = e.file_name();
+            let n = name.to_string_lossy();
+            if n.starts_with("ssh_host_") && n.ends_with("_key") {
+                out.push(ssh_dir.join(&name));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// How one readable path is granted when hidden paths lie inside it:
+/// whole, or as a folder that may be listed while each of its entries is
+/// granted on its own (recursively around the hidden ones, which are left
+/// out). `list` gives a folder's entries (the real one reads the disk).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Grant {
+    /// The path and everything beneath it.
+    Whole(PathBuf),
+    /// Only listing the folder itself (its entries are granted apart).
+    ListOnly(PathBuf),
+}
+
+/// The grants for `allowed` that leave out every path in `hidden`.
+pub fn split_around(
+    allowed: &Path,
+    hidden: &[PathBuf],
+    list: &dyn Fn(&Path) -> Vec<PathBuf>,
+) -> Vec<Grant> {
+    let mut out = Vec::new();
+    split_into(allowed, hidden, list, &mut out, 0);
+    out
+}
+
+fn split_into(
+    at: &Path,
+    hidden: &[PathBuf],
+    list: &dyn Fn(&Path) -> Vec<PathBuf>,
+    out: &mut Vec<Grant>,
+    depth: usize,
+) {
+    // Below the allowed path a hidden entry is met exactly (the walk goes
+    // entry by entry); one that holds the allowed path itself is overruled
+    // by it (the user named the deeper path).
+    if depth > 0 && hidden.iter().any(|h| h == at) {
+        return;
+    }
+    let inside = hidden.iter().any(|h| h.starts_with(at) && h != at);
+    if !inside || depth > 8 {
+        out.push(Grant::Whole(at.to_path_buf()));
+        return;
+    }
+    out.push(Grant::ListOnly(at.to_path_buf()));
+    for entry in list(at) {
+        split_into(&entry, hidden, list, out, depth + 1);
+    }
+}
+
+/// A folder's entries from the disk (nothing for a file or an error).
+pub fn list_dir(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = match std::fs::read_dir(dir) {
+        Ok(entries) => entries.flatten().map(|e| e.path()).collect(),
+        Err(_) => Vec::new(),
+    };
+    v.sort();
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(s: &str) -> PathBuf {
+        PathBuf::from(s)
+    }
+
+    #[test]
+    fn a_folder_holding_a_hidden_path_is_granted_as_its_other_entries() {
+        let list = |d: &Path| -> Vec<PathBuf> {
+            match d.to_str() {
+                Some("/h/.cargo") => vec![
+                    p("/h/.cargo/bin"),
+                    p("/h/.cargo/credentials.toml"),
+                    p("/h/.cargo/registry"),
+                ],
+                _ => Vec::new(),
+            }
+        };
+        let hidden = [
+            p("/h/.cargo/credentials.toml"),
+            p("/elsewhere"),
+            p("/h/.docker"),
+        ];
+        assert_eq!(
+            split_around(Path::new("/h/.cargo"), &hidden, &list),
+            vec![
+                Grant::ListOnly(p("/h/.cargo")),
+                Grant::Whole(p("/h/.cargo/bin")),
+                Grant::Whole(p("/h/.cargo/registry")),
+            ]
+        );
+        assert_eq!(
+            split_around(Path::new("/usr"), &hidden, &list),
+            vec![Grant::Whole(p("/usr"))]
+        );
+        assert_eq!(
+            split_around(Path::new("/h/.docker/config.json"), &hidden, &list),
+            vec![Grant::Whole(p("/h/.docker/config.json"))],
+            "a path the user allowed inside a hidden folder is granted"
+        );
+    }
+
+    #[test]
+    fn the_user_policy_names_toolchains_and_hides_credentials() {
+        // Nothing is looked up on the disk but /etc/ssh.
+        let h = Path::new("/home/u");
+        let user = UserReads {
+            home: Some(h.to_path_buf()),
+            path: Some(
+                std::env::join_paths([
+                    h.join(".pyenv/shims"),
+                    h.join(".local/bin"),
+                    h.to_path_buf(),
+                    p("/opt/sdk/bin"),
+                    p("/"),
+                    p("relative/bin"),
+                ])
+                .unwrap(),
+            ),
+            toolchain_vars: vec![
+                ("CARGO_HOME".into(), "/srv/cargo".into()),
+                (
+                    "GOPATH".into(),
+                    std::env::join_paths([p("/g1"), h.to_path_buf()]).unwrap(),
+                ),
+            ],
+            allow: vec![
+                h.join(".docker/config.json"),
+                h.join(".cargo/credentials.toml"),
+            ],
+            hide: vec![p("/opt/sdk/secret")],
+        };
+        let reads = Reads::for_user(&user);
+        let show: Vec<String> = reads
+            .readable
+            .iter()
+            .map(|r| r.to_string_lossy().replace("/home/u", "~"))
+            .collect();
+        for want in [
+            "~/.cargo",
+            "~/.pyenv",
+            "~/.local/bin",
+            "/opt",
+            "/srv/cargo",
+            "/g1",
+            "~/.docker/config.json",
+        ] {
+            assert!(
+                show.contains(&want.to_string()),
+                "{want} readable: {show:?}"
+            );
+        }
+        // Inside /opt, so folded into it; never $HOME, `/` or a relative path.
+        for never in ["/opt/sdk/bin", "~", "/", "relative/bin", "~/.local"] {
+            assert!(
+                !show.contains(&never.to_string()),
+                "{never} not readable: {show:?}"
+            );
+        }
+        assert!(reads.hidden.contains(&h.join(".ssh")));
+        assert!(reads.hidden.contains(&h.join(".cargo/credentials")));
+        assert!(
+            !reads.hidden.contains(&h.join(".cargo/credentials.toml")),
+            "the user named it"
+        );
+        assert!(reads.hidden.contains(&p("/etc/shadow")));
+        assert!(reads.hidden.contains(&p("/opt/sdk/secret")));
+        assert!(reads.hidden.contains(&h.join(".docker")));
+        assert!(
+            !reads.hides(&h.join(".docker/config.json"), &[]),
+            "the deeper entry wins"
+        );
+        assert!(reads.hides(&h.join(".docker/other.json"), &[]));
+        assert!(reads.hides(&p("/opt/sdk/secret/x"), &[]));
+        assert!(reads.hides(&h.join("other-project/x"), &[]));
+        assert!(reads.hides(&h.join(".ssh/id_ed25519"), &[h.join("proj")]));
+        assert!(!reads.hides(&h.join("proj/src/a.rs"), &[h.join("proj")]));
+        assert!(reads.hides(&p("/srv/elsewhere"), &[]));
+        assert!(!reads.hides(&p("/usr/bin/git"), &[]));
+    }
+}
