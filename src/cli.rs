@@ -496,6 +496,7 @@ pub fn doctor(config: &Config) -> i32 {
     };
     out.push_str(&in_force);
     out.push('\n');
+    out.push_str(&config.read_policy_text());
     out.push_str("exec-time rules: while nib.json has program rules, every exec of a nibash call is checked by the file it runs (seccomp user notification, in every mode)\n");
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(out.as_bytes());

@@ -182,6 +182,25 @@ impl Config {
         })
     }
 
+    /// The read policy in force, for `nib doctor` and nibash_status: what
+    /// programs may read, what is hidden, which variables are withheld.
+    pub fn read_policy_text(&self) -> String {
+        if !self.sandbox {
+            return "reads: unconfined (NIB_SANDBOX unset): programs read what the user can; nib's own keys (NIB_DECIDER_KEY, OPENROUTER_API_KEY) never reach them\n".into();
+        }
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let withheld = self.withheld_vars();
+        format!(
+            "reads: {}withheld variables: {} (NIB_SANDBOX_ENV=NAME,… passes named ones; nib's own keys never reach programs)\n",
+            self.reads().describe(home.as_deref()),
+            if withheld.is_empty() {
+                "none".to_string()
+            } else {
+                withheld.join(", ")
+            }
+        )
+    }
+
     /// The secret-looking variables of nib's environment that sandboxed
     /// programs do not get (none unconfined, where only nib's own keys
     /// are kept back).

@@ -23,5 +23,6 @@ mod protocol;
 mod providers;
 mod read;
 mod read_more;
+mod reads;
 mod replay;
 mod write;

@@ -522,6 +522,64 @@ fn start_scenarios(nib: &Path, work: &Path, n: usize) -> Result<()> {
             layer(true, true),
         ));
     }
+    // The read policy of a user whose $HOME holds 200 entries (projects,
+    // dotfiles, credentials, toolchains), PATH as this machine's.
+    let home = work.join("bench-home");
+    for i in 0..180 {
+        let _ = std::fs::create_dir_all(home.join(format!("project-{i}")));
+    }
+    for d in [
+        ".ssh",
+        ".aws",
+        ".cargo/registry",
+        ".cargo/bin",
+        ".rustup",
+        ".npm",
+        ".cache/pip",
+        ".config/gh",
+        ".gnupg",
+        ".m2/repository",
+        ".gradle/caches",
+        ".docker",
+        ".kube",
+        ".pyenv",
+        ".local/bin",
+        ".config/git",
+    ] {
+        let _ = std::fs::create_dir_all(home.join(d));
+    }
+    for f in [
+        ".cargo/credentials.toml",
+        ".npmrc",
+        ".netrc",
+        ".gitconfig",
+        ".git-credentials",
+        ".m2/settings.xml",
+        ".bash_history",
+    ] {
+        let _ = std::fs::write(home.join(f), "x\n");
+    }
+    let user_reads = nib_sandbox::Reads::for_user(&nib_sandbox::UserReads {
+        home: Some(home.clone()),
+        path: std::env::var_os("PATH"),
+        toolchain_vars: Vec::new(),
+        allow: Vec::new(),
+        hide: Vec::new(),
+    });
+    let with_reads = |bwrap: bool| nib_sandbox::Policy {
+        reads: user_reads.clone(),
+        ..layer(true, bwrap)
+    };
+    layers.push((
+        "start `true`: Landlock + seccomp, read policy of a $HOME of 200 entries",
+        with_reads(false),
+    ));
+    if nib_sandbox::bwrap_usable() {
+        layers.push((
+            "start `true`: bubblewrap + Landlock + seccomp, read policy of a $HOME of 200 entries",
+            with_reads(true),
+        ));
+    }
     for (scenario, policy) in layers {
         let sandbox = nib_sandbox::Sandbox::new(&nib_sandbox::entry_beside(nib), policy);
         let mut f = || -> Result<(Duration, usize)> {

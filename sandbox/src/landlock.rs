@@ -157,6 +157,44 @@ fn grants(
     out.extend(writable.iter().map(|w| (w.clone(), write)));
     out
 }
+/// Adds a rule letting the tree read and run beneath `path` to a created
+/// ruleset, from the calling process's own view (the fresh `/proc` a
+/// forked child mounted). System calls only: safe in a forked child.
+pub fn grant_read_raw(ruleset: BorrowedFd<'_>, path: &std::ffi::CStr) -> bool {
+    /// `struct landlock_path_beneath_attr` (packed).
+    #[repr(C, packed)]
+    struct PathBeneathAttr {
+        allowed_access: u64,
+        parent_fd: i32,
+    }
+    const EXECUTE: u64 = 1;
+    const READ_FILE: u64 = 1 << 2;
+    const READ_DIR: u64 = 1 << 3;
+    const RULE_PATH_BENEATH: libc::c_int = 1;
+    // SAFETY: open with a NUL-terminated path; the fd is closed below.
+    let fd = unsafe { libc::open(path.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return false;
+    }
+    let attr = PathBeneathAttr {
+        allowed_access: EXECUTE | READ_FILE | READ_DIR,
+        parent_fd: fd,
+    };
+    // SAFETY: landlock_add_rule reads one attribute struct of the rule type
+    // given from a pointer to a live local; then the fd we opened is closed.
+    unsafe {
+        let ok = libc::syscall(
+            libc::SYS_landlock_add_rule,
+            ruleset.as_raw_fd(),
+            RULE_PATH_BENEATH,
+            &attr as *const PathBeneathAttr,
+            0u32,
+        ) == 0;
+        libc::close(fd);
+        ok
+    }
+}
+
 /// Restricts the calling thread (and what it runs) to a created ruleset;
 /// no_new_privs must be set. Whether Landlock is in force. A system call
 /// only: safe in a forked child.

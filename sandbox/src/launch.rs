@@ -362,6 +362,7 @@ impl Launch {
     /// failed. System calls only (safe between fork and exec in a
     /// multi-threaded parent). The process must be single-threaded.
     pub fn run(&self) -> Failure {
+        let mut own_pid_namespace = false;
         if self.namespace == Namespace::Own {
             // SAFETY: getpid takes nothing.
             let pid = unsafe { libc::getpid() };
@@ -371,6 +372,7 @@ impl Launch {
                 if let Err(f) = fork_and_pass_on(true, self.reaper.as_ref()) {
                     return f;
                 }
+                own_pid_namespace = true;
             // SAFETY: unshare takes only flags; it affects our future
             // children. Where it is not permitted, the tree goes without a
             // namespace (the pids cgroup and the parent-death signal
@@ -385,7 +387,17 @@ impl Launch {
                 if let Err(f) = fork_and_pass_on(true, self.reaper.as_ref()) {
                     return f;
                 }
+                own_pid_namespace = true;
             }
+        }
+        if self.confine
+            && own_pid_namespace
+            && fresh_proc()
+            && let Some(ruleset) = &self.landlock
+        {
+            // The ruleset granted the host's /proc; the fresh one is another
+            // file system and needs its own rule.
+            landlock::grant_read_raw(ruleset.as_fd(), c"/proc");
         }
         lifetime::die_with_parent();
         if let Err(e) = crate::limits::apply_rlimits_raw(&self.limits) {
@@ -469,6 +481,42 @@ impl Launch {
             error = libc::EACCES;
         }
         Failure::Exec(error)
+    }
+}
+
+/// Outside bubblewrap, under a confining policy, in the tree's own PID
+/// namespace: a mount namespace of its own with a fresh `/proc`, so the
+/// tree sees its own processes only (the host's `/proc/PID/environ` of the
+/// user's other processes is otherwise readable: Landlock does not hold
+/// it). Where the mount namespace cannot be made (no privilege), the
+/// host's `/proc` stays — a residual SECURITY.md names. System calls only.
+fn fresh_proc() -> bool {
+    // SAFETY: unshare and mount take flags and NUL-terminated literals;
+    // they affect this process's own mount namespace only.
+    unsafe {
+        if libc::unshare(libc::CLONE_NEWNS) != 0 {
+            return false;
+        }
+        let root = c"/";
+        if libc::mount(
+            std::ptr::null(),
+            root.as_ptr(),
+            std::ptr::null(),
+            libc::MS_REC | libc::MS_PRIVATE,
+            std::ptr::null(),
+        ) != 0
+        {
+            return false;
+        }
+        let proc_ = c"proc";
+        let at = c"/proc";
+        libc::mount(
+            proc_.as_ptr(),
+            at.as_ptr(),
+            proc_.as_ptr(),
+            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+            std::ptr::null(),
+        ) == 0
     }
 }
 

@@ -31,6 +31,7 @@ pub mod skim;
 pub mod summary;
 pub mod warm;
 pub mod watch;
+pub mod withheld;
 pub mod worker;
 
 use std::collections::BTreeMap;

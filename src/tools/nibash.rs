@@ -58,7 +58,7 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
         ctx,
         ctx.nibash,
         CallArgs {
-            command,
+            command: command.clone(),
             description,
             expect,
             timeout,
@@ -70,6 +70,22 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
         for (host, why) in r.proxy.log().blocked().iter().skip(blocked_before) {
             out.text
                 .push_str(&format!("[network: blocked {host} — {why}]\n"));
+        }
+    }
+    if ctx.config.sandbox {
+        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        let lines = crate::nibash::withheld::notes(
+            &command,
+            &out.text,
+            ctx.workspace.project_dir(),
+            home.as_deref(),
+            &ctx.config.reads(),
+            &ctx.workspace.roots(),
+            &ctx.config.withheld_vars(),
+        );
+        for line in lines {
+            out.text.push_str(&line);
+            out.text.push('\n');
         }
     }
     crate::context::push_notes(&mut out.text, &notes);
@@ -165,6 +181,7 @@ pub fn status(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
         ctx.config.sandbox_mode(),
         network_status(ctx)
     ));
+    out.push_str(&ctx.config.read_policy_text());
     out.push_str(&crate::nibash::rules::describe(
         ctx.workspace.project_dir(),
         ctx.config,
