@@ -12,7 +12,8 @@
 //!   `path:N` in its text only; `outside` names `/etc/hostname:1`;
 //!   `touch {path}` creates a file and says whether it could; `slow {ms,
 //!   mark}` sends progress, then answers (writing `mark` when cancelled);
-//!   `roots` lists the roots nib gave it; `exec {program}` runs a program.
+//!   `roots` lists the roots nib gave it; `exec {program}` runs a program;
+//!   `read {path}` answers with a file's text; `env {name}` with a variable.
 //! - `--crash-on-call`: any call ends the process (exit 3, after a stderr line).
 //! - `--crash-at-start`: a stderr line, exit 4, before the handshake.
 //! - `--hang`: calls are never answered.
@@ -135,6 +136,12 @@ impl ServerHandler for Provider {
                 "Runs a program.",
                 json!({"program": {"type": "string"}}),
             ),
+            tool("read", "Reads a file.", json!({"path": {"type": "string"}})),
+            tool(
+                "env",
+                "Shows an environment variable.",
+                json!({"name": {"type": "string"}}),
+            ),
         ];
         if self.extra.load(Ordering::SeqCst) {
             tools.push(tool("extra", "Appeared later.", json!({})));
@@ -249,6 +256,22 @@ impl Provider {
                 let said = match std::process::Command::new(program).status() {
                     Ok(s) => format!("ran {program}: {s}"),
                     Err(e) => format!("could not run {program}: {e}"),
+                };
+                Ok(CallToolResult::success(vec![ContentBlock::text(said)]))
+            }
+            "read" => {
+                let path = arg(&params, "path");
+                let said = match std::fs::read_to_string(path) {
+                    Ok(text) => format!("read {path}: {text}"),
+                    Err(e) => format!("could not read {path}: {e}"),
+                };
+                Ok(CallToolResult::success(vec![ContentBlock::text(said)]))
+            }
+            "env" => {
+                let name = arg(&params, "name");
+                let said = match std::env::var(name) {
+                    Ok(value) => format!("{name}={value}"),
+                    Err(_) => format!("{name} is not set"),
                 };
                 Ok(CallToolResult::success(vec![ContentBlock::text(said)]))
             }

@@ -151,7 +151,15 @@ impl Config {
             confine: self.sandbox,
             writable: roots.to_vec(),
             read_only: self.sandbox_bind.clone(),
-            reads: self.reads(),
+            // Unconfined programs read what the user can: no policy to make.
+            reads: if self.sandbox {
+                self.reads()
+            } else {
+                nib_sandbox::Reads {
+                    readable: Vec::new(),
+                    hidden: Vec::new(),
+                }
+            },
             pass_env: self.sandbox_env.clone(),
             network: self.sandbox_network,
             protected,

@@ -10,32 +10,9 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::common::{self, ERAS, Era, Nib, Roots, TestClient};
-
-/// The test provider (cargo builds examples with the tests).
-fn test_provider() -> PathBuf {
-    let p = common::nib_bin()
-        .parent()
-        .map(|d| d.join("examples/nib-test-provider"))
-        .unwrap_or_default();
-    assert!(
-        p.exists(),
-        "{} is missing: build it with `cargo build --example nib-test-provider` (cargo test --workspace does)",
-        p.display()
-    );
-    p
-}
-
-/// The test provider copied into the project: bubblewrap gives programs a
-/// fresh /tmp, so a checkout under /tmp is not visible to a confined
-/// provider, while the project (a root) is.
-fn provider_in(dir: &Path) -> PathBuf {
-    let bin = dir.join(".provider-bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let copy = bin.join("nib-test-provider");
-    std::fs::copy(test_provider(), &copy).unwrap();
-    copy
-}
+use crate::common::{
+    self, ERAS, Era, Nib, Roots, TestClient, nib_json_with, provider_in, test_provider,
+};
 
 fn project_with_code() -> tempfile::TempDir {
     let dir = common::project();
@@ -154,7 +131,7 @@ async fn a_providers_tools_are_offered_and_its_locations_are_rows_an_edit_can_us
 
         let status = nib.ok("nibash_status", json!({})).await;
         assert!(
-            status.contains("provider zemble (--provider: ") && status.contains("running, 7 tools"),
+            status.contains("provider zemble (--provider: ") && status.contains("running, 9 tools"),
             "{status}"
         );
         nib.stop().await;
@@ -274,22 +251,6 @@ async fn nib_json_program_rules_hold_for_a_providers_programs_in_every_mode() {
         assert!(said.contains("ran true: exit status: 0"), "{env:?}: {said}");
         nib.stop().await;
     }
-}
-
-/// nib.json naming the test provider with `flags`, under `name`.
-fn nib_json_with(dir: &Path, entries: &[(&str, &[&str])]) {
-    let provider = provider_in(dir);
-    let mut map = serde_json::Map::new();
-    for (name, flags) in entries {
-        let mut command = vec![provider.display().to_string()];
-        command.extend(flags.iter().map(|f| f.to_string()));
-        map.insert((*name).into(), json!({"command": command}));
-    }
-    std::fs::write(
-        dir.join("nib.json"),
-        serde_json::to_string(&json!({"providers": map})).unwrap(),
-    )
-    .unwrap();
 }
 
 #[tokio::test]

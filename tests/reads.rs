@@ -7,7 +7,8 @@
 //! nib's own `cat`, the system `cat` and python. Controls that must keep
 //! working: git, python, node, pip installing a local package, and a cargo
 //! build of a crate with a path dependency, from a toolchain under `$HOME`
-//! and from one named by `CARGO_HOME`/`RUSTUP_HOME`.
+//! and from one named by `CARGO_HOME`/`RUSTUP_HOME`. A provider (the test
+//! provider, confined) reads no canary and gets no secret variable either.
 
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
@@ -149,31 +150,43 @@ fn pyenv_root() -> Option<String> {
     })
 }
 
-fn nib_env<'a>(
-    home: &'a str,
-    path: &'a str,
-    mode: &[(&'a str, &'a str)],
-) -> Vec<(&'a str, &'a str)> {
-    let mut env = vec![
-        ("HOME", home),
-        ("PATH", path),
-        ("GITHUB_TOKEN", "ghp_CANARYTOKEN"),
-        ("AWS_SECRET_ACCESS_KEY", "CANARY-aws-secret"),
-        ("ANTHROPIC_API_KEY", "CANARY-anthropic"),
-        ("OPENROUTER_API_KEY", "CANARY-openrouter"),
-        ("NIB_DECIDER_KEY", "CANARY-decider"),
-        ("NPM_TOKEN", "CANARY-npm"),
-        ("DB_PASSWORD", "CANARY-db"),
-        ("PASSED_TOKEN", "VISIBLE-passed"),
-        ("NIB_SANDBOX_ENV", "PASSED_TOKEN"),
-    ];
+/// Secret-looking variables in nib's environment, with their canaries.
+const SECRETS: &[(&str, &str)] = &[
+    ("GITHUB_TOKEN", "ghp_CANARYTOKEN"),
+    ("AWS_SECRET_ACCESS_KEY", "CANARY-aws-secret"),
+    ("ANTHROPIC_API_KEY", "CANARY-anthropic"),
+    ("OPENROUTER_API_KEY", "CANARY-openrouter"),
+    ("NIB_DECIDER_KEY", "CANARY-decider"),
+    ("NPM_TOKEN", "CANARY-npm"),
+    ("DB_PASSWORD", "CANARY-db"),
+];
+
+/// nib serving `root` for the user of `home` in `mode` (extra variables),
+/// with [`SECRETS`] in its environment, `PASSED_TOKEN` passed by
+/// NIB_SANDBOX_ENV, and the toolchain under `$HOME` first on PATH.
+async fn serve_for(home: &Home, root: &Path, mode: &[(&str, &str)]) -> Nib {
+    let home_s = home.path.display().to_string();
+    let path_var = format!(
+        "{home_s}/.cargo/bin:{}",
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut env = vec![("HOME", home_s.as_str()), ("PATH", path_var.as_str())];
+    env.extend_from_slice(SECRETS);
+    env.push(("PASSED_TOKEN", "VISIBLE-passed"));
+    env.push(("NIB_SANDBOX_ENV", "PASSED_TOKEN"));
     // pyenv's shims find their versions through PYENV_ROOT (a toolchain
     // variable, so readable) when $HOME is not the user's.
     if let Some(root) = PYENV_ROOT.get_or_init(pyenv_root) {
         env.push(("PYENV_ROOT", root.as_str()));
     }
     env.extend_from_slice(mode);
-    env
+    start_with(
+        Era::Handshake,
+        root,
+        TestClient::new(Roots::Undeclared),
+        &env,
+    )
+    .await
 }
 
 #[tokio::test]
@@ -197,20 +210,7 @@ async fn programs_read_only_what_the_work_needs_in_both_sandbox_modes() {
             .env("SIBLING_SECRET", "CANARY-sibling-environ")
             .spawn()
             .unwrap();
-        let home_s = home.path.display().to_string();
-        let path_var = format!(
-            "{}/.cargo/bin:{}",
-            home_s,
-            std::env::var("PATH").unwrap_or_default()
-        );
-        let env = nib_env(&home_s, &path_var, mode);
-        let nib = start_with(
-            Era::Handshake,
-            &root,
-            TestClient::new(Roots::Undeclared),
-            &env,
-        )
-        .await;
+        let nib = serve_for(&home, &root, mode).await;
         let mut all: Vec<(PathBuf, String)> = home.canaries.clone();
         all.extend(outside.iter().cloned());
         let mut answers = String::new();
@@ -297,16 +297,8 @@ async fn programs_read_only_what_the_work_needs_in_both_sandbox_modes() {
                 p.display()
             );
         }
-        for secret in [
-            "ghp_CANARYTOKEN",
-            "CANARY-aws-secret",
-            "CANARY-anthropic",
-            "CANARY-openrouter",
-            "CANARY-decider",
-            "CANARY-npm",
-            "CANARY-db",
-            "CANARY-sibling-environ",
-        ] {
+        let secrets = SECRETS.iter().map(|(_, v)| *v);
+        for secret in secrets.chain(["CANARY-sibling-environ"]) {
             assert!(
                 !answers.contains(secret),
                 "{mode:?}: {secret} reached a program"
@@ -382,19 +374,7 @@ async fn builds_and_tools_keep_working_in_both_sandbox_modes() {
         .unwrap();
         // A local Python package, as a wheel (pip installs it offline).
         std::fs::write(root.join("mkwheel.py"), MKWHEEL).unwrap();
-        let home_s = home.path.display().to_string();
-        let path_var = format!(
-            "{home_s}/.cargo/bin:{}",
-            std::env::var("PATH").unwrap_or_default()
-        );
-        let env = nib_env(&home_s, &path_var, mode);
-        let nib = start_with(
-            Era::Handshake,
-            &root,
-            TestClient::new(Roots::Undeclared),
-            &env,
-        )
-        .await;
+        let nib = serve_for(&home, &root, mode).await;
         // git in the root, with the user's ~/.gitconfig.
         let git = sh(
             &nib,
@@ -432,16 +412,7 @@ async fn builds_and_tools_keep_working_in_both_sandbox_modes() {
 async fn nibs_own_keys_never_reach_programs_unconfined() {
     let home = home();
     let project = project();
-    let home_s = home.path.display().to_string();
-    let path_var = std::env::var("PATH").unwrap_or_default();
-    let env = nib_env(&home_s, &path_var, &[]);
-    let nib = start_with(
-        Era::Handshake,
-        project.path(),
-        TestClient::new(Roots::Undeclared),
-        &env,
-    )
-    .await;
+    let nib = serve_for(&home, project.path(), &[]).await;
     let out = sh(&nib, "env").await;
     assert!(
         !out.contains("CANARY-openrouter") && !out.contains("CANARY-decider"),
@@ -450,5 +421,50 @@ async fn nibs_own_keys_never_reach_programs_unconfined() {
     // Unconfined stays as the original: the other variables are the user's.
     assert!(out.contains("ghp_CANARYTOKEN"), "{out}");
     nib.stop().await;
-    let _: &Path = &home.path;
+}
+
+#[tokio::test]
+async fn a_provider_reads_only_what_programs_may_in_both_sandbox_modes() {
+    for (i, mode) in SANDBOX_MODES.iter().enumerate() {
+        let home = home();
+        let outside = outside_canaries(&format!("provider-{i}"));
+        let project = project();
+        let root = std::fs::canonicalize(project.path()).unwrap();
+        nib_json_with(&root, &[("zemble", &[])]);
+        std::fs::write(root.join("inside.txt"), "VISIBLE-inside\n").unwrap();
+        let mut env = mode.to_vec();
+        env.push(("NIB_PROVIDERS_SANDBOX", "1"));
+        let nib = serve_for(&home, &root, &env).await;
+        let mut answers = String::new();
+        for (p, _) in home.canaries.iter().chain(&outside) {
+            let path = p.display().to_string();
+            answers.push_str(&nib.ok("zemble_read", json!({ "path": path })).await);
+        }
+        for (name, _) in SECRETS {
+            answers.push_str(&nib.ok("zemble_env", json!({ "name": name })).await);
+        }
+        for (p, text) in home.canaries.iter().chain(&outside) {
+            assert!(
+                !answers.contains(text.as_str()),
+                "{mode:?}: the provider read {}:\n{answers}",
+                p.display()
+            );
+        }
+        for (name, value) in SECRETS {
+            assert!(
+                !answers.contains(value),
+                "{mode:?}: {name} reached the provider"
+            );
+        }
+        // Controls: the root and the passed variable.
+        let inside = root.join("inside.txt").display().to_string();
+        let read = nib.ok("zemble_read", json!({ "path": inside })).await;
+        assert!(read.contains("VISIBLE-inside"), "{mode:?}: {read}");
+        let passed = nib
+            .ok("zemble_env", json!({ "name": "PASSED_TOKEN" }))
+            .await;
+        assert!(passed.contains("VISIBLE-passed"), "{mode:?}: {passed}");
+        nib.stop().await;
+        remove_outside(&outside);
+    }
 }

@@ -523,8 +523,9 @@ fn start_scenarios(nib: &Path, work: &Path, n: usize) -> Result<()> {
         ));
     }
     // The read policy of a user whose $HOME holds 200 entries (projects,
-    // dotfiles, credentials, toolchains), PATH as this machine's.
-    let home = work.join("bench-home");
+    // dotfiles, credentials, toolchains), PATH as this machine's; the
+    // home beside the root, not in it.
+    let home = work.with_file_name("bench-home");
     for i in 0..180 {
         let _ = std::fs::create_dir_all(home.join(format!("project-{i}")));
     }

@@ -9,13 +9,13 @@
 //! The ruleset is created ahead ([`ruleset`]); the process that becomes the
 //! program puts it in force on itself ([`restrict_self`], from `launch.rs`).
 
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
-
-use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
+use std::sync::{Arc, Mutex};
 
 use landlock::{
     ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath,
-    PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope, path_beneath_rules,
+    PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope,
 };
 
 use crate::Policy;
@@ -55,13 +55,16 @@ fn probe_abi() -> u32 {
 }
 
 /// The policy's ruleset, created (not yet in force): `None` where the
-/// kernel has no Landlock. [`restrict_self`] puts it in force.
-pub fn ruleset(policy: &Policy, private_tmp: Option<&PathBuf>) -> Result<Option<OwnedFd>, String> {
-    let best = if abi() >= 9 { ABI::V9 } else { BEST };
+/// kernel has no Landlock. [`restrict_self`] puts it in force. Under
+/// bubblewrap (`in_bwrap`) hidden paths are already covered by stand-ins,
+/// so readable folders are granted whole rather than split around them.
+pub fn ruleset(
+    policy: &Policy,
+    private_tmp: Option<&PathBuf>,
+    in_bwrap: bool,
+) -> Result<Option<OwnedFd>, String> {
+    let best = best_abi();
     let all = AccessFs::from_all(best);
-    let read = AccessFs::from_read(best);
-    // Writable folders get every right but making device nodes.
-    let write = all & !(AccessFs::MakeChar | AccessFs::MakeBlock);
     let mut ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::BestEffort)
         .handle_access(all)
@@ -74,22 +77,6 @@ pub fn ruleset(policy: &Policy, private_tmp: Option<&PathBuf>) -> Result<Option<
     ruleset = ruleset
         .scope(Scope::AbstractUnixSocket | Scope::Signal)
         .map_err(|e| e.to_string())?;
-    let mut writable: Vec<PathBuf> = policy.writable.clone();
-    writable.extend(private_tmp.cloned());
-    let devices: Vec<&str> = [
-        "/dev/null",
-        "/dev/zero",
-        "/dev/full",
-        "/dev/random",
-        "/dev/urandom",
-        "/dev/tty",
-        "/dev/ptmx",
-        "/dev/pts",
-        "/dev/shm",
-    ]
-    .into_iter()
-    .filter(|d| Path::new(d).exists())
-    .collect();
     let mut created = ruleset.create().map_err(|e| e.to_string())?;
     // Through the proxy only: TCP connections to its port (the bridge's
     // inside bubblewrap), nothing else.
@@ -98,65 +85,225 @@ pub fn ruleset(policy: &Policy, private_tmp: Option<&PathBuf>) -> Result<Option<
             .add_rule(NetPort::new(r.port, AccessNet::ConnectTcp))
             .map_err(|e| e.to_string())?;
     }
-    for (path, access) in grants(policy, &writable, read, write) {
-        // A path that cannot be opened now (gone, or not there inside
-        // bubblewrap) is left out rather than failing the whole ruleset.
-        let Ok(meta) = std::fs::metadata(&path) else {
-            continue;
-        };
-        let Ok(fd) = PathFd::new(&path) else {
-            continue;
-        };
-        let access = if meta.is_dir() {
-            access
-        } else {
-            access & AccessFs::from_file(best)
-        };
+    let key = GrantKey::of(policy, in_bwrap);
+    let opened = match cached(&key) {
+        Some(o) => o,
+        None => {
+            let o = Arc::new(OpenedGrants::open(&key, best));
+            keep(key, o.clone());
+            o
+        }
+    };
+    for (fd, access) in &opened.rules {
         created = created
-            .add_rule(PathBeneath::new(fd, access))
+            .add_rule(PathBeneath::new(fd.as_fd(), *access))
             .map_err(|e| e.to_string())?;
     }
-    let created = created
-        .add_rules(path_beneath_rules(
-            devices,
-            AccessFs::from_read(best) | AccessFs::WriteFile,
-        ))
-        .map_err(|e| e.to_string())?;
+    // The start's own temporary folder, opened for this start only.
+    if let Some(tmp) = private_tmp
+        && let Ok(fd) = PathFd::new(tmp)
+    {
+        created = created
+            .add_rule(PathBeneath::new(fd, writable_access(best)))
+            .map_err(|e| e.to_string())?;
+    }
     Ok(created.into())
 }
 
-/// Every path rule but the devices': the read policy's folders (split
-/// around hidden paths), `/dev`, `/proc`, the binds, the entry, and the
-/// writable folders. `/etc/resolv.conf` is followed where it leads
-/// elsewhere (often `/run`), so names still resolve with the network on.
-fn grants(
-    policy: &Policy,
-    writable: &[PathBuf],
-    read: BitFlags<AccessFs>,
-    write: BitFlags<AccessFs>,
-) -> Vec<(PathBuf, BitFlags<AccessFs>)> {
-    let hidden = &policy.reads.hidden;
-    let mut out = Vec::new();
-    let mut readable: Vec<PathBuf> = policy.reads.readable.clone();
-    readable.extend(policy.read_only.iter().cloned());
-    readable.push(PathBuf::from("/dev"));
-    readable.push(PathBuf::from("/proc"));
-    if let Ok(target) = std::fs::canonicalize("/etc/resolv.conf")
-        && !readable.iter().any(|r| target.starts_with(r))
-    {
-        readable.push(target);
-    }
-    for r in &readable {
-        for g in split_around(r, hidden, &list_dir) {
-            match g {
-                Grant::Whole(p) => out.push((p, read)),
-                Grant::ListOnly(p) => out.push((p, AccessFs::ReadDir.into())),
-            }
+fn best_abi() -> ABI {
+    if abi() >= 9 { ABI::V9 } else { BEST }
+}
+
+/// Writable folders get every right but making device nodes.
+fn writable_access(best: ABI) -> BitFlags<AccessFs> {
+    AccessFs::from_all(best) & !(AccessFs::MakeChar | AccessFs::MakeBlock)
+}
+
+/// The devices programs may read and write.
+const DEVICES: [&str; 9] = [
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+    "/dev/ptmx",
+    "/dev/pts",
+    "/dev/shm",
+];
+
+/// What a policy's path rules are made from: the folders granted for
+/// reading (the read policy's, `/dev`, `/proc`, the binds, the entry,
+/// `/etc/resolv.conf`'s target where it leads elsewhere, often `/run`, so
+/// names still resolve with the network on), the hidden paths they are
+/// split around, and the writable folders.
+#[derive(Clone, PartialEq, Eq)]
+struct GrantKey {
+    readable: Vec<PathBuf>,
+    hidden: Vec<PathBuf>,
+    writable: Vec<PathBuf>,
+}
+
+impl GrantKey {
+    fn of(policy: &Policy, in_bwrap: bool) -> GrantKey {
+        let mut readable: Vec<PathBuf> = policy.reads.readable.clone();
+        readable.extend(policy.read_only.iter().cloned());
+        readable.push(PathBuf::from("/dev"));
+        readable.push(PathBuf::from("/proc"));
+        if let Ok(target) = std::fs::canonicalize("/etc/resolv.conf")
+            && !readable.iter().any(|r| target.starts_with(r))
+        {
+            readable.push(target);
+        }
+        GrantKey {
+            readable,
+            hidden: if in_bwrap {
+                Vec::new()
+            } else {
+                policy.reads.hidden.clone()
+            },
+            writable: policy.writable.clone(),
         }
     }
-    out.extend(writable.iter().map(|w| (w.clone(), write)));
-    out
 }
+
+/// A path's identity, and for a folder that was listed its modification
+/// time too (an entry added, removed or replaced changes it).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct Stamp {
+    dev: u64,
+    ino: u64,
+    mtime: Option<(i64, i64)>,
+}
+
+fn stamp(path: &Path, listed: bool) -> Option<Stamp> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).ok()?;
+    Some(Stamp {
+        dev: m.dev(),
+        ino: m.ino(),
+        mtime: listed.then(|| (m.mtime(), m.mtime_nsec())),
+    })
+}
+
+/// A policy's path rules, opened once and kept between starts: listing the
+/// folders split around hidden paths and opening every granted entry (an
+/// `/etc` of 150 entries) was most of a start's cost. They are used while
+/// every path they were made from is the same file and every listed
+/// folder has the same modification time.
+struct OpenedGrants {
+    rules: Vec<(OwnedFd, BitFlags<AccessFs>)>,
+    stamps: Vec<(PathBuf, bool, Option<Stamp>)>,
+}
+
+impl OpenedGrants {
+    fn open(key: &GrantKey, best: ABI) -> OpenedGrants {
+        let read = AccessFs::from_read(best);
+        let file_only = AccessFs::from_file(best);
+        let listed = std::cell::RefCell::new(Vec::new());
+        let list = |dir: &Path| {
+            listed.borrow_mut().push(dir.to_path_buf());
+            list_dir(dir)
+        };
+        let mut wanted: Vec<(PathBuf, BitFlags<AccessFs>)> = Vec::new();
+        for r in &key.readable {
+            for g in split_around(r, &key.hidden, &list) {
+                match g {
+                    Grant::Whole(p) => wanted.push((p, read)),
+                    Grant::ListOnly(p) => wanted.push((p, AccessFs::ReadDir.into())),
+                }
+            }
+        }
+        let write = writable_access(best);
+        wanted.extend(key.writable.iter().map(|w| (w.clone(), write)));
+        wanted.extend(
+            DEVICES
+                .iter()
+                .map(|d| (PathBuf::from(d), read | AccessFs::WriteFile)),
+        );
+        // Stamps first: a change while the rules are opened shows at the
+        // next start.
+        let mut stamps: Vec<(PathBuf, bool, Option<Stamp>)> = Vec::new();
+        for p in key.readable.iter().chain(&key.writable) {
+            stamps.push((p.clone(), false, stamp(p, false)));
+        }
+        for d in listed.borrow().iter() {
+            stamps.push((d.clone(), true, stamp(d, true)));
+        }
+        let mut rules = Vec::new();
+        for (path, access) in wanted {
+            // A path that cannot be opened now (gone, or not there inside
+            // bubblewrap) is left out rather than failing the whole ruleset.
+            let Some((fd, is_dir)) = open_path(&path) else {
+                continue;
+            };
+            let access = if is_dir { access } else { access & file_only };
+            rules.push((fd, access));
+        }
+        OpenedGrants { rules, stamps }
+    }
+
+    /// Whether every path the rules were made from is as it was.
+    fn still_true(&self) -> bool {
+        self.stamps
+            .iter()
+            .all(|(p, listed, s)| stamp(p, *listed) == *s)
+    }
+}
+
+/// `path` opened with `O_PATH` (following links), and whether it is a folder.
+fn open_path(path: &Path) -> Option<(OwnedFd, bool)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH)
+        .open(path)
+        .ok()?;
+    let is_dir = file.metadata().ok()?.is_dir();
+    Some((file.into(), is_dir))
+}
+
+/// The opened grants kept, at most a quarter of the fd limit's worth (the
+/// proxy and the programs' pipes need the rest).
+static KEPT: Mutex<Vec<(GrantKey, Arc<OpenedGrants>)>> = Mutex::new(Vec::new());
+
+fn cached(key: &GrantKey) -> Option<Arc<OpenedGrants>> {
+    let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
+    let at = kept.iter().position(|(k, _)| k == key)?;
+    if kept[at].1.still_true() {
+        return Some(kept[at].1.clone());
+    }
+    kept.remove(at);
+    None
+}
+
+fn keep(key: GrantKey, opened: Arc<OpenedGrants>) {
+    let budget = fd_budget();
+    let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
+    kept.retain(|(k, _)| *k != key);
+    kept.insert(0, (key, opened));
+    // The most recently made first; the oldest go when over the budget.
+    let mut used = 0;
+    kept.retain(|(_, o)| {
+        used += o.rules.len();
+        used <= budget
+    });
+}
+
+/// A quarter of the soft limit on open files.
+fn fd_budget() -> usize {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit fills the struct we pass.
+    let ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0;
+    if !ok || lim.rlim_cur == libc::RLIM_INFINITY {
+        return 1024;
+    }
+    (lim.rlim_cur / 4) as usize
+}
+
 /// Adds a rule letting the tree read and run beneath `path` to a created
 /// ruleset, from the calling process's own view (the fresh `/proc` a
 /// forked child mounted). System calls only: safe in a forked child.

@@ -267,7 +267,7 @@ impl Launch {
         };
         let (landlock, seccomp) = if policy.confine {
             (
-                landlock::ruleset(policy, private_tmp)
+                landlock::ruleset(policy, private_tmp, in_bwrap)
                     .map_err(|e| format!("cannot build the Landlock rules: {e}"))?
                     .map(above_handed_fds)
                     .transpose()

@@ -73,6 +73,22 @@ fn cond(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, Strin
     SeccompCondition::new(arg, SeccompCmpArgLen::Qword, op, value).map_err(|e| e.to_string())
 }
 
+/// Rules matching a mknod call whose mode (argument `mode_arg`) makes a
+/// character or block device.
+fn device_node_rules(mode_arg: u8) -> Result<Vec<SeccompRule>, String> {
+    [libc::S_IFCHR, libc::S_IFBLK]
+        .into_iter()
+        .map(|kind| {
+            let mode = cond(
+                mode_arg,
+                SeccompCmpOp::MaskedEq(libc::S_IFMT as u64),
+                kind as u64,
+            )?;
+            SeccompRule::new(vec![mode]).map_err(|e| e.to_string())
+        })
+        .collect()
+}
+
 /// Which sockets programs may open.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Sockets {
@@ -103,33 +119,9 @@ pub fn programs(sockets: Sockets) -> Result<Vec<BpfProgram>, String> {
     rules.insert(libc::SYS_clone, clone_rules);
     // No device nodes: mknod of a character or block device (root keeps
     // CAP_MKNOD without bubblewrap); FIFOs and sockets stay possible.
-    let mut device_rules = Vec::new();
-    for kind in [libc::S_IFCHR, libc::S_IFBLK] {
-        device_rules.push(
-            SeccompRule::new(vec![cond(
-                2,
-                SeccompCmpOp::MaskedEq(libc::S_IFMT as u64),
-                kind as u64,
-            )?])
-            .map_err(|e| e.to_string())?,
-        );
-    }
-    rules.insert(libc::SYS_mknodat, device_rules);
+    rules.insert(libc::SYS_mknodat, device_node_rules(2)?);
     #[cfg(target_arch = "x86_64")]
-    {
-        let mut old = Vec::new();
-        for kind in [libc::S_IFCHR, libc::S_IFBLK] {
-            old.push(
-                SeccompRule::new(vec![cond(
-                    1,
-                    SeccompCmpOp::MaskedEq(libc::S_IFMT as u64),
-                    kind as u64,
-                )?])
-                .map_err(|e| e.to_string())?,
-            );
-        }
-        rules.insert(libc::SYS_mknod, old);
-    }
+    rules.insert(libc::SYS_mknod, device_node_rules(1)?);
     rules.insert(
         libc::SYS_ioctl,
         vec![

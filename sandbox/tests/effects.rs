@@ -186,6 +186,44 @@ fn unix_sockets_outside_are_unreachable() {
     drop(abstract_listener);
 }
 
+/// The path rules are kept between starts (Landlock alone); a change to
+/// what they were made from shows at the next start: a file added to a
+/// split folder is readable, a hidden path made later stays hidden, a
+/// granted folder replaced by another is the new one.
+#[test]
+fn the_read_policy_follows_changes_made_between_starts() {
+    for mode in modes() {
+        let w = world();
+        let shown = w.outside.join("shown");
+        let tool = w.outside.join("tool");
+        std::fs::create_dir_all(&shown).unwrap();
+        std::fs::create_dir_all(&tool).unwrap();
+        std::fs::write(shown.join("before.txt"), "BEFORE\n").unwrap();
+        std::fs::write(tool.join("v1"), "V1\n").unwrap();
+        let mut p = policy(mode, &w.root);
+        p.reads.readable.push(shown.clone());
+        p.reads.readable.push(tool.clone());
+        p.reads.hidden.push(shown.join("secret"));
+        let read = |path: &Path| out(&run(&p, &w.root, &["read", path.to_str().unwrap()], T));
+        // The probe answers `OK <length>` for a file it read.
+        let before = read(&shown.join("before.txt"));
+        assert!(before.starts_with("OK 7"), "{mode:?}: {before}");
+        let v1 = read(&tool.join("v1"));
+        assert!(v1.starts_with("OK 3"), "{mode:?}: {v1}");
+        std::fs::write(shown.join("after.txt"), "AFTER\n").unwrap();
+        std::fs::write(shown.join("secret"), "CANARY-made-later\n").unwrap();
+        std::fs::remove_dir_all(&tool).unwrap();
+        std::fs::create_dir_all(&tool).unwrap();
+        std::fs::write(tool.join("v2"), "V2\n").unwrap();
+        let after = read(&shown.join("after.txt"));
+        assert!(after.starts_with("OK 6"), "{mode:?}: {after}");
+        let secret = read(&shown.join("secret"));
+        assert!(!secret.starts_with("OK"), "{mode:?}: {secret}");
+        let v2 = read(&tool.join("v2"));
+        assert!(v2.starts_with("OK 3"), "{mode:?}: {v2}");
+    }
+}
+
 #[test]
 fn the_hosts_init_environment_is_unreadable() {
     for mode in modes() {

@@ -539,3 +539,44 @@ pub async fn start_with_agents(dir: &Path, uses: &[(&str, Option<&str>)]) -> (Ni
     }
     (nib, state)
 }
+
+/// The test provider (cargo builds examples with the tests).
+pub fn test_provider() -> PathBuf {
+    let p = nib_bin()
+        .parent()
+        .map(|d| d.join("examples/nib-test-provider"))
+        .unwrap_or_default();
+    assert!(
+        p.exists(),
+        "{} is missing: build it with `cargo build --example nib-test-provider` (cargo test --workspace does)",
+        p.display()
+    );
+    p
+}
+
+/// The test provider copied into the project: bubblewrap gives programs a
+/// fresh /tmp, so a checkout under /tmp is not visible to a confined
+/// provider, while the project (a root) is.
+pub fn provider_in(dir: &Path) -> PathBuf {
+    let bin = dir.join(".provider-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let copy = bin.join("nib-test-provider");
+    std::fs::copy(test_provider(), &copy).unwrap();
+    copy
+}
+
+/// nib.json naming the test provider with `flags`, under `name`.
+pub fn nib_json_with(dir: &Path, entries: &[(&str, &[&str])]) {
+    let provider = provider_in(dir);
+    let mut map = serde_json::Map::new();
+    for (name, flags) in entries {
+        let mut command = vec![provider.display().to_string()];
+        command.extend(flags.iter().map(|f| f.to_string()));
+        map.insert((*name).into(), serde_json::json!({"command": command}));
+    }
+    std::fs::write(
+        dir.join("nib.json"),
+        serde_json::to_string(&serde_json::json!({"providers": map})).unwrap(),
+    )
+    .unwrap();
+}
