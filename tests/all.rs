@@ -22,6 +22,7 @@ mod policy;
 mod protocol;
 mod providers;
 mod read;
+mod read_git;
 mod read_more;
 mod reads;
 mod replay;

@@ -3,9 +3,13 @@
 //! diff between them, a folder's files first), `.@A...B:FILE` (one file).
 //!
 //! The git program, not a library: it is on every machine that has a
-//! repository, reads every revision syntax, honours the repository's own
-//! configuration, and runs confined like any other program under
-//! NIB_SANDBOX=1 (through `nib-sandbox`, with a timeout and an output cap).
+//! repository, reads every revision syntax, and runs confined like any
+//! other program under NIB_SANDBOX=1 (through `nib-sandbox`, with a timeout
+//! and an output cap). The revision is the model's and so is the
+//! repository: a revision is never an option (`--end-of-options`, and a
+//! side starting with `-` refused), and no command the repository's
+//! configuration names runs (textconv, external diff, fsmonitor, pager,
+//! hooks).
 //! Diffs print as rows of the current file where its lines still exist
 //! (anchors), `N|TEXT` where they do not, and `-|TEXT` for removed lines.
 
@@ -22,14 +26,44 @@ use crate::tools::output::{Block, Row};
 /// How long one git command may run.
 const GIT_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Settings for nib's own git calls: the repository's own configuration
+/// may name commands to run (the repository is the model's to write), and
+/// none of them may run here. Textconv and external diffs are also off by
+/// the commands' flags (`--no-textconv`, `--no-ext-diff`).
+const NEUTRAL_CONFIG: [&str; 7] = [
+    "color.ui=false",
+    "core.fsmonitor=false",
+    "core.hooksPath=/dev/null",
+    "core.pager=cat",
+    "diff.external=",
+    "core.sshCommand=false",
+    "credential.helper=",
+];
+
+/// Why `rev` cannot be handed to git, if it cannot: each side of a range
+/// must be a revision, never something git would take as an option.
+fn refused_revision(rev: &str) -> Option<String> {
+    let sides = rev.split("...").flat_map(|s| s.split(".."));
+    for side in sides {
+        if side.starts_with('-') {
+            return Some(format!(
+                "{side:?} is not a revision (it would be taken as an option)"
+            ));
+        }
+        if side.chars().any(char::is_control) {
+            return Some("a revision holds no control characters".into());
+        }
+    }
+    None
+}
+
 /// Runs git in `cwd` (confined like any program under the sandbox) and returns its stdout.
 fn git(ctx: &Ctx, cwd: &Path, args: &[&str]) -> Result<String, String> {
-    let mut argv: Vec<OsString> = vec![
-        "git".into(),
-        "--no-pager".into(),
-        "-c".into(),
-        "color.ui=false".into(),
-    ];
+    let mut argv: Vec<OsString> = vec!["git".into(), "--no-pager".into()];
+    for setting in NEUTRAL_CONFIG {
+        argv.push("-c".into());
+        argv.push(setting.into());
+    }
     argv.extend(args.iter().map(OsString::from));
     let sandbox = ctx.config.sandbox(&ctx.workspace.roots())?;
     let env = [(OsString::from("LC_ALL"), OsString::from("C"))];
@@ -81,6 +115,9 @@ pub fn revision(ctx: &Ctx, path: &Path, rev: &str) -> Vec<Block> {
             "{shown}@{rev}: {e}. Nothing was read.\nhint: check the revision with nibash's git log, or read {shown}"
         ))]
     };
+    if let Some(why) = refused_revision(rev) {
+        return fail(why);
+    }
     if rev.contains("..") {
         let mut blocks = Vec::new();
         if is_dir && file.is_none() {
@@ -90,8 +127,10 @@ pub fn revision(ctx: &Ctx, path: &Path, rev: &str) -> Vec<Block> {
                 &[
                     "diff",
                     "--no-ext-diff",
+                    "--no-textconv",
                     "--relative",
                     "--numstat",
+                    "--end-of-options",
                     rev,
                     "--",
                     &spec,
@@ -125,8 +164,10 @@ pub fn revision(ctx: &Ctx, path: &Path, rev: &str) -> Vec<Block> {
             &[
                 "diff",
                 "--no-ext-diff",
+                "--no-textconv",
                 "--relative",
                 "-U1",
+                "--end-of-options",
                 rev,
                 "--",
                 &spec,
@@ -141,7 +182,11 @@ pub fn revision(ctx: &Ctx, path: &Path, rev: &str) -> Vec<Block> {
     }
     if !is_dir {
         let object = format!("{rev}:./{spec}");
-        return match git(ctx, &cwd, &["show", &object]) {
+        return match git(
+            ctx,
+            &cwd,
+            &["show", "--no-textconv", "--end-of-options", &object],
+        ) {
             Ok(content) => {
                 let text = Text::decode(content.as_bytes());
                 let rows = (1..=text.len())
@@ -169,6 +214,7 @@ pub fn revision(ctx: &Ctx, path: &Path, rev: &str) -> Vec<Block> {
             "-s",
             "--format=%h %an <%ae> %ad%n%s",
             "--date=format:%Y-%m-%d %H:%M",
+            "--end-of-options",
             rev,
         ],
     ) {
@@ -190,9 +236,11 @@ pub fn revision(ctx: &Ctx, path: &Path, rev: &str) -> Vec<Block> {
         &[
             "show",
             "--no-ext-diff",
+            "--no-textconv",
             "--relative",
             "-U1",
             "--format=",
+            "--end-of-options",
             rev,
             "--",
             &spec,

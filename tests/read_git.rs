@@ -1,0 +1,150 @@
+//! The git that `read PATH@REV` runs, held to the line the sandbox holds,
+//! in every mode (unconfined, bubblewrap, Landlock + seccomp alone): a
+//! revision is never taken as an option (`--output=FILE` writes nothing,
+//! in the root or outside it), and commands the repository's own
+//! configuration names (a textconv driver) never run.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::json;
+
+use crate::common::*;
+
+const MODES: [&[(&str, &str)]; 3] = [
+    &[],
+    &[("NIB_SANDBOX", "1")],
+    &[("NIB_SANDBOX", "1"), ("NIB_SANDBOX_BWRAP", "0")],
+];
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "Me")
+        .env("GIT_AUTHOR_EMAIL", "me@example.org")
+        .env("GIT_COMMITTER_NAME", "Me")
+        .env("GIT_COMMITTER_EMAIL", "me@example.org")
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A repository of two commits changing `a.txt`.
+fn repository(root: &Path) {
+    git(root, &["init", "-q", "-b", "main"]);
+    std::fs::write(root.join("a.txt"), "one\ntwo\n").unwrap();
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-qm", "first"]);
+    std::fs::write(root.join("a.txt"), "one\ntwo\nthree\n").unwrap();
+    git(root, &["commit", "-qam", "second"]);
+}
+
+#[tokio::test]
+async fn a_revision_is_never_taken_as_an_option_in_every_mode() {
+    for mode in MODES {
+        let project = project();
+        let root = std::fs::canonicalize(project.path()).unwrap();
+        repository(&root);
+        let outside = tempfile::tempdir().unwrap();
+        let targets = [
+            root.join("made-by-git"),
+            root.join("nib.json"),
+            outside.path().join("made-by-git"),
+        ];
+        let nib = start_with(
+            Era::Handshake,
+            &root,
+            TestClient::new(Roots::Undeclared),
+            mode,
+        )
+        .await;
+        let mut answers = String::new();
+        let mut forms = Vec::new();
+        for t in &targets {
+            let t = t.display();
+            forms.extend([
+                format!(".@--output={t}"),
+                format!("a.txt@--output={t}"),
+                format!(".@--output={t}..HEAD"),
+                format!(".@HEAD~1...--output={t}"),
+                format!(".@--output={t}:a.txt"),
+            ]);
+        }
+        forms.push(format!(".@--output={}", root.join("a.txt").display()));
+        for form in &forms {
+            let (text, _) = nib.call("read", json!({ "paths": [form] })).await;
+            answers.push_str(&text);
+        }
+        for t in &targets {
+            assert!(
+                !t.exists(),
+                "{mode:?}: git wrote {}:\n{answers}",
+                t.display()
+            );
+        }
+        assert_eq!(
+            std::fs::read_to_string(root.join("a.txt")).unwrap(),
+            "one\ntwo\nthree\n",
+            "{mode:?}: a.txt was replaced:\n{answers}"
+        );
+        assert!(
+            answers.contains("is not a revision (it would be taken as an option)"),
+            "{mode:?}: {answers}"
+        );
+        // A revision still reads.
+        let old = nib.ok("read", json!({ "paths": ["a.txt@HEAD~1"] })).await;
+        assert!(old.contains("1|one\n2|two\n"), "{mode:?}: {old}");
+        nib.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn commands_the_repository_configures_never_run_in_every_mode() {
+    for mode in MODES {
+        let project = project();
+        let root = std::fs::canonicalize(project.path()).unwrap();
+        repository(&root);
+        // A textconv driver and an external diff, as a model could write
+        // them with the write tool: each would leave a marker.
+        let marker = root.join("driver-ran");
+        let config = root.join(".git/config");
+        let mut text = std::fs::read_to_string(&config).unwrap();
+        text.push_str(&format!(
+            "[diff \"x\"]\n\ttextconv = touch {m}; cat\n[diff]\n\texternal = touch {m}; true\n[core]\n\tfsmonitor = touch {m}; true\n\tpager = touch {m}; cat\n",
+            m = marker.display()
+        ));
+        std::fs::write(&config, text).unwrap();
+        std::fs::write(root.join(".gitattributes"), "* diff=x\n").unwrap();
+        let nib = start_with(
+            Era::Handshake,
+            &root,
+            TestClient::new(Roots::Undeclared),
+            mode,
+        )
+        .await;
+        let mut answers = String::new();
+        for form in [
+            "a.txt@HEAD~1..HEAD",
+            ".@HEAD~1..HEAD",
+            ".@HEAD",
+            "a.txt@HEAD~1",
+        ] {
+            let (text, _) = nib.call("read", json!({ "paths": [form] })).await;
+            answers.push_str(&text);
+        }
+        assert!(
+            !marker.exists(),
+            "{mode:?}: a command from the repository's config ran:\n{answers}"
+        );
+        // The diff is still there, as git's own text.
+        assert!(answers.contains("three"), "{mode:?}: {answers}");
+        nib.stop().await;
+    }
+}
