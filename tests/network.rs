@@ -93,11 +93,17 @@ async fn programs_reach_listed_hosts_through_the_proxy_and_nothing_else() {
             )
             .await;
         assert!(text.contains("[exit"), "bwrap={bwrap}: {text}");
+        // Around the proxy by Multipath TCP (Landlock's TCP rules miss it).
+        let mptcp = format!(
+            "python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_STREAM, 262); s.connect((\"127.0.0.1\", {port})); s.sendall(b\"GET /mptcp HTTP/1.0\\r\\n\\r\\n\"); print(\"CONNECTED\")'"
+        );
+        let (text, _) = nib.call("nibash", json!({ "command": mptcp })).await;
+        assert!(!text.contains("CONNECTED"), "bwrap={bwrap}: {text}");
         let seen_now = seen.lock().unwrap().clone();
         assert!(
-            !seen_now
-                .iter()
-                .any(|l| l.contains("/name.git") || l.contains("/direct.git")),
+            !seen_now.iter().any(|l| l.contains("/name.git")
+                || l.contains("/direct.git")
+                || l.contains("/mptcp")),
             "bwrap={bwrap}: the canary saw {seen_now:?}"
         );
         let status = nib.ok("nibash_status", json!({})).await;

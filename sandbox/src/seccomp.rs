@@ -172,6 +172,16 @@ pub fn programs(sockets: Sockets) -> Result<Vec<BpfProgram>, String> {
                     ])?);
                 }
             }
+            // And an IPv4 or IPv6 stream of any protocol but TCP: Landlock's
+            // port rules hold TCP alone, so a Multipath TCP socket
+            // (IPPROTO_MPTCP) would connect past the proxy.
+            for family in [libc::AF_INET, libc::AF_INET6] {
+                refused.push(rule(vec![
+                    cond(0, SeccompCmpOp::Eq, family as u64)?,
+                    cond(2, SeccompCmpOp::Ne, 0)?,
+                    cond(2, SeccompCmpOp::Ne, libc::IPPROTO_TCP as u64)?,
+                ])?);
+            }
             rules.insert(libc::SYS_socket, refused);
         }
     }

@@ -831,8 +831,11 @@ fn with_a_proxy_route_programs_reach_the_proxy_and_nothing_else() {
             udp.recv_from(&mut buf).is_err(),
             "{mode:?}: no datagram arrived"
         );
-        // Around the proxy: another port on this machine's loopback.
+        // Around the proxy: another port on this machine's loopback, by
+        // TCP and by Multipath TCP (which Landlock's TCP rules miss).
         let o = run(&p, &w.root, &["tcp", &other_addr], T);
+        assert!(out(&o).starts_with("DENIED"), "{mode:?}: {}", out(&o));
+        let o = run(&p, &w.root, &["mptcp", &other_addr], T);
         assert!(out(&o).starts_with("DENIED"), "{mode:?}: {}", out(&o));
         assert!(
             other.accept().is_err(),

@@ -6,7 +6,8 @@
 //! What is hidden is decided by the sandbox crate (`nib_sandbox::Reads`);
 //! this module only finds the paths and names a call met and words the
 //! lines. A program that opens a hidden path without naming it on the
-//! command line or in an error message gets its ordinary error and no line.
+//! command line or in an error message gets its ordinary error and no line;
+//! nor does a path that does not exist for the user either.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -42,7 +43,12 @@ pub fn notes(
         let Some(path) = absolute(&word, cwd, home) else {
             continue;
         };
-        if !reads.hides(&path, roots) || !seen.insert(path.clone()) {
+        // A path that is not there for the user either is not news: the
+        // program's error is the whole truth (a URL's path is no file).
+        if !reads.hides(&path, roots)
+            || std::fs::symlink_metadata(&path).is_err()
+            || !seen.insert(path.clone())
+        {
             continue;
         }
         let why = if reads.hidden.iter().any(|h| path.starts_with(h)) {
@@ -101,19 +107,32 @@ mod tests {
 
     #[test]
     fn hidden_paths_and_withheld_variables_are_named_once() {
+        // Not under /tmp: the host's /tmp is not named (programs have their own).
+        let base = tempfile::Builder::new()
+            .prefix(".withheld-test-")
+            .tempdir_in(env!("CARGO_MANIFEST_DIR"))
+            .unwrap();
+        let h = base.path().join("h");
+        for f in [".ssh/id_ed25519", "proj/src/a.rs", "other/x"] {
+            let p = h.join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, "x\n").unwrap();
+        }
+        let hs = h.display().to_string();
         let reads = Reads {
-            readable: vec![PathBuf::from("/usr"), PathBuf::from("/h/.cargo")],
-            hidden: vec![
-                PathBuf::from("/h/.ssh"),
-                PathBuf::from("/h/.cargo/credentials.toml"),
-            ],
+            readable: vec![PathBuf::from("/usr"), h.join(".cargo")],
+            hidden: vec![h.join(".ssh"), h.join(".cargo/credentials.toml")],
         };
-        let roots = [PathBuf::from("/h/proj")];
+        let roots = [h.join("proj")];
         let got = notes(
-            "cat ~/.ssh/id_ed25519 /h/.ssh/id_ed25519; cat /usr/share/x src/a.rs; echo $GITHUB_TOKEN ${NPM_TOKEN:-}",
-            "python: [Errno 2] No such file or directory: '/srv/other/x'\nfine /srv/never-an-error\n",
-            Path::new("/h/proj"),
-            Some(Path::new("/h")),
+            &format!(
+                "cat ~/.ssh/id_ed25519 {hs}/.ssh/id_ed25519; cat /usr/share/x src/a.rs; curl -d 'GET /not-a-file' x; echo $GITHUB_TOKEN ${{NPM_TOKEN:-}}"
+            ),
+            &format!(
+                "python: [Errno 2] No such file or directory: '{hs}/other/x'\nfine {hs}/never-an-error\n"
+            ),
+            &h.join("proj"),
+            Some(&h),
             &reads,
             &roots,
             &[
@@ -125,10 +144,10 @@ mod tests {
         assert_eq!(
             got,
             vec![
-                "[sandbox: /h/.ssh/id_ed25519 is hidden from programs (on the credential list); the user can show it with NIB_SANDBOX_BIND=/h/.ssh/id_ed25519]",
-                "[sandbox: /srv/other/x is hidden from programs (outside what programs may read); the user can show it with NIB_SANDBOX_BIND=/srv/other/x]",
-                "[sandbox: $GITHUB_TOKEN is withheld from programs (its name looks like a secret); the user can pass it with NIB_SANDBOX_ENV=GITHUB_TOKEN]",
-                "[sandbox: $NPM_TOKEN is withheld from programs (its name looks like a secret); the user can pass it with NIB_SANDBOX_ENV=NPM_TOKEN]",
+                format!("[sandbox: {hs}/.ssh/id_ed25519 is hidden from programs (on the credential list); the user can show it with NIB_SANDBOX_BIND={hs}/.ssh/id_ed25519]"),
+                format!("[sandbox: {hs}/other/x is hidden from programs (outside what programs may read); the user can show it with NIB_SANDBOX_BIND={hs}/other/x]"),
+                "[sandbox: $GITHUB_TOKEN is withheld from programs (its name looks like a secret); the user can pass it with NIB_SANDBOX_ENV=GITHUB_TOKEN]".to_string(),
+                "[sandbox: $NPM_TOKEN is withheld from programs (its name looks like a secret); the user can pass it with NIB_SANDBOX_ENV=NPM_TOKEN]".to_string(),
             ]
         );
     }

@@ -43,6 +43,12 @@ fn main() {
             Ok(_) => report(true, "connected".into()),
             Err(e) => report(false, e.to_string()),
         },
+        // `mptcp IPV4:PORT`: a Multipath TCP stream (protocol 262), which
+        // Landlock's TCP rules do not cover.
+        "mptcp" => match arg(1).parse::<std::net::SocketAddrV4>() {
+            Ok(addr) => report_os(mptcp_connect(addr), "connected"),
+            Err(e) => report(false, e.to_string()),
+        },
         // `udp ADDR`: one datagram (DNS and other UDP must not pass).
         "udp" => {
             match std::net::UdpSocket::bind("0.0.0.0:0").and_then(|u| u.send_to(b"probe", arg(1))) {
@@ -240,5 +246,42 @@ fn main() {
             println!("unknown probe {other}");
             std::process::exit(2);
         }
+    }
+}
+
+fn report_os(result: std::io::Result<()>, what: &str) {
+    match result {
+        Ok(()) => println!("OK {what}"),
+        Err(e) => println!("DENIED {e}"),
+    }
+}
+
+/// An MPTCP socket connected to `addr`.
+fn mptcp_connect(addr: std::net::SocketAddrV4) -> std::io::Result<()> {
+    const IPPROTO_MPTCP: libc::c_int = 262;
+    // SAFETY: socket takes integers; the fd is closed below.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM, IPPROTO_MPTCP) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let sin = libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: addr.port().to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from(*addr.ip()).to_be(),
+        },
+        sin_zero: [0; 8],
+    };
+    // SAFETY: connect reads a sockaddr_in of the size given from a live
+    // local; close takes the fd we made.
+    unsafe {
+        let r = libc::connect(
+            fd,
+            (&sin as *const libc::sockaddr_in).cast(),
+            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+        );
+        let err = std::io::Error::last_os_error();
+        libc::close(fd);
+        if r == 0 { Ok(()) } else { Err(err) }
     }
 }
