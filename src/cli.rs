@@ -251,7 +251,9 @@ pub fn shape(s: &Shape) -> u8 {
     if let Some(c) = s.exit.filter(|c| *c != 0) {
         out.push_str(&format!("[exit {c}]\n"));
     }
-    let _ = std::io::stdout().write_all(out.as_bytes());
+    let stdout = std::io::stdout();
+    let out = crate::terminal::for_stream(&out, std::io::IsTerminal::is_terminal(&stdout));
+    let _ = stdout.lock().write_all(out.as_bytes());
     0
 }
 
@@ -499,7 +501,7 @@ pub fn doctor(config: &Config) -> i32 {
     out.push_str(&config.read_policy_text());
     out.push_str("exec-time rules: while nib.json has program rules, every exec of a nibash call is checked by the file it runs (seccomp user notification, in every mode)\n");
     let mut stdout = std::io::stdout().lock();
-    let _ = stdout.write_all(out.as_bytes());
+    let _ = stdout.write_all(crate::terminal::visible(&out).as_bytes());
     i32::from(config.sandbox && !confining)
 }
 
@@ -598,7 +600,8 @@ pub fn run_tool(config: Config, name: &str, mut args: Map<String, Value>) -> i32
                 .map(|r| r.refusal("cannot be asked for on the command line"))
                 .unwrap_or_default();
             let mut stdout = std::io::stdout().lock();
-            let _ = stdout.write_all(text.as_bytes());
+            let tty = std::io::IsTerminal::is_terminal(&stdout);
+            let _ = stdout.write_all(crate::terminal::for_stream(&text, tty).as_bytes());
             if !text.ends_with('\n') {
                 let _ = stdout.write_all(b"\n");
             }
@@ -606,7 +609,10 @@ pub fn run_tool(config: Config, name: &str, mut args: Map<String, Value>) -> i32
         }
         Ok(out) => {
             let mut stdout = std::io::stdout().lock();
-            let _ = stdout.write_all(out.text.as_bytes());
+            // To a terminal the text is shown, its control characters
+            // written out; to a pipe or a file it is the bytes.
+            let tty = std::io::IsTerminal::is_terminal(&stdout);
+            let _ = stdout.write_all(crate::terminal::for_stream(&out.text, tty).as_bytes());
             // Every answer ends its last line, errors and hints included.
             if !out.text.is_empty() && !out.text.ends_with('\n') {
                 let _ = stdout.write_all(b"\n");
@@ -631,7 +637,8 @@ pub fn run_tool(config: Config, name: &str, mut args: Map<String, Value>) -> i32
 
 fn fail(message: &str) -> i32 {
     let mut stderr = std::io::stderr().lock();
-    let _ = writeln!(stderr, "{message}");
+    let tty = std::io::IsTerminal::is_terminal(&stderr);
+    let _ = writeln!(stderr, "{}", crate::terminal::for_stream(message, tty));
     2
 }
 

@@ -135,6 +135,8 @@ pub fn run(state: &Path, input: &[u8]) -> HookAnswer {
                 (None, Some(l)) if l > 0 => format!(":1-{l}"),
                 _ => String::new(),
             };
+            // The client shows the reason to the user: the path is the model's.
+            let file = crate::terminal::visible_line(file);
             let reason = format!(
                 "Read this with nib instead: mcp__nib__read with paths [\"{file}{selector}\"]. Its rows are edit anchors for mcp__nib__edit. (Sending the same Read again lets it through.)"
             );

@@ -34,6 +34,7 @@ pub mod setup;
 pub mod state;
 pub mod statusline;
 pub mod stdio;
+pub mod terminal;
 pub mod text;
 pub mod tools;
 pub mod validate;

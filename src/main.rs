@@ -115,7 +115,7 @@ fn main() -> std::process::ExitCode {
         cli::Command::Setup(args) => {
             let places = nib::setup::Places::from_env(&config.project_dir);
             let (out, code) = nib::setup::run(&places, &args);
-            let _ = std::io::stdout().write_all(out.as_bytes());
+            let _ = std::io::stdout().write_all(nib::terminal::visible(&out).as_bytes());
             std::process::ExitCode::from(code as u8)
         }
         cli::Command::Tool(name, map) => {

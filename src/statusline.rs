@@ -215,7 +215,8 @@ pub fn line(running: &[Running]) -> String {
             jobs.join(", ")
         ));
     }
-    format!("nib: {}", parts.join("; "))
+    // Command lines are the model's: shown, never obeyed by the terminal.
+    crate::terminal::visible_line(&format!("nib: {}", parts.join("; "))).into_owned()
 }
 
 /// The project a `statusLine` command is for: the JSON Claude Code sends on

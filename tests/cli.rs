@@ -363,3 +363,29 @@ fn json_answers_name_the_files_written_with_their_tags() {
         "one\nTWO\n"
     );
 }
+
+/// A command's output is the model's: to a terminal (a pty, through
+/// `script`) its control bytes are written out; to a pipe they are the
+/// bytes, as `cat` gives them.
+#[test]
+fn answers_to_a_terminal_show_control_bytes_and_pipes_get_them() {
+    let dir = project();
+    let command = r"printf 'title \033]0;owned\007 clear \033[2J clip \033]52;c;Y3VybA==\007\n'";
+    let (piped, _, code) = nib(dir.path(), &["sh", command], None);
+    assert_eq!(code, 0, "{piped}");
+    assert!(piped.contains("\x1b]0;owned\x07"), "{piped:?}");
+    let line = format!("{} sh \"{command}\"", nib_bin().display());
+    let tty = Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .current_dir(dir.path())
+        .env_remove("NIB_DIRECTORY")
+        .stdin(Stdio::null())
+        .output()
+        .expect("script runs");
+    let shown = String::from_utf8_lossy(&tty.stdout).into_owned();
+    assert!(
+        !tty.stdout.iter().any(|b| *b == 0x1b || *b == 0x07),
+        "control bytes reached the terminal: {shown:?}"
+    );
+    assert!(shown.contains("title \\x1b]0;owned\\x07"), "{shown:?}");
+}

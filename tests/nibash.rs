@@ -818,6 +818,51 @@ async fn a_command_flooding_its_output_is_stopped() {
     nib.stop().await;
 }
 
+/// A command line is the model's: its control bytes (a clipboard write, a
+/// title, a screen clear) reach the user's terminal written out, never raw.
+#[tokio::test]
+async fn the_status_line_shows_a_command_lines_control_bytes_never_sends_them() {
+    let dir = project();
+    let home = tempfile::tempdir().unwrap();
+    let state = home.path().join("state");
+    let nib = start_in_home(
+        Era::Handshake,
+        dir.path(),
+        TestClient::new(Roots::Undeclared),
+        &[],
+        home,
+    )
+    .await;
+    let command = "sleep 30 # \x1b]52;c;Y3VybCBldmls\x07\x1b]0;owned\x07\x1b[2J\u{9b}2J";
+    let started = nib
+        .ok("nibash", json!({"command": command, "background": true}))
+        .await;
+    let id = job_id(&started);
+    let mut bytes = Vec::new();
+    for _ in 0..30 {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let out = std::process::Command::new(nib_bin())
+            .arg("statusline")
+            .current_dir(dir.path())
+            .env("NIB_STATE_DIR", &state)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        bytes = out.stdout;
+        if String::from_utf8_lossy(&bytes).contains(&format!("%{id} sleep 30")) {
+            break;
+        }
+    }
+    let line = String::from_utf8_lossy(&bytes).into_owned();
+    assert!(line.contains(&format!("%{id} sleep 30")), "{line}");
+    assert!(
+        !bytes.iter().any(|b| *b == 0x1b || *b == 0x07) && !line.contains('\u{9b}'),
+        "control bytes reached the terminal: {line:?}"
+    );
+    assert!(line.contains("\\x1b]52;c;"), "{line}");
+    nib.stop().await;
+}
+
 #[tokio::test]
 async fn the_status_line_names_running_calls_and_jobs_and_forgets_a_server_that_ended() {
     let dir = project();
