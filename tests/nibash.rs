@@ -1043,3 +1043,51 @@ async fn process_substitutions_end_without_a_lost_child() {
     }
     nib.stop().await;
 }
+
+/// What a killed broker left running in its pids cgroup is ended by the
+/// next broker's sweep (a bubblewrap child left waiting mid-start held its
+/// broker's pipes for an hour), and the cgroup is removed.
+#[tokio::test]
+async fn what_a_gone_broker_left_in_its_cgroup_is_ended_by_the_next_broker() {
+    let Some(cgroups) = nib_sandbox::pids_cgroup_root() else {
+        use std::os::unix::fs::MetadataExt;
+        let uid = std::fs::metadata("/proc/self").map(|m| m.uid());
+        assert_ne!(uid.ok(), Some(0), "root has a pids cgroup here");
+        return;
+    };
+    // A broker that is gone: a process that ran and ended.
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    let gone_pid = gone.id();
+    gone.wait().unwrap();
+    let left = cgroups.join(format!("nib-{gone_pid}-0"));
+    std::fs::create_dir(&left).unwrap();
+    let mut leftover = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .unwrap();
+    std::fs::write(left.join("cgroup.procs"), leftover.id().to_string()).unwrap();
+    let dir = project();
+    let nib = start_with(
+        Era::Handshake,
+        dir.path(),
+        TestClient::new(Roots::Undeclared),
+        &[],
+    )
+    .await;
+    nib.ok("nibash", json!({"command": "true"})).await;
+    let mut ended = None;
+    for _ in 0..50 {
+        ended = leftover.try_wait().unwrap();
+        if ended.is_some() && !left.exists() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let _ = leftover.kill();
+    let _ = leftover.wait();
+    let still_there = left.exists();
+    let _ = std::fs::remove_dir(&left);
+    nib.stop().await;
+    assert!(ended.is_some(), "the leftover process still runs");
+    assert!(!still_there, "the gone broker's cgroup is still there");
+}

@@ -34,10 +34,15 @@ fn pids_root() -> Option<PathBuf> {
     None
 }
 
+/// Where nib's pids cgroups are made, if they can be.
+pub fn pids_cgroup_root() -> Option<PathBuf> {
+    static ROOT: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    ROOT.get_or_init(pids_root).clone()
+}
+
 /// Whether a pids cgroup can be made here.
 pub fn pids_cgroup_available() -> bool {
-    static AVAILABLE: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
-    AVAILABLE.get_or_init(pids_root).is_some()
+    pids_cgroup_root().is_some()
 }
 
 /// A pids cgroup for one worker.
@@ -53,14 +58,18 @@ impl PidsCgroup {
         let root = ROOT
             .get_or_init(|| {
                 let root = pids_root()?;
-                // Once, in the background: the empty cgroups of brokers
-                // killed before they could remove them (rmdir only ever
-                // removes an empty one).
+                // Once, in the background: the cgroups of brokers killed
+                // before they could remove them, and whatever still runs in
+                // them (a bubblewrap child left waiting for a parent that
+                // was gone mid-start held its broker's pipes for hours).
                 let base = root.clone();
                 std::thread::spawn(move || {
-                    crate::leftovers::sweep(&base, "nib-", std::time::Duration::ZERO, |p| {
-                        std::fs::remove_dir(p)
-                    })
+                    crate::leftovers::sweep(
+                        &base,
+                        "nib-",
+                        std::time::Duration::ZERO,
+                        kill_and_remove,
+                    )
                 });
                 Some(root)
             })
@@ -83,32 +92,39 @@ impl PidsCgroup {
 
     /// Kills every process in the cgroup, repeatedly until it is empty, then removes it.
     pub fn kill_all(&self) {
-        // Processes that are ending (a PID namespace's init right after its
-        // parent) leave the list within microseconds: check again soon, then
-        // less often, for at most about half a second.
-        let mut nap = std::time::Duration::from_micros(50);
-        let deadline = std::time::Instant::now() + std::time::Duration::from_millis(500);
-        while std::time::Instant::now() < deadline {
-            let procs = std::fs::read_to_string(self.procs_file()).unwrap_or_default();
-            let pids: Vec<i32> = procs
-                .lines()
-                .filter_map(|l| l.trim().parse().ok())
-                .collect();
-            if pids.is_empty() {
-                break;
-            }
-            for pid in pids {
-                // SAFETY: kill(2) with a pid read from our own cgroup and a
-                // constant signal; no memory is passed.
-                unsafe {
-                    libc::kill(pid, libc::SIGKILL);
-                }
-            }
-            std::thread::sleep(nap);
-            nap = (nap * 2).min(std::time::Duration::from_millis(10));
-        }
-        let _ = std::fs::remove_dir(&self.dir);
+        let _ = kill_and_remove(&self.dir);
     }
+}
+
+/// Kills every process in the cgroup at `dir`, repeatedly until it is
+/// empty, then removes it.
+fn kill_and_remove(dir: &Path) -> std::io::Result<()> {
+    // Processes that are ending (a PID namespace's init right after its
+    // parent) leave the list within microseconds: check again soon, then
+    // less often, for at most about half a second.
+    let procs_file = dir.join("cgroup.procs");
+    let mut nap = std::time::Duration::from_micros(50);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(500);
+    while std::time::Instant::now() < deadline {
+        let procs = std::fs::read_to_string(&procs_file).unwrap_or_default();
+        let pids: Vec<i32> = procs
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect();
+        if pids.is_empty() {
+            break;
+        }
+        for pid in pids {
+            // SAFETY: kill(2) with a pid read from a cgroup of nib's own
+            // and a constant signal; no memory is passed.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
+        }
+        std::thread::sleep(nap);
+        nap = (nap * 2).min(std::time::Duration::from_millis(10));
+    }
+    std::fs::remove_dir(dir)
 }
 
 impl Drop for PidsCgroup {
