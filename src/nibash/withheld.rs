@@ -107,13 +107,9 @@ mod tests {
 
     #[test]
     fn hidden_paths_and_withheld_variables_are_named_once() {
-        // Not under /tmp: the host's /tmp is not named (programs have their own).
-        let base = tempfile::Builder::new()
-            .prefix(".withheld-test-")
-            .tempdir_in(env!("CARGO_MANIFEST_DIR"))
-            .unwrap();
+        let base = tempfile::tempdir().unwrap();
         let h = base.path().join("h");
-        for f in [".ssh/id_ed25519", "proj/src/a.rs", "other/x"] {
+        for f in [".ssh/id_ed25519", "proj/src/a.rs"] {
             let p = h.join(f);
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
             std::fs::write(p, "x\n").unwrap();
@@ -129,7 +125,7 @@ mod tests {
                 "cat ~/.ssh/id_ed25519 {hs}/.ssh/id_ed25519; cat /usr/share/x src/a.rs; curl -d 'GET /not-a-file' x; echo $GITHUB_TOKEN ${{NPM_TOKEN:-}}"
             ),
             &format!(
-                "python: [Errno 2] No such file or directory: '{hs}/other/x'\nfine {hs}/never-an-error\n"
+                "python: [Errno 2] No such file or directory: '/etc/passwd'\nfine {hs}/never-an-error\n"
             ),
             &h.join("proj"),
             Some(&h),
@@ -145,7 +141,9 @@ mod tests {
             got,
             vec![
                 format!("[sandbox: {hs}/.ssh/id_ed25519 is hidden from programs (on the credential list); the user can show it with NIB_SANDBOX_BIND={hs}/.ssh/id_ed25519]"),
-                format!("[sandbox: {hs}/other/x is hidden from programs (outside what programs may read); the user can show it with NIB_SANDBOX_BIND={hs}/other/x]"),
+                // Outside the readable folders (the host's /tmp, where the
+                // test may run, is never named: programs have their own).
+                "[sandbox: /etc/passwd is hidden from programs (outside what programs may read); the user can show it with NIB_SANDBOX_BIND=/etc/passwd]".to_string(),
                 "[sandbox: $GITHUB_TOKEN is withheld from programs (its name looks like a secret); the user can pass it with NIB_SANDBOX_ENV=GITHUB_TOKEN]".to_string(),
                 "[sandbox: $NPM_TOKEN is withheld from programs (its name looks like a secret); the user can pass it with NIB_SANDBOX_ENV=NPM_TOKEN]".to_string(),
             ]
