@@ -107,7 +107,7 @@ pub struct Config {
     /// [`NIB_SANDBOX_NETWORK`] is on (`1`: every host).
     pub sandbox_network: bool,
     /// [`NIB_SANDBOX_NETWORK`] names hosts: programs reach them through
-    /// nib's proxy (with nib.json's `network` lists).
+    /// nib's proxy (less nib.json's `network.deny`).
     pub network_hosts: Option<String>,
     /// [`NIB_CONFIRM_NETWORK`]: hosts not listed are put to the user.
     pub confirm_network: bool,
@@ -222,8 +222,8 @@ impl Config {
     }
 
     /// The route to nib's proxy when programs reach the network through it
-    /// (NIB_SANDBOX=1 with hosts in NIB_SANDBOX_NETWORK or nib.json's
-    /// `network.allow`); the proxy starts on first use. `None` otherwise —
+    /// (NIB_SANDBOX=1 with hosts in NIB_SANDBOX_NETWORK; a project's nib.json
+    /// can only deny some of them); the proxy starts on first use. `None` otherwise —
     /// or when it cannot start, and then programs get no network.
     pub fn proxy_route(&self) -> Option<nib_sandbox::ProxyRoute> {
         if !self.sandbox || self.sandbox_network {
@@ -241,17 +241,6 @@ impl Config {
                 None
             }
         }
-    }
-
-    /// The sandbox programs run in for these roots, started through the
-    /// small worker entry beside nib's binary (or nib itself without it).
-    pub fn sandbox(&self, roots: &[PathBuf]) -> Result<nib_sandbox::Sandbox, String> {
-        let exe = std::env::current_exe()
-            .map_err(|e| format!("cannot find nib's own binary: {e}; nothing was run"))?;
-        Ok(nib_sandbox::Sandbox::new(
-            &nib_sandbox::entry_beside(&exe),
-            self.sandbox_policy(roots),
-        ))
     }
 
     /// How programs reach the network, in one phrase (for `nib doctor` and

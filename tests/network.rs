@@ -357,47 +357,92 @@ async fn the_proxys_socket_folder_goes_when_nib_exits() {
     assert!(!folder.exists(), "{} was left behind", folder.display());
 }
 
+/// A project's nib.json narrows the network, never widens it: its
+/// `network.allow` opens nothing (one note names the user's setting), and
+/// its `network.deny` holds for a listed name by the address it resolves
+/// to — in both modes.
 #[tokio::test]
-async fn nib_json_lists_hosts_and_its_deny_list_wins() {
+async fn a_projects_nib_json_never_opens_the_network_and_its_deny_holds_by_address() {
     if !nib_sandbox::bwrap_usable() && nib_sandbox::probe().landlock_abi < 4 {
         // Nothing here could hold programs to the proxy: they get no network
         // (the sandbox's effect test checks that).
         return;
     }
-    let (port, seen) = server();
-    let dir = project();
-    std::fs::write(
-        dir.path().join("nib.json"),
-        json!({"network": {"allow": ["127.0.0.1", "localhost"], "deny": ["localhost"]}})
-            .to_string(),
-    )
-    .unwrap();
-    let nib = start_with(
-        Era::Modern,
-        dir.path(),
-        TestClient::new(Roots::Undeclared),
-        &[("NIB_SANDBOX", "1")],
-    )
-    .await;
     let via = "env -u NO_PROXY -u no_proxy git ls-remote";
-    nib.call(
-        "nibash",
-        json!({"command": format!("{via} http://127.0.0.1:{port}/listed.git")}),
-    )
-    .await;
-    let (denied, _) = nib
-        .call(
-            "nibash",
-            json!({"command": format!("{via} http://localhost:{port}/denied.git")}),
+    for bwrap in ["1", "0"] {
+        let (port, seen) = server();
+        let dir = project();
+        std::fs::write(
+            dir.path().join("nib.json"),
+            json!({"network": {"allow": ["127.0.0.1", "localhost"]}}).to_string(),
+        )
+        .unwrap();
+        let nib = start_with(
+            Era::Modern,
+            dir.path(),
+            TestClient::new(Roots::Undeclared),
+            &[("NIB_SANDBOX", "1"), ("NIB_SANDBOX_BWRAP", bwrap)],
         )
         .await;
-    let seen = seen.lock().unwrap().clone();
-    assert!(seen.iter().any(|l| l.contains("/listed.git")), "{seen:?}");
-    assert!(!seen.iter().any(|l| l.contains("/denied.git")), "{seen:?}");
-    assert!(
-        denied.contains(&format!(
-            "[network: blocked localhost:{port} — on the deny list]"
-        )),
-        "{denied}"
-    );
+        let (first, _) = nib
+            .call(
+                "nibash",
+                json!({"command": format!("{via} http://127.0.0.1:{port}/project.git")}),
+            )
+            .await;
+        let (second, _) = nib
+            .call(
+                "nibash",
+                json!({"command": format!("{via} http://localhost:{port}/again.git")}),
+            )
+            .await;
+        let note = "[network: nib.json's network.allow (127.0.0.1, localhost) is ignored: a project's file may narrow the sandbox's network, never widen it; the user allows hosts with NIB_SANDBOX_NETWORK=127.0.0.1,localhost]";
+        assert!(first.contains(note), "bwrap={bwrap}: {first}");
+        assert!(
+            !second.contains(note),
+            "bwrap={bwrap}: noted twice: {second}"
+        );
+        assert!(first.contains("[exit"), "bwrap={bwrap}: {first}");
+        let status = nib.ok("nibash_status", json!({})).await;
+        assert!(status.contains("network off"), "bwrap={bwrap}: {status}");
+        assert!(
+            seen.lock().unwrap().is_empty(),
+            "bwrap={bwrap}: the canary saw {:?}",
+            seen.lock().unwrap()
+        );
+        nib.stop().await;
+
+        // The user lists a name and an address; the project denies the
+        // address: the name that resolves to it is refused too.
+        std::fs::write(
+            dir.path().join("nib.json"),
+            json!({"network": {"deny": ["127.0.0.1"]}}).to_string(),
+        )
+        .unwrap();
+        let nib = start_with(
+            Era::Modern,
+            dir.path(),
+            TestClient::new(Roots::Undeclared),
+            &[
+                ("NIB_SANDBOX", "1"),
+                ("NIB_SANDBOX_BWRAP", bwrap),
+                ("NIB_SANDBOX_NETWORK", "localhost,127.0.0.1"),
+            ],
+        )
+        .await;
+        let (by_name, _) = nib
+            .call(
+                "nibash",
+                json!({"command": format!("{via} http://localhost:{port}/by-name.git")}),
+            )
+            .await;
+        assert!(
+            by_name.contains(&format!(
+                "[network: blocked localhost:{port} — on the deny list]"
+            )),
+            "bwrap={bwrap}: {by_name}"
+        );
+        let seen = seen.lock().unwrap().clone();
+        assert!(seen.is_empty(), "bwrap={bwrap}: the canary saw {seen:?}");
+    }
 }

@@ -39,7 +39,7 @@ impl Running {
     }
 }
 
-/// nib.json's `network` lists, when the project has them.
+/// nib.json's `network` lists, when the project has them (`allow`, `deny`).
 fn project_lists(project: &Path) -> (Vec<String>, Vec<String>) {
     let json = std::fs::read(project.join("nib.json"))
         .ok()
@@ -61,6 +61,27 @@ fn project_lists(project: &Path) -> (Vec<String>, Vec<String>) {
 
 static RUNNING: OnceLock<Result<Option<Running>, String>> = OnceLock::new();
 
+/// The project's `network.allow` entries, left out (a project may narrow
+/// the sandbox's network, never widen it).
+static IGNORED_ALLOW: OnceLock<Vec<String>> = OnceLock::new();
+/// Whether [`ignored_allow_note`] has given its note this session.
+static IGNORED_NOTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The one note of a session about a project's `network.allow`, the first
+/// time it is asked for after the proxy's rules were made: which entries
+/// were left out and the user's setting that would allow them.
+pub fn ignored_allow_note() -> Option<String> {
+    let ignored = IGNORED_ALLOW.get().filter(|i| !i.is_empty())?;
+    if IGNORED_NOTED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        return None;
+    }
+    Some(format!(
+        "[network: nib.json's network.allow ({}) is ignored: a project's file may narrow the sandbox's network, never widen it; the user allows hosts with NIB_SANDBOX_NETWORK={}]",
+        ignored.join(", "),
+        ignored.join(",")
+    ))
+}
+
 /// Puts a host a program wants (`HOST:PORT`) to the user; true when the
 /// user allows it for the session. Set by the server when the client can
 /// be asked mid-call (`NIB_CONFIRM_NETWORK=1`).
@@ -79,9 +100,11 @@ fn asker() -> Option<Asker> {
     ASKER.lock().ok().and_then(|a| a.clone())
 }
 
-/// The proxy for `NIB_SANDBOX_NETWORK`'s hosts and the project's lists,
-/// started on first call; `Ok(None)` when no host is allowed (programs get
-/// no network). The first call's settings hold for the process.
+/// The proxy for `NIB_SANDBOX_NETWORK`'s hosts minus the project's deny
+/// list, started on first call; `Ok(None)` when no host is allowed
+/// (programs get no network). The project's allow list is never added: the
+/// sandbox's limits are the user's ([`ignored_allow_note`] says so once).
+/// The first call's settings hold for the process.
 pub fn running(
     hosts: Option<&str>,
     confirm: bool,
@@ -90,7 +113,8 @@ pub fn running(
     RUNNING
         .get_or_init(|| {
             let (allow, deny) = project_lists(project);
-            let (rules, unread) = rules::HostRules::new(hosts, &allow, &deny);
+            let _ = IGNORED_ALLOW.set(allow);
+            let (rules, unread) = rules::HostRules::new(hosts, &deny);
             for u in &unread {
                 tracing::warn!("network: {u:?} is not a host name, *.domain or address; left out");
             }

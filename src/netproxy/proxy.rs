@@ -454,7 +454,7 @@ mod tests {
     }
 
     async fn proxy(allow: &str, names: Names) -> (SocketAddr, Arc<NetLog>) {
-        let (rules, unread) = HostRules::new(Some(allow), &[], &["denied.test".to_string()]);
+        let (rules, unread) = HostRules::new(Some(allow), &["denied.test".to_string()]);
         assert!(unread.is_empty());
         let p = Arc::new(
             Proxy::new(rules, Arc::new(names)).with_head_timeout(Duration::from_millis(300)),

@@ -1,6 +1,8 @@
 //! Which hosts programs may reach: `NIB_SANDBOX_NETWORK=HOSTS` (comma
-//! separated, `*.example.org` for the subdomains of a domain) and nib.json's
-//! `{"network": {"allow": [...], "deny": [...]}}`. Deny wins over allow. An
+//! separated, `*.example.org` for the subdomains of a domain), minus
+//! nib.json's `{"network": {"deny": [...]}}` (a project narrows the list,
+//! never widens it). Deny wins over allow, for names and for the addresses
+//! names resolve to. An
 //! IP address is allowed only when listed as itself; a loopback or private
 //! address only when the user listed that address, or the name that led to
 //! it, exactly (not through a wildcard). Pure: [`super::address`] says what
@@ -111,9 +113,9 @@ pub struct HostRules {
 }
 
 impl HostRules {
-    /// From `NIB_SANDBOX_NETWORK`'s value and nib.json's lists; entries nib
-    /// cannot read are returned so the caller can say so.
-    pub fn new(env: Option<&str>, allow: &[String], deny: &[String]) -> (HostRules, Vec<String>) {
+    /// From `NIB_SANDBOX_NETWORK`'s value and nib.json's deny list; entries
+    /// nib cannot read are returned so the caller can say so.
+    pub fn new(env: Option<&str>, deny: &[String]) -> (HostRules, Vec<String>) {
         let mut rules = HostRules::default();
         let mut unread = Vec::new();
         let mut add = |list: &mut Vec<Pattern>, entry: &str| match Pattern::parse(entry) {
@@ -128,9 +130,6 @@ impl HostRules {
                 }
             }
             None => {}
-        }
-        for e in allow {
-            add(&mut rules.allow, e);
         }
         for e in deny {
             add(&mut rules.deny, e);
@@ -192,8 +191,12 @@ impl HostRules {
         }
     }
 
-    /// Whether `host`, resolved to `ip`, may be connected to.
+    /// Whether `host`, resolved to `ip`, may be connected to: never when
+    /// the deny list names `ip`.
     pub fn check_address(&self, host: &str, ip: IpAddr) -> Result<(), Refusal> {
+        if self.deny.contains(&Pattern::Address(ip)) {
+            return Err(Refusal::Denied);
+        }
         let h = host.trim_end_matches('.').to_ascii_lowercase();
         let listed = self.allow.contains(&Pattern::Address(ip))
             || self.allow.contains(&Pattern::Exact(h.clone()))
@@ -215,7 +218,7 @@ mod tests {
 
     fn rules(env: &str, deny: &[&str]) -> HostRules {
         let deny: Vec<String> = deny.iter().map(|s| s.to_string()).collect();
-        HostRules::new(Some(env), &[], &deny).0
+        HostRules::new(Some(env), &deny).0
     }
 
     #[test]
@@ -233,6 +236,23 @@ mod tests {
         assert_eq!(r.check_host("10.0.0.7"), Ok(()));
         assert_eq!(r.check_host("10.0.0.8"), Err(Refusal::UnlistedAddress));
         assert_eq!(r.check_host("a b"), Err(Refusal::BadName));
+    }
+
+    #[test]
+    fn a_denied_address_holds_for_every_name_that_leads_to_it() {
+        let r = rules("intranet.example, *.pkg.example", &["10.1.2.3"]);
+        let denied: IpAddr = "10.1.2.3".parse().unwrap();
+        let other: IpAddr = "10.1.2.4".parse().unwrap();
+        assert_eq!(r.check_host("intranet.example"), Ok(()));
+        assert_eq!(
+            r.check_address("intranet.example", denied),
+            Err(Refusal::Denied)
+        );
+        assert_eq!(r.check_address("intranet.example", other), Ok(()));
+        assert_eq!(
+            r.check_address("dl.pkg.example", "93.184.216.34".parse().unwrap()),
+            Ok(())
+        );
     }
 
     #[test]

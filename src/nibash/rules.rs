@@ -62,6 +62,26 @@ pub fn program_gate(dir: &Path) -> Result<Gate, Refusal> {
     }
 }
 
+/// The sandbox for a program nib starts with no command line to check (a
+/// provider, the git behind `read PATH@REV`): nibash's for these roots,
+/// with nib.json's program rules judged at every exec and their files
+/// masked, as for any program of a nibash call.
+pub fn judged_sandbox(
+    config: &crate::config::Config,
+    roots: &[PathBuf],
+) -> Result<nib_sandbox::Sandbox, String> {
+    let gate = program_gate(&config.project_dir).map_err(|r| r.0)?;
+    let mut policy = config.sandbox_policy(roots);
+    policy.masked = gate.masked;
+    let exe = std::env::current_exe()
+        .map_err(|e| format!("cannot find nib's own binary: {e}; nothing was run"))?;
+    let mut sandbox = nib_sandbox::Sandbox::new(&nib_sandbox::entry_beside(&exe), policy);
+    if let Some(judge) = gate.judge {
+        sandbox = sandbox.with_exec_judge(judge);
+    }
+    Ok(sandbox)
+}
+
 fn program_layers(rules: &Rules) -> Gate {
     let runtime = rules
         .program_rules()

@@ -246,16 +246,7 @@ impl Providers {
     /// The sandbox a provider runs in: nibash's for these roots, with
     /// nib.json's program rules at exec time (and their files masked).
     fn sandbox(&self, roots: &[PathBuf]) -> Result<nib_sandbox::Sandbox, String> {
-        let gate = crate::nibash::rules::program_gate(&self.config.project_dir).map_err(|r| r.0)?;
-        let mut policy = self.config.sandbox_policy(roots);
-        policy.masked = gate.masked;
-        let exe =
-            std::env::current_exe().map_err(|e| format!("cannot find nib's own binary: {e}"))?;
-        let mut sandbox = nib_sandbox::Sandbox::new(&nib_sandbox::entry_beside(&exe), policy);
-        if let Some(judge) = gate.judge {
-            sandbox = sandbox.with_exec_judge(judge);
-        }
-        Ok(sandbox)
+        crate::nibash::rules::judged_sandbox(&self.config, roots)
     }
 
     /// The provider's process ended: restart it once, then stop.

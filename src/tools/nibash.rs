@@ -72,6 +72,10 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
                 .push_str(&format!("[network: blocked {host} — {why}]\n"));
         }
     }
+    if let Some(note) = crate::netproxy::ignored_allow_note() {
+        out.text.push_str(&note);
+        out.text.push('\n');
+    }
     if ctx.config.sandbox {
         let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
         let lines = crate::nibash::withheld::notes(

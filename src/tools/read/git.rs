@@ -5,7 +5,10 @@
 //! The git program, not a library: it is on every machine that has a
 //! repository, reads every revision syntax, and runs confined like any
 //! other program under NIB_SANDBOX=1 (through `nib-sandbox`, with a timeout
-//! and an output cap). The revision is the model's and so is the
+//! and an output cap), with nib.json's program rules judged at every exec;
+//! with NIB_SHELL=0 nib runs no program, so no revision is read. Under
+//! NIB_SANDBOX=1 a repository whose git dir or object store lies outside
+//! the roots is not read. The revision is the model's and so is the
 //! repository: a revision is never an option (`--end-of-options`, and a
 //! side starting with `-` refused), and no command the repository's
 //! configuration names runs (textconv, external diff, fsmonitor, pager,
@@ -65,7 +68,7 @@ fn git(ctx: &Ctx, cwd: &Path, args: &[&str]) -> Result<String, String> {
         argv.push(setting.into());
     }
     argv.extend(args.iter().map(OsString::from));
-    let sandbox = ctx.config.sandbox(&ctx.workspace.roots())?;
+    let sandbox = crate::nibash::rules::judged_sandbox(ctx.config, &ctx.workspace.roots())?;
     let env = [(OsString::from("LC_ALL"), OsString::from("C"))];
     let worker = sandbox.spawn(&argv, cwd, &env).map_err(|e| e.to_string())?;
     let out = worker.wait(Some(GIT_TIMEOUT));
@@ -85,6 +88,78 @@ fn git(ctx: &Ctx, cwd: &Path, args: &[&str]) -> Result<String, String> {
         ));
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Under NIB_SANDBOX=1, why the repository `cwd` belongs to may not be
+/// read, if it may not: its git dir, its common dir and every object store
+/// it borrows from (`objects/info/alternates`, followed a few levels) must
+/// lie in the roots, since a `.git` file or an alternates line is text the
+/// model can write and would otherwise lead git to any repository the
+/// sandbox lets it read.
+fn outside_the_roots(ctx: &Ctx, cwd: &Path) -> Option<String> {
+    let dirs = match git(
+        ctx,
+        cwd,
+        &[
+            "rev-parse",
+            "--path-format=absolute",
+            "--git-dir",
+            "--git-common-dir",
+        ],
+    ) {
+        Ok(d) => d,
+        Err(e) => return Some(e),
+    };
+    let roots: Vec<PathBuf> = ctx
+        .workspace
+        .roots()
+        .iter()
+        .map(|r| fs::canonical(r).unwrap_or_else(|_| r.clone()))
+        .collect();
+    let inside = |p: &Path| fs::canonical(p).is_ok_and(|p| roots.iter().any(|r| p.starts_with(r)));
+    let mut stores: Vec<PathBuf> = Vec::new();
+    for dir in dirs.lines().filter(|l| !l.is_empty()).map(PathBuf::from) {
+        if !inside(&dir) {
+            return Some(format!(
+                "its git directory {} lies outside the roots, and under NIB_SANDBOX=1 nib reads no repository there",
+                dir.display()
+            ));
+        }
+        stores.push(dir.join("objects"));
+    }
+    let mut seen = 0;
+    while let Some(store) = stores.pop() {
+        seen += 1;
+        if seen > 16 {
+            return Some("its object stores borrow from each other too deeply".into());
+        }
+        // Read beneath the roots (the scope refuses a link leading out).
+        let file = store.join("info/alternates");
+        let list = match fs::read_file(&ctx.scope, &file, 64 * 1024) {
+            Ok(f) => String::from_utf8_lossy(&f.bytes).into_owned(),
+            Err(fs::FsError::NotFound | fs::FsError::NotADirectory) => continue,
+            Err(e) => {
+                return Some(format!(
+                    "{} {e}, and under NIB_SANDBOX=1 nib reads no repository it cannot check",
+                    file.display()
+                ));
+            }
+        };
+        for line in list.lines().map(str::trim) {
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let other = store.join(line.trim_matches('"'));
+            if !inside(&other) {
+                return Some(format!(
+                    "it borrows objects from {} (objects/info/alternates), outside the roots, and under NIB_SANDBOX=1 nib reads no repository there",
+                    other.display()
+                ));
+            }
+            stores.push(other);
+        }
+    }
+    None
 }
 
 /// The blocks for `path@rev`.
@@ -115,7 +190,15 @@ pub fn revision(ctx: &Ctx, path: &Path, rev: &str) -> Vec<Block> {
             "{shown}@{rev}: {e}. Nothing was read.\nhint: check the revision with nibash's git log, or read {shown}"
         ))]
     };
+    if !ctx.config.shell {
+        return fail("NIB_SHELL=0: nib runs no program, and revisions are read through git".into());
+    }
     if let Some(why) = refused_revision(rev) {
+        return fail(why);
+    }
+    if ctx.config.sandbox
+        && let Some(why) = outside_the_roots(ctx, &cwd)
+    {
         return fail(why);
     }
     if rev.contains("..") {
