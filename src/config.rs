@@ -61,16 +61,6 @@ pub const NIB_AUTO_NAMES: &str = "NIB_AUTO_NAMES";
 /// announced at once (`notifications/claude/channel`).
 pub const NIB_CHANNEL: &str = "NIB_CHANNEL";
 
-/// Paths inside each root that sandboxed programs may not change: they make code run.
-pub const PROTECTED_IN_ROOTS: &[&str] = &[
-    ".git/hooks",
-    ".git/config",
-    "nib.json",
-    ".mcp.json",
-    ".claude",
-    ".vscode",
-];
-
 /// How long the server waits for the user to answer an approval, in
 /// milliseconds (default 120000).
 pub const NIB_APPROVAL_TIMEOUT_MS: &str = "NIB_APPROVAL_TIMEOUT_MS";
@@ -143,10 +133,15 @@ pub struct Config {
 impl Config {
     /// The policy sandboxed programs run under for these roots.
     pub fn sandbox_policy(&self, roots: &[PathBuf]) -> nib_sandbox::Policy {
-        let protected = roots
-            .iter()
-            .flat_map(|r| PROTECTED_IN_ROOTS.iter().map(move |p| r.join(p)))
-            .collect();
+        // Unconfined, nothing holds these paths: no walk to make.
+        let protected = if self.sandbox {
+            roots
+                .iter()
+                .flat_map(|r| crate::fs::runs_code::protected_for_programs_kept(r))
+                .collect()
+        } else {
+            Vec::new()
+        };
         nib_sandbox::Policy {
             confine: self.sandbox,
             writable: roots.to_vec(),

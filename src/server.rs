@@ -584,7 +584,6 @@ impl NibServer {
     fn network_question(
         &self,
         context: &RequestContext<RoleServer>,
-        blocked_before: usize,
         out: &ToolOutput,
     ) -> Option<CallToolResponse> {
         let modern = context
@@ -598,14 +597,11 @@ impl NibServer {
             return None;
         }
         let not_listed = crate::netproxy::rules::Refusal::NotAllowed.to_string();
-        let hosts: Vec<String> = crate::netproxy::current()?
-            .proxy
-            .log()
-            .blocked()
-            .into_iter()
-            .skip(blocked_before)
+        let hosts: Vec<String> = out
+            .network_refused
+            .iter()
             .filter(|(_, why)| *why == not_listed)
-            .map(|(host, _)| host)
+            .map(|(host, _)| host.clone())
             .collect();
         let params = network_params(&hosts.join(", ")).ok()?;
         if hosts.is_empty() {
@@ -849,8 +845,6 @@ impl ServerHandler for NibServer {
                 .count(&self.agent_label(&context), &name, out.text.chars().count());
             return Ok(result(out).into());
         }
-        let blocked_before =
-            crate::netproxy::current().map_or(0, |r| r.proxy.log().blocked().len());
         let mut asked = 0;
         loop {
             let out = self
@@ -869,7 +863,7 @@ impl ServerHandler for NibServer {
                     out.text.chars().count(),
                 );
                 if name == "nibash"
-                    && let Some(ask) = self.network_question(&context, blocked_before, &out)
+                    && let Some(ask) = self.network_question(&context, &out)
                 {
                     return Ok(ask);
                 }

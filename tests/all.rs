@@ -12,6 +12,7 @@ mod confine;
 mod deciders;
 mod edit;
 mod git;
+mod git_dirs;
 mod grep;
 mod lang;
 mod names;

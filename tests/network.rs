@@ -446,3 +446,163 @@ async fn a_projects_nib_json_never_opens_the_network_and_its_deny_holds_by_addre
         assert!(seen.is_empty(), "bwrap={bwrap}: the canary saw {seen:?}");
     }
 }
+
+/// Two nibash calls at once: each answer names the hosts refused to its
+/// own programs, never the other's — in both modes.
+#[tokio::test]
+async fn two_calls_at_once_each_name_only_their_own_refusals() {
+    if !nib_sandbox::bwrap_usable() && nib_sandbox::probe().landlock_abi < 4 {
+        return;
+    }
+    for bwrap in ["1", "0"] {
+        let (port, _seen) = server();
+        let dir = project();
+        let nib = start_with(
+            Era::Modern,
+            dir.path(),
+            TestClient::new(Roots::Undeclared),
+            &[
+                ("NIB_SANDBOX", "1"),
+                ("NIB_SANDBOX_BWRAP", bwrap),
+                ("NIB_SANDBOX_NETWORK", "127.0.0.1"),
+            ],
+        )
+        .await;
+        let curl = "env -u NO_PROXY -u no_proxy curl -s -o /dev/null";
+        // The first call's refusal comes while the second runs.
+        nib.ok(
+            "nibash",
+            json!({"command": format!("sleep 1; {curl} http://127.0.0.2:{port}/first; sleep 4"), "background": true}),
+        )
+        .await;
+        let (second, _) = nib
+            .call(
+                "nibash",
+                json!({"command": format!("sleep 3; {curl} http://localhost:{port}/second; true")}),
+            )
+            .await;
+        assert!(
+            second.contains(&format!("[network: blocked localhost:{port}")),
+            "bwrap={bwrap}: {second}"
+        );
+        assert!(
+            !second.contains("127.0.0.2"),
+            "bwrap={bwrap}: the other call's refusal was named: {second}"
+        );
+        let status = nib.ok("nibash_status", json!({})).await;
+        assert!(status.contains(&format!("127.0.0.2:{port}")), "{status}");
+        nib.stop().await;
+    }
+}
+
+/// A listener that accepts and holds every connection (the upstream of
+/// tunnels a program keeps open).
+fn holder() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for c in l.incoming().flatten() {
+            held.push(c);
+        }
+    });
+    port
+}
+
+fn open_descriptors(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
+}
+
+/// A program holding hundreds of tunnels open takes the broker to no more
+/// than its share of descriptors: the tools keep working while they are
+/// held, and the proxy accepts again once they go — in both modes, with
+/// the broker's open-file limit lowered to 256.
+#[tokio::test]
+async fn held_tunnels_never_take_the_descriptors_the_tools_need() {
+    if !nib_sandbox::bwrap_usable() && nib_sandbox::probe().landlock_abi < 4 {
+        return;
+    }
+    for bwrap in ["1", "0"] {
+        let (port, seen) = server();
+        let hold = holder();
+        let dir = project();
+        std::fs::write(dir.path().join("a.txt"), "a\n").unwrap();
+        let nib = start_with(
+            Era::Modern,
+            dir.path(),
+            TestClient::new(Roots::Undeclared),
+            &[
+                ("NIB_SANDBOX", "1"),
+                ("NIB_SANDBOX_BWRAP", bwrap),
+                ("NIB_SANDBOX_NETWORK", "127.0.0.1"),
+            ],
+        )
+        .await;
+        let pid = nib.pid.unwrap();
+        let limited = std::process::Command::new("prlimit")
+            .args(["--pid", &pid.to_string(), "--nofile=256:256"])
+            .status()
+            .unwrap();
+        assert!(limited.success());
+        let script = format!(
+            r#"
+import base64, os, socket, time
+from urllib.parse import urlparse
+u = urlparse(os.environ["HTTP_PROXY"])
+auth = base64.b64encode(f"{{u.username}}:{{u.password}}".encode()).decode()
+held = []
+for i in range(220):
+    try:
+        s = socket.create_connection((u.hostname, u.port), timeout=5)
+        s.sendall(f"CONNECT 127.0.0.1:{hold} HTTP/1.1\r\nProxy-Authorization: Basic {{auth}}\r\n\r\n".encode())
+        held.append(s)
+    except OSError:
+        pass
+print("opened", len(held), flush=True)
+time.sleep(8)
+"#
+        );
+        std::fs::write(dir.path().join("hold.py"), script).unwrap();
+        nib.ok(
+            "nibash",
+            json!({"command": "python3 hold.py", "background": true}),
+        )
+        .await;
+        tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+        let most = open_descriptors(pid);
+        let read = nib.ok("read", json!({"paths": ["a.txt"]})).await;
+        assert!(read.contains("1:a"), "bwrap={bwrap}: {read}");
+        nib.ok("write", json!({"path": "b.txt", "content": "b\n"}))
+            .await;
+        let echo = nib
+            .ok("nibash", json!({"command": "echo alive; cat b.txt"}))
+            .await;
+        assert!(
+            echo.contains("alive") && echo.contains('b'),
+            "bwrap={bwrap}: {echo}"
+        );
+        assert!(
+            most < 200,
+            "bwrap={bwrap}: the broker held {most} descriptors of 256"
+        );
+        // Once the program and its tunnels are gone (a tunnel whose client
+        // ended lives 10 s more at most), the proxy accepts again.
+        let after =
+            format!("env -u NO_PROXY -u no_proxy git ls-remote http://127.0.0.1:{port}/after.git");
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(40);
+        while !seen
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|l| l.contains("/after.git"))
+        {
+            assert!(
+                std::time::Instant::now() < until,
+                "bwrap={bwrap}: the proxy no longer accepts"
+            );
+            tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+            nib.call("nibash", json!({ "command": after })).await;
+        }
+        nib.stop().await;
+    }
+}

@@ -17,25 +17,6 @@ const MODES: [&[(&str, &str)]; 3] = [
     &[("NIB_SANDBOX", "1"), ("NIB_SANDBOX_BWRAP", "0")],
 ];
 
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_AUTHOR_NAME", "Me")
-        .env("GIT_AUTHOR_EMAIL", "me@example.org")
-        .env("GIT_COMMITTER_NAME", "Me")
-        .env("GIT_COMMITTER_EMAIL", "me@example.org")
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// A repository of two commits changing `a.txt`.
 fn repository(root: &Path) {
     git(root, &["init", "-q", "-b", "main"]);

@@ -1,27 +1,10 @@
 //! read, completed: versions and diffs, git revisions, SQLite, images,
 //! unchanged-line collapse.
 
-use std::path::Path;
-use std::process::Command;
-
 use base64::Engine;
 use serde_json::json;
 
 use crate::common::*;
-
-fn git(dir: &Path, args: &[&str]) {
-    let ok = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "T")
-        .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
-        .env("GIT_COMMITTER_NAME", "T")
-        .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "git {args:?}");
-}
 
 #[tokio::test]
 async fn changes_since_a_version_and_unknown_tags() {

@@ -122,10 +122,31 @@ pub fn scrub<K: AsRef<OsStr>, V: AsRef<OsStr>>(
     out
 }
 
+/// The user name programs give nib's proxy; the password is the worker's token.
+pub const PROXY_USER: &str = "nib";
+
+/// A new worker's proxy token: 128 random bits in hex (from the kernel).
+pub fn proxy_token() -> String {
+    let mut bytes = [0u8; 16];
+    if rustix::rand::getrandom(&mut bytes, rustix::rand::GetRandomFlags::empty()).is_err() {
+        // Without the kernel's randomness, a token unique to this process
+        // and moment still tells workers apart (it is a name, not a key).
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos();
+        bytes = (now ^ u128::from(std::process::id()) << 64).to_le_bytes();
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// The variables that send programs' HTTP, HTTPS and other TCP clients
-/// (curl, git, cargo, npm, pip) through nib's proxy at `127.0.0.1:port`.
-pub fn proxy_vars(port: u16) -> Vec<(OsString, OsString)> {
-    let url = format!("http://127.0.0.1:{port}");
+/// (curl, git, cargo, npm, pip) through nib's proxy at `127.0.0.1:port`,
+/// naming their worker by `token` as the proxy user's password (clients
+/// send it as `Proxy-Authorization`; the proxy names a call's own refusals
+/// and counts its connections by it).
+pub fn proxy_vars(port: u16, token: &str) -> Vec<(OsString, OsString)> {
+    let url = format!("http://{PROXY_USER}:{token}@127.0.0.1:{port}");
     let mut out = Vec::new();
     for name in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"] {
         out.push((OsString::from(name), OsString::from(&url)));
@@ -137,6 +158,9 @@ pub fn proxy_vars(port: u16) -> Vec<(OsString, OsString)> {
     for name in ["NO_PROXY", "no_proxy"] {
         out.push((OsString::from(name), OsString::from("localhost,127.0.0.1")));
     }
+    // git waits for a proxy's challenge before sending credentials unless
+    // told to send them at once; the proxy never challenges.
+    out.push(("GIT_HTTP_PROXY_AUTHMETHOD".into(), "basic".into()));
     out
 }
 
@@ -146,9 +170,15 @@ mod tests {
 
     #[test]
     fn proxy_variables_name_the_port_in_both_cases() {
-        let v = proxy_vars(3128);
-        assert_eq!(v.len(), 8);
-        assert!(v.contains(&("https_proxy".into(), "http://127.0.0.1:3128".into())));
+        let v = proxy_vars(3128, "t0k3n");
+        assert_eq!(v.len(), 9);
+        assert!(v.contains(&(
+            "https_proxy".into(),
+            "http://nib:t0k3n@127.0.0.1:3128".into()
+        )));
+        let (a, b) = (proxy_token(), proxy_token());
+        assert_eq!(a.len(), 32);
+        assert_ne!(a, b);
         assert!(v.contains(&("NO_PROXY".into(), "localhost,127.0.0.1".into())));
     }
 

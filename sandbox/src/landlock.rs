@@ -278,7 +278,7 @@ fn cached(key: &GrantKey) -> Option<Arc<OpenedGrants>> {
 }
 
 fn keep(key: GrantKey, opened: Arc<OpenedGrants>) {
-    let budget = fd_budget();
+    let budget = crate::limits::open_files_quarter();
     let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
     kept.retain(|(k, _)| *k != key);
     kept.insert(0, (key, opened));
@@ -288,20 +288,6 @@ fn keep(key: GrantKey, opened: Arc<OpenedGrants>) {
         used += o.rules.len();
         used <= budget
     });
-}
-
-/// A quarter of the soft limit on open files.
-fn fd_budget() -> usize {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit fills the struct we pass.
-    let ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0;
-    if !ok || lim.rlim_cur == libc::RLIM_INFINITY {
-        return 1024;
-    }
-    (lim.rlim_cur / 4) as usize
 }
 
 /// Adds a rule letting the tree read and run beneath `path` to a created

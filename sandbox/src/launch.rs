@@ -224,6 +224,9 @@ pub struct Launch {
     reaper: Option<(CString, CArray, CArray)>,
     /// The paths execve tries in turn (the PATH search, done here).
     candidates: Vec<CString>,
+    /// Outside bubblewrap: the protected paths (files that make code run),
+    /// bound read-only over themselves in the tree's own mount namespace.
+    protected: Vec<CString>,
     /// For each candidate, `/bin/sh CANDIDATE ARGS…` (addresses, as in
     /// [`CArray`]): what execvp runs when a file has no executable format
     /// (a script without `#!`).
@@ -323,6 +326,15 @@ impl Launch {
             }
             None => None,
         };
+        let protected = if policy.confine && !in_bwrap {
+            policy
+                .protected
+                .iter()
+                .map(|p| c_string(p.as_os_str()))
+                .collect::<Result<Vec<_>, _>>()?
+        } else {
+            Vec::new()
+        };
         let shell = c_string(OsStr::new("/bin/sh"))?;
         let shell_argvs = candidates
             .iter()
@@ -344,6 +356,7 @@ impl Launch {
             seccomp,
             exec_filter,
             candidates,
+            protected,
             argv: CArray::new(argv),
             envp: CArray::new(envp),
         })
@@ -390,14 +403,13 @@ impl Launch {
                 own_pid_namespace = true;
             }
         }
-        if self.confine
-            && own_pid_namespace
-            && fresh_proc()
-            && let Some(ruleset) = &self.landlock
-        {
-            // The ruleset granted the host's /proc; the fresh one is another
-            // file system and needs its own rule.
-            landlock::grant_read_raw(ruleset.as_fd(), c"/proc");
+        if self.confine && own_pid_namespace && fresh_proc() {
+            hold_read_only(&self.protected);
+            if let Some(ruleset) = &self.landlock {
+                // The ruleset granted the host's /proc; the fresh one is
+                // another file system and needs its own rule.
+                landlock::grant_read_raw(ruleset.as_fd(), c"/proc");
+            }
         }
         lifetime::die_with_parent();
         if let Err(e) = crate::limits::apply_rlimits_raw(&self.limits) {
@@ -517,6 +529,38 @@ fn fresh_proc() -> bool {
             libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
             std::ptr::null(),
         ) == 0
+    }
+}
+
+/// In the tree's own mount namespace ([`fresh_proc`]), binds each of
+/// `paths` read-only over itself, as bubblewrap's `--ro-bind-try` does:
+/// writing there fails, and so do removing or renaming it (a mount point).
+/// Landlock grants the roots by folder, so it cannot hold a file inside
+/// one by itself. A path that is gone is skipped. System calls only.
+fn hold_read_only(paths: &[CString]) {
+    for p in paths {
+        // SAFETY: mount with NUL-terminated paths owned by the caller and
+        // null or literal arguments; it changes this process's own mount
+        // namespace only (made private by `fresh_proc`).
+        unsafe {
+            if libc::mount(
+                p.as_ptr(),
+                p.as_ptr(),
+                std::ptr::null(),
+                libc::MS_BIND | libc::MS_REC,
+                std::ptr::null(),
+            ) != 0
+            {
+                continue;
+            }
+            libc::mount(
+                std::ptr::null(),
+                p.as_ptr(),
+                std::ptr::null(),
+                libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY,
+                std::ptr::null(),
+            );
+        }
     }
 }
 

@@ -63,10 +63,10 @@ mod spawn;
 mod worker;
 
 pub use bwrap::{bwrap_argv, bwrap_usable};
-pub use env::{is_secret_name, proxy_vars, scrub, withhold_secrets};
+pub use env::{PROXY_USER, is_secret_name, proxy_token, proxy_vars, scrub, withhold_secrets};
 pub use exec_guard::{ExecAttempt, ExecFile, ExecJudge, ExecLog, ExecRefusal};
 pub use leftovers::sweep as sweep_leftovers;
-pub use limits::pids_cgroup_root;
+pub use limits::{open_files_quarter, pids_cgroup_root};
 pub use policy::{Layers, Limits, Policy, ProxyRoute};
 pub use reads::{CREDENTIALS, HOME_TOOLCHAINS, Reads, SYSTEM, SYSTEM_SECRETS, UserReads};
 pub use seccomp::denied_syscalls;

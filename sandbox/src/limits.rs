@@ -158,3 +158,20 @@ pub fn apply_rlimits_raw(limits: &Limits) -> Result<(), i32> {
     set(libc::RLIMIT_NPROC, limits.processes)?;
     Ok(())
 }
+
+/// A quarter of this process's soft limit on open files (1024 when it
+/// cannot be read or is unlimited): what one user of descriptors in the
+/// broker may hold — the kept Landlock grants, the proxy's connections —
+/// so the tools always keep the rest.
+pub fn open_files_quarter() -> usize {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit fills the struct we pass.
+    let ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0;
+    if !ok || lim.rlim_cur == libc::RLIM_INFINITY {
+        return 1024;
+    }
+    usize::try_from(lim.rlim_cur / 4).unwrap_or(usize::MAX)
+}

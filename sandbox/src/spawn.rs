@@ -68,6 +68,8 @@ pub struct Worker {
     /// What bubblewrap itself printed, where the program's output went
     /// elsewhere ([`Worker::start_messages`]).
     bwrap_messages: Option<std::io::PipeReader>,
+    /// The name its tree gives the proxy ([`Worker::proxy_token`]).
+    proxy_token: Option<String>,
 }
 
 /// Where a worker's standard streams go.
@@ -284,14 +286,15 @@ impl Sandbox {
         if self.policy.confine {
             env::withhold_secrets(&mut vars, &self.policy.pass_env);
         }
-        vars.extend(
-            self.policy
-                .proxy
-                .as_ref()
-                .filter(|_| self.policy.confine && !self.policy.network)
-                .map(|r| env::proxy_vars(r.port))
-                .unwrap_or_default(),
-        );
+        let proxy = self
+            .policy
+            .proxy
+            .as_ref()
+            .filter(|_| self.policy.confine && !self.policy.network);
+        let proxy_token = proxy.map(|_| env::proxy_token());
+        if let (Some(r), Some(token)) = (proxy, &proxy_token) {
+            vars.extend(env::proxy_vars(r.port, token));
+        }
         vars.extend(extra_env.iter().cloned());
         // Outside bubblewrap the forked child takes the steps to the
         // program itself (no entry binary: the program is the one exec of
@@ -471,6 +474,7 @@ impl Sandbox {
             output_cap: self.policy.limits.output_bytes,
             exec_log,
             bwrap_messages,
+            proxy_token,
         })
     }
 }
@@ -547,6 +551,13 @@ impl Worker {
             }
         }
         out
+    }
+
+    /// The name this worker's programs give nib's proxy (in the proxy
+    /// variables' address, sent as `Proxy-Authorization`), so the proxy can
+    /// tell whose connection is whose; `None` without a proxy route.
+    pub fn proxy_token(&self) -> Option<&str> {
+        self.proxy_token.as_deref()
     }
 
     /// The execs its tree was refused (when the sandbox has an exec judge).

@@ -140,6 +140,10 @@ pub struct ToolOutput {
     pub exit: Option<i32>,
     /// Files the call wrote, as shown, with their new tags (`nib … --json`).
     pub written: Vec<(String, String)>,
+    /// Hosts nib's proxy refused this call's programs, `(host:port, why)`,
+    /// each once (nibash; named in the answer, asked about in the
+    /// 2026-07-28 era).
+    pub network_refused: Vec<(String, String)>,
 }
 
 impl ToolOutput {
@@ -152,6 +156,7 @@ impl ToolOutput {
             images: Vec::new(),
             exit: None,
             written: Vec::new(),
+            network_refused: Vec::new(),
         }
     }
 
@@ -164,6 +169,7 @@ impl ToolOutput {
             images: Vec::new(),
             exit: None,
             written: Vec::new(),
+            network_refused: Vec::new(),
         }
     }
 
@@ -176,6 +182,7 @@ impl ToolOutput {
             images: Vec::new(),
             exit: None,
             written: Vec::new(),
+            network_refused: Vec::new(),
         }
     }
 }

@@ -21,6 +21,7 @@
 //! go to the freedesktop trash by renaming from the folder fd ([`trash`]).
 
 pub mod beneath;
+pub mod runs_code;
 pub mod trash;
 
 use std::ffi::OsString;
@@ -28,7 +29,7 @@ use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -342,8 +343,9 @@ pub fn canonical(path: &Path) -> Result<PathBuf, FsError> {
 pub enum Approval {
     /// The target is outside the roots (`NIB_CONFIRM_OUTSIDE_ROOTS=1`).
     OutsideRoots,
-    /// The target makes code run (`.git/hooks/`, `.git/config`, `nib.json`,
-    /// `.mcp.json`, `.claude/settings*.json`) and the sandbox is on.
+    /// The target makes code run (a git dir's hooks and config, a git dir
+    /// anywhere in the roots, `nib.json`, `.mcp.json`,
+    /// `.claude/settings*.json`: [`runs_code`]) and the sandbox is on.
     RunsCode,
 }
 
@@ -407,22 +409,6 @@ fn fd_path(fd: impl AsFd) -> Option<PathBuf> {
     std::fs::read_link(format!("/proc/self/fd/{}", fd.as_fd().as_raw_fd())).ok()
 }
 
-/// Whether a path relative to its root names a file that makes code run.
-fn runs_code(rel: &Path) -> bool {
-    let parts: Vec<String> = rel
-        .components()
-        .filter_map(|c| match c {
-            Component::Normal(s) => Some(s.to_string_lossy().into_owned()),
-            _ => None,
-        })
-        .collect();
-    let p: Vec<&str> = parts.iter().map(String::as_str).collect();
-    matches!(
-        p.as_slice(),
-        [".git", "hooks", ..] | [".git", "config"] | ["nib.json"] | [".mcp.json"]
-    ) || matches!(p.as_slice(), [".claude", name] if name.starts_with("settings") && name.ends_with(".json"))
-}
-
 /// Resolves where a write to `path` goes, creating missing folders, and
 /// checks the file there (a folder, a special file or a hardlinked file is
 /// refused; under the sandbox a symlink is refused too).
@@ -437,7 +423,8 @@ pub fn write_target(scope: &Scope, path: &Path) -> Result<WriteTarget, FsError> 
                         .map(|r| r.join(&name))
                 })
                 .unwrap_or_else(|| beneath::relative(&roots[i].path, path));
-            let approval = runs_code(&rel).then_some(Approval::RunsCode);
+            let approval =
+                runs_code::write_needs_approval(&roots[i].path, &rel).then_some(Approval::RunsCode);
             (fd, name, approval, path.to_path_buf())
         }
         Scope::Confirm(roots) => match beneath::open_parent_creating(roots, path) {
@@ -652,7 +639,9 @@ pub fn trash_entry(scope: &Scope, path: &Path, recursive: bool) -> Result<(), Fs
         Scope::Sandbox(roots) | Scope::Confirm(roots) => {
             match beneath::open(roots, parent_path, dir_flags, Mode::empty()) {
                 Ok((fd, _, rel)) => {
-                    if matches!(scope, Scope::Sandbox(_)) && runs_code(&rel.join(&name)) {
+                    if matches!(scope, Scope::Sandbox(_))
+                        && runs_code::makes_code_run(&rel.join(&name))
+                    {
                         return Err(FsError::RunsCode);
                     }
                     fd
@@ -682,7 +671,7 @@ pub fn restore_entry(scope: &Scope, path: &Path, force: bool) -> Result<(), FsEr
         Scope::Sandbox(roots) | Scope::Confirm(roots) => {
             let (fd, i, name) = beneath::open_parent_creating(roots, path)?;
             let rel = beneath::relative(&roots[i].path, path);
-            if matches!(scope, Scope::Sandbox(_)) && runs_code(&rel) {
+            if matches!(scope, Scope::Sandbox(_)) && runs_code::makes_code_run(&rel) {
                 return Err(FsError::RunsCode);
             }
             (fd, name)
@@ -833,22 +822,6 @@ mod tests {
             Err(FsError::TooLarge { size: 100, .. })
         ));
         assert_eq!(read_file(&OPEN, &p, 100).unwrap().bytes.len(), 100);
-    }
-
-    #[test]
-    fn files_that_run_code_are_recognised() {
-        for p in [
-            ".git/hooks/pre-commit",
-            ".git/config",
-            "nib.json",
-            ".mcp.json",
-            ".claude/settings.local.json",
-        ] {
-            assert!(runs_code(Path::new(p)), "{p}");
-        }
-        for p in ["src/nib.json", ".git/HEAD", ".claude/notes.md", "config"] {
-            assert!(!runs_code(Path::new(p)), "{p}");
-        }
     }
 
     #[test]

@@ -6,9 +6,10 @@
 //! ([`HostRules::check_address`]); every refusal is answered `403` at once
 //! and recorded once per host in the [`NetLog`] for the call's answer.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::io;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -24,12 +25,59 @@ const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 const HEAD_LIMIT: usize = 16 * 1024;
 /// Resolving and connecting each get this long.
 const UPSTREAM_TIMEOUT: Duration = Duration::from_secs(10);
+/// The most connections the proxy holds at once for the session (each
+/// takes two descriptors of the broker's, the client's and the upstream's).
+const SESSION_CONNECTIONS: usize = 1024;
+/// The most one call (one worker's token, or all connections without a
+/// token together) holds at once.
+const CALL_CONNECTIONS: usize = 256;
+/// How long a tunnel lives on once one of its sides has ended.
+const HALF_CLOSED_GRACE: Duration = Duration::from_secs(10);
+/// After a failed `accept` (out of descriptors, say), the proxy waits this
+/// long and accepts again.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 
-/// Hosts reached and refused, in order, each once.
+/// The connections the session may hold at once: two descriptors each, at
+/// most a quarter of the broker's open-file limit in all (and never more
+/// than [`SESSION_CONNECTIONS`]) — the kept Landlock grants take another
+/// quarter at most, and the rest stays for the tools and the workers.
+fn session_budget() -> usize {
+    // Two descriptors each: at most half of them, as a quarter in connections.
+    (nib_sandbox::open_files_quarter() / 2).clamp(8, SESSION_CONNECTIONS)
+}
+
+/// One connection counted against a limit while it lives.
+struct Held(Arc<AtomicUsize>);
+
+impl Held {
+    /// A place under `limit` in `count`, or `None` when it is full.
+    fn take(count: &Arc<AtomicUsize>, limit: usize) -> Option<Held> {
+        count
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < limit).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| Held(Arc::clone(count)))
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// The most calls whose refusals are kept until the call takes them (a
+/// background call's are never taken).
+const CALLS_KEPT: usize = 4096;
+
+/// Hosts reached and refused, in order, each once — for the session and,
+/// by the token of the worker that asked, for each call.
 #[derive(Debug, Default)]
 pub struct NetLog {
     reached: Mutex<BTreeSet<String>>,
     blocked: Mutex<Vec<(String, String)>>,
+    by_call: Mutex<HashMap<String, Vec<(String, String)>>>,
 }
 
 impl NetLog {
@@ -39,13 +87,33 @@ impl NetLog {
         }
     }
 
-    fn block(&self, host: &str, port: u16, why: &Refusal) {
+    fn block(&self, host: &str, port: u16, why: &Refusal, call: Option<&str>) {
         let key = format!("{host}:{port}");
+        let entry = (key.clone(), why.to_string());
         if let Ok(mut b) = self.blocked.lock()
             && !b.iter().any(|(k, _)| *k == key)
         {
-            b.push((key, why.to_string()));
+            b.push(entry.clone());
         }
+        if let Some(call) = call
+            && let Ok(mut calls) = self.by_call.lock()
+            && (calls.len() < CALLS_KEPT || calls.contains_key(call))
+        {
+            let list = calls.entry(call.to_string()).or_default();
+            if !list.iter().any(|(k, _)| *k == key) {
+                list.push(entry);
+            }
+        }
+    }
+
+    /// `(host:port, why)` refused for the call whose worker has `token`,
+    /// each once, in order; taken (asked again, they are gone).
+    pub fn take_call(&self, token: &str) -> Vec<(String, String)> {
+        self.by_call
+            .lock()
+            .ok()
+            .and_then(|mut c| c.remove(token))
+            .unwrap_or_default()
     }
 
     /// `host:port` reached so far.
@@ -91,6 +159,12 @@ pub struct Proxy {
     confirm: bool,
     /// Hosts the user allowed for this session.
     allowed: Mutex<BTreeSet<String>>,
+    /// Connections held now, in all.
+    open: Arc<AtomicUsize>,
+    /// Connections held now, by call token ("" for those without one).
+    per_call: Mutex<HashMap<String, Arc<AtomicUsize>>>,
+    /// The session's and a call's limits (tests lower them).
+    limits: (Option<usize>, usize),
 }
 
 /// What a client asked for.
@@ -167,6 +241,55 @@ fn parse(head: &[u8]) -> Result<Ask, &'static str> {
     })
 }
 
+/// Copies both ways until both end; once one side has ended, the other
+/// gets [`HALF_CLOSED_GRACE`] to finish, so a tunnel whose client is gone
+/// does not hold its place (and two descriptors) while the far end stays
+/// silent.
+async fn join_halves<S: AsyncRead + AsyncWrite + Unpin>(client: S, mut upstream: TcpStream) {
+    let (mut client_read, mut client_write) = tokio::io::split(client);
+    let (mut up_read, mut up_write) = upstream.split();
+    let to_upstream = async {
+        let _ = tokio::io::copy(&mut client_read, &mut up_write).await;
+        let _ = up_write.shutdown().await;
+    };
+    let to_client = async {
+        let _ = tokio::io::copy(&mut up_read, &mut client_write).await;
+        let _ = client_write.shutdown().await;
+    };
+    tokio::pin!(to_upstream, to_client);
+    tokio::select! {
+        () = &mut to_upstream => {
+            let _ = tokio::time::timeout(HALF_CLOSED_GRACE, to_client).await;
+        }
+        () = &mut to_client => {
+            let _ = tokio::time::timeout(HALF_CLOSED_GRACE, to_upstream).await;
+        }
+    }
+}
+
+/// The worker token a request names (`Proxy-Authorization: Basic` of
+/// `nib:TOKEN`, from the proxy variables' address), if it names one.
+fn call_token(head: &[u8]) -> Option<String> {
+    use base64::Engine;
+    let text = std::str::from_utf8(head).ok()?;
+    let value = text.split("\r\n").skip(1).find_map(|line| {
+        let (name, value) = line.split_once(':')?;
+        name.trim()
+            .eq_ignore_ascii_case("proxy-authorization")
+            .then(|| value.trim())
+    })?;
+    let (scheme, encoded) = value.split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return None;
+    }
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(encoded.trim())
+        .ok()?;
+    let pair = String::from_utf8(decoded).ok()?;
+    let (user, token) = pair.split_once(':')?;
+    (user == nib_sandbox::PROXY_USER && !token.is_empty()).then(|| token.to_string())
+}
+
 /// Reads until the end of the head; returns it and what followed it.
 async fn read_head<S: AsyncRead + Unpin>(s: &mut S) -> io::Result<(Vec<u8>, Vec<u8>)> {
     let mut buf = Vec::with_capacity(1024);
@@ -218,7 +341,36 @@ impl Proxy {
             head_timeout: HEAD_TIMEOUT,
             confirm: false,
             allowed: Mutex::default(),
+            open: Arc::default(),
+            per_call: Mutex::default(),
+            limits: (None, CALL_CONNECTIONS),
         }
+    }
+
+    /// The same proxy holding at most `session` connections at once, and
+    /// `call` for one call.
+    pub fn with_limits(mut self, session: usize, call: usize) -> Proxy {
+        self.limits = (Some(session), call);
+        self
+    }
+
+    /// A place for a new connection in the session, or `None` when the
+    /// session holds all it may.
+    fn admit(&self) -> Option<Held> {
+        Held::take(&self.open, self.limits.0.unwrap_or_else(session_budget))
+    }
+
+    /// A place for one more connection of the call `token` names.
+    fn admit_call(&self, token: &str) -> Option<Held> {
+        let count = {
+            let mut calls = self.per_call.lock().ok()?;
+            // Calls that hold nothing any more are forgotten.
+            if calls.len() > CALLS_KEPT {
+                calls.retain(|_, c| c.load(Ordering::Acquire) > 0);
+            }
+            Arc::clone(calls.entry(token.to_string()).or_default())
+        };
+        Held::take(&count, self.limits.1)
     }
 
     /// The same proxy, putting hosts not on the list to the user through
@@ -265,30 +417,60 @@ impl Proxy {
         Arc::clone(&self.log)
     }
 
-    /// Serves clients from `listener` until it fails.
+    /// Serves clients from `listener` for as long as the process runs: a
+    /// failed accept (no descriptor left, say) waits a moment and accepts
+    /// again, and a client past the session's limit is closed at once.
     pub async fn serve_tcp(self: Arc<Self>, listener: tokio::net::TcpListener) {
-        while let Ok((s, _)) = listener.accept().await {
+        loop {
+            let s = match listener.accept().await {
+                Ok((s, _)) => s,
+                Err(_) => {
+                    tokio::time::sleep(ACCEPT_BACKOFF).await;
+                    continue;
+                }
+            };
+            let Some(held) = self.admit() else {
+                drop(s);
+                continue;
+            };
             // Small writes (TLS records) go out at once: with Nagle's
             // algorithm against the peer's delayed ACK, each round trip
             // through the tunnel waited ~40 ms.
             let _ = s.set_nodelay(true);
             let me = Arc::clone(&self);
-            tokio::spawn(async move { me.handle(s).await });
+            tokio::spawn(async move { me.handle(s, held).await });
         }
     }
 
-    /// Serves clients from a Unix socket (bound into a sandbox).
+    /// Serves clients from a Unix socket (bound into a sandbox), as
+    /// [`Proxy::serve_tcp`] does.
     pub async fn serve_unix(self: Arc<Self>, listener: tokio::net::UnixListener) {
-        while let Ok((s, _)) = listener.accept().await {
+        loop {
+            let s = match listener.accept().await {
+                Ok((s, _)) => s,
+                Err(_) => {
+                    tokio::time::sleep(ACCEPT_BACKOFF).await;
+                    continue;
+                }
+            };
+            let Some(held) = self.admit() else {
+                drop(s);
+                continue;
+            };
             let me = Arc::clone(&self);
-            tokio::spawn(async move { me.handle(s).await });
+            tokio::spawn(async move { me.handle(s, held).await });
         }
     }
 
     /// The upstream for `host:port`, or why not.
-    async fn open(&self, host: &str, port: u16) -> Result<TcpStream, (String, String)> {
+    async fn open(
+        &self,
+        host: &str,
+        port: u16,
+        call: Option<&str>,
+    ) -> Result<TcpStream, (String, String)> {
         let refuse = |why: Refusal| {
-            self.log.block(host, port, &why);
+            self.log.block(host, port, &why, call);
             (
                 "403 Forbidden".to_string(),
                 format!("blocked {host}:{port} — {why}"),
@@ -340,12 +522,25 @@ impl Proxy {
         }
     }
 
-    async fn handle<S: AsyncRead + AsyncWrite + Unpin>(&self, mut client: S) {
+    /// Serves one client while `_session` holds its place in the session.
+    async fn handle<S: AsyncRead + AsyncWrite + Unpin>(&self, mut client: S, _session: Held) {
         let Ok(Ok((head, rest))) =
             tokio::time::timeout(self.head_timeout, read_head(&mut client)).await
         else {
             let _ = client.shutdown().await;
             return;
+        };
+        let call = call_token(&head);
+        let Some(_call) = self.admit_call(call.as_deref().unwrap_or_default()) else {
+            return answer(
+                &mut client,
+                "503 Service Unavailable",
+                &format!(
+                    "this call holds {} connections through nib's proxy already, the most one call may; nothing was sent",
+                    self.limits.1
+                ),
+            )
+            .await;
         };
         let ask = match parse(&head) {
             Ok(a) => a,
@@ -354,7 +549,7 @@ impl Proxy {
         let (host, port) = match &ask {
             Ask::Tunnel { host, port } | Ask::Forward { host, port, .. } => (host.clone(), *port),
         };
-        let mut upstream = match self.open(&host, port).await {
+        let mut upstream = match self.open(&host, port, call.as_deref()).await {
             Ok(s) => s,
             Err((status, why)) => return answer(&mut client, &status, &why).await,
         };
@@ -377,7 +572,7 @@ impl Proxy {
         if !rest.is_empty() && upstream.write_all(&rest).await.is_err() {
             return;
         }
-        let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+        join_halves(client, upstream).await;
     }
 }
 
@@ -454,10 +649,21 @@ mod tests {
     }
 
     async fn proxy(allow: &str, names: Names) -> (SocketAddr, Arc<NetLog>) {
+        proxy_limited(allow, names, SESSION_CONNECTIONS, CALL_CONNECTIONS).await
+    }
+
+    async fn proxy_limited(
+        allow: &str,
+        names: Names,
+        session: usize,
+        call: usize,
+    ) -> (SocketAddr, Arc<NetLog>) {
         let (rules, unread) = HostRules::new(Some(allow), &["denied.test".to_string()]);
         assert!(unread.is_empty());
         let p = Arc::new(
-            Proxy::new(rules, Arc::new(names)).with_head_timeout(Duration::from_millis(300)),
+            Proxy::new(rules, Arc::new(names))
+                .with_head_timeout(Duration::from_millis(300))
+                .with_limits(session, call),
         );
         let log = p.log();
         let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -598,5 +804,86 @@ mod tests {
             t.await.unwrap();
         }
         assert_eq!(count.load(std::sync::atomic::Ordering::SeqCst), 100);
+    }
+
+    /// `Proxy-Authorization` naming worker `token`, as curl sends it.
+    fn as_call(token: &str) -> String {
+        use base64::Engine;
+        format!(
+            "Proxy-Authorization: Basic {}\r\n",
+            base64::engine::general_purpose::STANDARD.encode(format!("nib:{token}"))
+        )
+    }
+
+    #[test]
+    fn a_requests_worker_is_read_from_its_proxy_credentials() {
+        let head = format!("CONNECT a.test:443 HTTP/1.1\r\n{}", as_call("abc123"));
+        assert_eq!(
+            call_token(head.trim_end().as_bytes()),
+            Some("abc123".into())
+        );
+        assert_eq!(call_token(b"CONNECT a.test:443 HTTP/1.1"), None);
+        let other = "CONNECT a.test:443 HTTP/1.1\r\nProxy-Authorization: Basic dXNlcjpwdw==";
+        assert_eq!(
+            call_token(other.as_bytes()),
+            None,
+            "another user is no worker"
+        );
+    }
+
+    #[tokio::test]
+    async fn each_call_gets_its_own_refusals() {
+        let (up, _) = echo().await;
+        let (p, log) = proxy("allowed.test", Names(vec![("allowed.test", up)])).await;
+        let port = up.port();
+        for (call, host) in [("one", "a.test"), ("two", "b.test"), ("one", "c.test")] {
+            let head = format!("CONNECT {host}:{port} HTTP/1.1\r\n{}\r\n", as_call(call));
+            let (refused, _) = ask(p, &head).await;
+            assert!(refused.starts_with("HTTP/1.1 403"), "{refused}");
+        }
+        let (no_token, _) = ask(p, &format!("CONNECT d.test:{port} HTTP/1.1\r\n\r\n")).await;
+        assert!(no_token.starts_with("HTTP/1.1 403"), "{no_token}");
+        let hosts = |v: Vec<(String, String)>| v.into_iter().map(|(h, _)| h).collect::<Vec<_>>();
+        assert_eq!(
+            hosts(log.take_call("one")),
+            [format!("a.test:{port}"), format!("c.test:{port}")]
+        );
+        assert_eq!(hosts(log.take_call("two")), [format!("b.test:{port}")]);
+        assert!(log.take_call("one").is_empty(), "taken once");
+        assert_eq!(log.blocked().len(), 4, "the session's list keeps them all");
+    }
+
+    #[tokio::test]
+    async fn connections_are_bounded_per_call_and_per_session_and_freed_when_they_end() {
+        let (up, count) = echo().await;
+        let (p, _) = proxy_limited("allowed.test", Names(vec![("allowed.test", up)]), 3, 2).await;
+        let port = up.port();
+        let connect = |call: &str| {
+            format!(
+                "CONNECT allowed.test:{port} HTTP/1.1\r\n{}\r\n",
+                as_call(call)
+            )
+        };
+        let (a1, s1) = ask(p, &connect("a")).await;
+        let (a2, s2) = ask(p, &connect("a")).await;
+        assert!(a1.starts_with("HTTP/1.1 200") && a2.starts_with("HTTP/1.1 200"));
+        let (a3, _) = ask(p, &connect("a")).await;
+        assert!(a3.starts_with("HTTP/1.1 503"), "{a3}");
+        assert!(a3.contains("the most one call may"), "{a3}");
+        // Another call still gets its place, until the session is full.
+        let (b1, _b1) = ask(p, &connect("b")).await;
+        assert!(b1.starts_with("HTTP/1.1 200"), "{b1}");
+        // Past the session's limit a connection is closed unanswered.
+        let mut full = TcpStream::connect(p).await.unwrap();
+        let _ = full.write_all(connect("c").as_bytes()).await;
+        let mut got = Vec::new();
+        let _ = full.read_to_end(&mut got).await;
+        assert!(got.is_empty(), "{}", String::from_utf8_lossy(&got));
+        assert_eq!(count.load(std::sync::atomic::Ordering::SeqCst), 3);
+        // Closed tunnels give their places back.
+        drop((s1, s2));
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let (again, _s) = ask(p, &connect("a")).await;
+        assert!(again.starts_with("HTTP/1.1 200"), "{again}");
     }
 }

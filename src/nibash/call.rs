@@ -593,6 +593,7 @@ pub fn run(ctx: &Ctx, nib: &Arc<Nibash>, args: CallArgs) -> ToolOutput {
     };
     let ((worker, pipe, broker_side), refill) = started;
     entry.set_killer(worker.killer());
+    let proxy_token = worker.proxy_token().map(str::to_string);
     let exec_log = worker.exec_log();
     let (tx, rx) = mpsc::channel();
     let replies = broker_side.sender().ok().and_then(|s| Channel::new(s).ok());
@@ -665,7 +666,11 @@ pub fn run(ctx: &Ctx, nib: &Arc<Nibash>, args: CallArgs) -> ToolOutput {
     while let Ok(msg) = consumer.rx.try_recv() {
         consumer.handle(msg, deadline);
     }
-    let out = answer(ctx, nib, &args, consumer, finished_jobs, started_at);
+    let mut out = answer(ctx, nib, &args, consumer, finished_jobs, started_at);
+    // The hosts the proxy refused this call's programs (not another's).
+    if let (Some(token), Some(proxy)) = (proxy_token, crate::netproxy::current()) {
+        out.network_refused = proxy.proxy.log().take_call(&token);
+    }
     if let Some(r) = refill {
         ctx.nibash.warm.refill(r.key, r.policy, r.cwd);
     }

@@ -53,7 +53,6 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
             "nibash is off (NIB_SHELL=0); nothing ran.\nhint: start nib without NIB_SHELL=0 to use the shell\n".into(),
         ));
     }
-    let blocked_before = crate::netproxy::current().map_or(0, |r| r.proxy.log().blocked().len());
     let mut out = call::run(
         ctx,
         ctx.nibash,
@@ -65,12 +64,10 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
             background,
         },
     );
-    // Hosts the proxy refused while the call ran, once each per session.
-    if let Some(r) = crate::netproxy::current() {
-        for (host, why) in r.proxy.log().blocked().iter().skip(blocked_before) {
-            out.text
-                .push_str(&format!("[network: blocked {host} — {why}]\n"));
-        }
+    // Hosts the proxy refused this call's programs, once each.
+    for (host, why) in &out.network_refused {
+        out.text
+            .push_str(&format!("[network: blocked {host} — {why}]\n"));
     }
     if let Some(note) = crate::netproxy::ignored_allow_note() {
         out.text.push_str(&note);

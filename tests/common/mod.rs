@@ -580,3 +580,32 @@ pub fn nib_json_with(dir: &Path, entries: &[(&str, &[&str])]) {
     )
     .unwrap();
 }
+
+/// Runs git in `dir` with fixed identities and dates, so hashes repeat.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    git_as(dir, "Me", "me@example.org", args)
+}
+
+pub fn git_as(dir: &Path, name: &str, email: &str, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", name)
+        .env("GIT_AUTHOR_EMAIL", email)
+        .env("GIT_COMMITTER_NAME", name)
+        .env("GIT_COMMITTER_EMAIL", email)
+        .env("GIT_AUTHOR_DATE", "2026-11-30T09:15:00Z")
+        .env("GIT_COMMITTER_DATE", "2026-11-30T09:15:00Z")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("LC_ALL", "C")
+        .env("TZ", "UTC")
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}

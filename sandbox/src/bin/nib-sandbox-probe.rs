@@ -60,10 +60,9 @@ fn main() {
         "proxy-get" => {
             use std::io::Read;
             let proxy = std::env::var("HTTP_PROXY").unwrap_or_default();
-            let addr = proxy
-                .trim_start_matches("http://")
-                .trim_end_matches('/')
-                .to_string();
+            let addr = proxy.trim_start_matches("http://").trim_end_matches('/');
+            // `user:password@` names the worker; the probe sends none.
+            let addr = addr.rsplit_once('@').map_or(addr, |(_, a)| a).to_string();
             let url = arg(1);
             let host = url
                 .trim_start_matches("http://")

@@ -143,6 +143,7 @@ pub fn read_paths(
         images,
         exit: None,
         written: Vec::new(),
+        network_refused: Vec::new(),
     }
 }
 
