@@ -468,3 +468,57 @@ async fn a_provider_reads_only_what_programs_may_in_both_sandbox_modes() {
         remove_outside(&outside);
     }
 }
+
+/// A project's nib.json narrows the sandbox, never widens it: entries
+/// that would show hidden or unlisted paths (as `NIB_SANDBOX_BIND` does
+/// for the user) are no setting of the project's, and `sandbox.hide`
+/// only hides — the canaries stay unread in both modes.
+#[tokio::test]
+async fn a_projects_nib_json_shows_nothing_the_sandbox_keeps_from_programs() {
+    for mode in SANDBOX_MODES {
+        let home = home();
+        let project = project();
+        let root = std::fs::canonicalize(project.path()).unwrap();
+        let key = home.path.join(".ssh/id_secret");
+        let other = home.path.join("other-project/secret.txt");
+        let (k, o) = (key.display().to_string(), other.display().to_string());
+        std::fs::write(
+            root.join("nib.json"),
+            json!({
+                "sandbox": {
+                    "bind": [&k, &o, "~/.ssh", "~"],
+                    "allow": ["~/.ssh", "~/other-project"],
+                    "readable": ["~"],
+                    "hide": ["secret-in-root.txt"]
+                }
+            })
+            .to_string(),
+        )
+        .unwrap();
+        std::fs::write(
+            root.join("secret-in-root.txt"),
+            "CANARY-hidden-by-project\n",
+        )
+        .unwrap();
+        let nib = serve_for(&home, &root, mode).await;
+        let out = sh(
+            &nib,
+            &format!("cat '{k}' '{o}'; /bin/cat '{k}' '{o}'; /bin/cat secret-in-root.txt"),
+        )
+        .await;
+        for canary in [canary_text(".ssh"), "CANARY-other-project".into()] {
+            assert!(
+                !out.contains(&canary),
+                "{mode:?}: {canary} was read:\n{out}"
+            );
+        }
+        if mode.len() == 1 {
+            // Bubblewrap holds a hidden path inside a root (a stand-in).
+            assert!(
+                !out.contains("CANARY-hidden-by-project"),
+                "{mode:?}: the project's own hide did not hold:\n{out}"
+            );
+        }
+        nib.stop().await;
+    }
+}

@@ -20,6 +20,21 @@ use std::path::{Path, PathBuf};
 use crate::context::Ctx;
 use crate::hashline::Tag;
 
+/// Settings for nib's own git calls (`read PATH@REV`, the worker's check
+/// of whether git tracks a file), each after `-c`: the repository's own configuration
+/// may name commands to run (the repository is the model's to write), and
+/// none of them may run here. Textconv and external diffs are also off by
+/// the commands' flags (`--no-textconv`, `--no-ext-diff`).
+pub const NEUTRAL_CONFIG: [&str; 7] = [
+    "color.ui=false",
+    "core.fsmonitor=false",
+    "core.hooksPath=/dev/null",
+    "core.pager=cat",
+    "diff.external=",
+    "core.sshCommand=false",
+    "credential.helper=",
+];
+
 /// What a reshaped command's output looks like.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Shape {

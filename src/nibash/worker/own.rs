@@ -158,8 +158,11 @@ fn tracked_by_git(path: &Path) -> bool {
     let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
         return false;
     };
-    std::process::Command::new("git")
-        .arg("-C")
+    let mut git = std::process::Command::new("git");
+    for setting in crate::git::NEUTRAL_CONFIG {
+        git.args(["-c", setting]);
+    }
+    git.arg("-C")
         .arg(dir)
         .args(["ls-files", "--error-unmatch", "--"])
         .arg(name)

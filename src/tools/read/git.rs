@@ -29,20 +29,6 @@ use crate::tools::output::{Block, Row};
 /// How long one git command may run.
 const GIT_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Settings for nib's own git calls: the repository's own configuration
-/// may name commands to run (the repository is the model's to write), and
-/// none of them may run here. Textconv and external diffs are also off by
-/// the commands' flags (`--no-textconv`, `--no-ext-diff`).
-const NEUTRAL_CONFIG: [&str; 7] = [
-    "color.ui=false",
-    "core.fsmonitor=false",
-    "core.hooksPath=/dev/null",
-    "core.pager=cat",
-    "diff.external=",
-    "core.sshCommand=false",
-    "credential.helper=",
-];
-
 /// Why `rev` cannot be handed to git, if it cannot: each side of a range
 /// must be a revision, never something git would take as an option.
 fn refused_revision(rev: &str) -> Option<String> {
@@ -63,7 +49,7 @@ fn refused_revision(rev: &str) -> Option<String> {
 /// Runs git in `cwd` (confined like any program under the sandbox) and returns its stdout.
 fn git(ctx: &Ctx, cwd: &Path, args: &[&str]) -> Result<String, String> {
     let mut argv: Vec<OsString> = vec!["git".into(), "--no-pager".into()];
-    for setting in NEUTRAL_CONFIG {
+    for setting in crate::git::NEUTRAL_CONFIG {
         argv.push("-c".into());
         argv.push(setting.into());
     }
