@@ -352,6 +352,51 @@ impl Pattern {
         }
     }
 
+    /// The groups `replacement` names (`$1`, `$name`, `${name}`; `$$` is a
+    /// dollar) that the pattern does not have: each becomes empty, as in
+    /// ripgrep, which a caller says. A name runs as far as letters, digits
+    /// and `_` go (`$chain` is the group `chain`, not `$c` + `hain`).
+    pub fn unknown_groups(&self, replacement: &str) -> Vec<String> {
+        fn known<M: Matcher>(m: &M, name: &str) -> bool {
+            match name.parse::<usize>() {
+                Ok(i) => i < m.capture_count(),
+                Err(_) => m.capture_index(name).is_some(),
+            }
+        }
+        let mut unknown = Vec::new();
+        let mut rest = replacement;
+        while let Some(at) = rest.find('$') {
+            rest = &rest[at + 1..];
+            let name = if let Some(r) = rest.strip_prefix('$') {
+                rest = r;
+                continue;
+            } else if let Some(r) = rest.strip_prefix('{') {
+                let Some(end) = r.find('}') else { break };
+                let name = &r[..end];
+                rest = &r[end + 1..];
+                name
+            } else {
+                let end = rest
+                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .unwrap_or(rest.len());
+                let name = &rest[..end];
+                rest = &rest[end..];
+                name
+            };
+            if name.is_empty() {
+                continue;
+            }
+            let ok = match self {
+                Pattern::Regex(m) => known(m, name),
+                Pattern::Pcre2(m) => known(m, name),
+            };
+            if !ok && !unknown.iter().any(|u| u == name) {
+                unknown.push(name.to_string());
+            }
+        }
+        unknown
+    }
+
     /// Whether `line` matches.
     pub fn is_match(&self, line: &str) -> bool {
         match self {
@@ -462,6 +507,20 @@ mod tests {
         )
         .unwrap();
         assert!(p.is_match("xa.b(y") && !p.is_match("axb("));
+    }
+
+    #[test]
+    fn groups_a_replacement_names_that_the_pattern_lacks_are_found() {
+        let p = Pattern::new(r"(?P<fn>\w+)\((\d)\)", PatternOptions::default()).unwrap();
+        assert_eq!(
+            p.unknown_groups("$fn $1 ${2} $$chain $0 $3"),
+            vec!["3".to_string()]
+        );
+        assert_eq!(
+            p.unknown_groups("$chain.${fn}x $fnx"),
+            vec!["chain".to_string(), "fnx".to_string()]
+        );
+        assert!(p.unknown_groups("no groups $").is_empty());
     }
 
     #[test]

@@ -509,3 +509,23 @@ async fn moves_copies_and_edits_keep_every_line_ending_byte_for_byte() {
         .await;
     assert_eq!(std::fs::read(nib.path("rem.txt")).unwrap(), mixed);
 }
+
+/// `PUT N:` with no `+` rows once deleted line N without a word: it is
+/// refused, naming `CUT N`, and the file stays as it was.
+#[tokio::test]
+async fn a_put_without_rows_is_refused_and_names_cut() {
+    let dir = project();
+    std::fs::write(dir.path().join("a.txt"), "one\ntwo\nthree\n").unwrap();
+    let nib = start(Era::Handshake, dir.path()).await;
+    let read = nib.ok("read", json!({"paths": ["a.txt"]})).await;
+    let tag = Nib::tag_in(&read);
+    let t = nib
+        .err("edit", json!({"input": format!("[a.txt#{tag}]\nPUT 2:\n")}))
+        .await;
+    assert!(t.contains("no + rows") && t.contains("CUT 2"), "{t}");
+    assert_eq!(content(&nib, "a.txt"), "one\ntwo\nthree\n");
+    nib.ok("edit", json!({"input": format!("[a.txt#{tag}]\nCUT 2\n")}))
+        .await;
+    assert_eq!(content(&nib, "a.txt"), "one\nthree\n");
+    nib.stop().await;
+}

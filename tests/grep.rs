@@ -440,3 +440,34 @@ async fn find_lists_filters_sorts_and_pages() {
     );
     nib.stop().await;
 }
+
+/// A replacement naming a group the pattern lacks (`$chain`) would turn it
+/// into nothing silently: the answer says so and how to write it.
+#[tokio::test]
+async fn a_replacement_naming_a_missing_group_is_named() {
+    let dir = project();
+    w(dir.path(), "r.txt", "a.b()\n");
+    let nib = start(Era::Handshake, dir.path()).await;
+    let t = nib
+        .ok(
+            "grep",
+            json!({"pattern": r"(\w+)\.b", "replace": "$chain.$1"}),
+        )
+        .await;
+    assert!(t.contains(">1|.a()"), "{t}");
+    assert!(
+        t.contains("names $chain, a group the pattern does not have") && t.contains("$$"),
+        "{t}"
+    );
+    let t = nib
+        .ok(
+            "grep",
+            json!({"pattern": r"(\w+)\.b", "replace": "$$x.${1}z"}),
+        )
+        .await;
+    assert!(
+        t.contains(">1|$x.az()") && !t.contains("does not have"),
+        "{t}"
+    );
+    nib.stop().await;
+}

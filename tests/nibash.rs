@@ -1091,3 +1091,19 @@ async fn what_a_gone_broker_left_in_its_cgroup_is_ended_by_the_next_broker() {
     assert!(ended.is_some(), "the leftover process still runs");
     assert!(!still_there, "the gone broker's cgroup is still there");
 }
+
+/// `timeout` is a number in the schema (text like `90s` is taken too): a
+/// number gets no note about leniency.
+#[tokio::test]
+async fn a_numeric_timeout_is_taken_without_a_note() {
+    let dir = project();
+    let nib = start_mode(dir.path(), &[]).await;
+    for timeout in [json!(5), json!("5s")] {
+        let out = nib
+            .ok("nibash", json!({"command": "echo ran", "timeout": timeout}))
+            .await;
+        assert!(out.contains("ran"), "{out}");
+        assert!(!out.contains("as a string"), "{timeout}: {out}");
+    }
+    nib.stop().await;
+}

@@ -82,6 +82,19 @@ impl Args {
         }
     }
 
+    /// An argument whose schema takes a number or a text (`timeout`: `90`
+    /// or `"90s"`), as text; a number is no leniency, so no note.
+    pub fn number_or_text(&mut self, name: &str) -> Result<Option<String>, ArgError> {
+        match self.take_value(name) {
+            Some(Value::Number(n)) => Ok(Some(n.to_string())),
+            Some(v) => {
+                self.map.insert(name.to_string(), v);
+                self.string(name)
+            }
+            None => Ok(None),
+        }
+    }
+
     /// A required string argument.
     pub fn required_string(&mut self, name: &str) -> Result<String, ArgError> {
         self.string(name)?

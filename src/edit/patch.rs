@@ -548,6 +548,24 @@ fn parse_command(
                 "PUT >12:\n  +new line",
             ));
         }
+        // A replacement with nothing in its place is a deletion said by
+        // accident as often as on purpose: it must be said as one.
+        if body.rows.is_empty() {
+            let cut = match target {
+                Target::Range(a, b) if a == b => format!("CUT {a}"),
+                Target::Range(a, b) => format!("CUT {a}.={b}"),
+                Target::Block(a) => format!("CUT {a}*"),
+                _ => "CUT N".to_string(),
+            };
+            return Err(err(
+                no,
+                raw,
+                "PUT with no + rows would delete the lines",
+                format!(
+                    "to delete them, write {cut}; to keep an empty line, write a + row with nothing after it"
+                ),
+            ));
+        }
         section.hunks.push(Hunk::Put {
             target,
             checks: body.checks,
@@ -665,6 +683,23 @@ mod tests {
             Patch::Sections(s) => s,
             Patch::Reapply(_) => panic!("reapply"),
         }
+    }
+
+    #[test]
+    fn a_replacement_without_rows_is_refused_naming_cut() {
+        for (hunk, cut) in [
+            ("PUT 5:", "CUT 5"),
+            ("PUT 3.=5:\n-a", "CUT 3.=5"),
+            ("PUT 9*:", "CUT 9*"),
+        ] {
+            let e = parse(&format!("[a.txt#0001]\n{hunk}\n")).unwrap_err();
+            assert!(e.message.contains("no + rows"), "{hunk}: {e:?}");
+            assert!(e.hint.contains(cut), "{hunk}: {e:?}");
+        }
+        assert!(
+            parse("[a.txt#0001]\nPUT 5:\n+\n").is_ok(),
+            "an empty line is a row"
+        );
     }
 
     #[test]

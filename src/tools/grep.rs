@@ -100,7 +100,7 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
         .clamp(1, super::read::MAX_MAX_LINE);
     let skip = args.usize("skip")?.unwrap_or(0);
     let replace = args.string("replace")?;
-    let notes = args.finish();
+    let mut notes = args.finish();
 
     let pattern = match Pattern::new(
         &pattern_text,
@@ -116,6 +116,13 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
             )));
         }
     };
+    if let Some(rep) = &replace {
+        for name in pattern.unknown_groups(rep) {
+            notes.push(format!(
+                "the replacement names ${name}, a group the pattern does not have: it is replaced by nothing; write $$ for a literal $, or ${{NAME}} where a name runs into the text after it"
+            ));
+        }
+    }
     let globs = match GlobFilter::new(&globs) {
         Ok(g) => g,
         Err(e) => {

@@ -38,7 +38,7 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
     let command = args.required_string("command")?;
     let description = args.string("description")?;
     let expect = args.string("expect")?;
-    let timeout = match args.string("timeout")? {
+    let timeout = match args.number_or_text("timeout")? {
         None => call::DEFAULT_TIMEOUT,
         Some(t) => parse_timeout(&t).ok_or_else(|| {
             ArgError(format!(
