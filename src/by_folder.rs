@@ -8,7 +8,9 @@
 
 /// Paths (`dir/name…`) with each folder written once: files of the same
 /// folder follow it in braces, a file alone in its folder and top-level
-/// files stay as they are; folders in the order they first appear.
+/// files stay as they are; folders in the order they first appear. A
+/// folder entry (`dir/sub/`) whose own entries are among the paths is left
+/// out: they show it.
 ///
 /// A path git quoted (`"a\303\251.txt"`) stays whole, so its quoting holds,
 /// and so does a rename (`old -> new`, `old => new`).
@@ -16,7 +18,23 @@ pub fn group(paths: &[String]) -> Vec<String> {
     let mut order: Vec<&str> = Vec::new();
     let mut files: std::collections::HashMap<&str, Vec<&str>> = Default::default();
     let mut whole: Vec<(usize, &str)> = Vec::new();
+    // A folder whose own entries are listed shows in their paths: listing
+    // it as an entry of its parent too wrote it twice (`find`, `ls -R`).
+    let all: std::collections::BTreeSet<&str> = paths.iter().map(String::as_str).collect();
+    let shown_below = |folder: &str| {
+        folder.ends_with('/')
+            && all
+                .range::<str, _>((
+                    std::ops::Bound::Excluded(folder),
+                    std::ops::Bound::Unbounded,
+                ))
+                .next()
+                .is_some_and(|next| next.starts_with(folder))
+    };
     for s in paths {
+        if shown_below(s) {
+            continue;
+        }
         if s.starts_with('"') || s.contains(" -> ") || s.contains(" => ") {
             whole.push((order.len(), s));
             continue;
@@ -83,6 +101,26 @@ mod tests {
                 "z"
             ])),
             s(&["notes/", "z", "src/{x/, y.rs}", "\"\\303\\251.txt\""])
+        );
+    }
+
+    #[test]
+    fn a_folder_whose_entries_are_listed_is_written_once() {
+        assert_eq!(
+            group(&s(&[
+                "./assets/",
+                "./assets/img/",
+                "./assets/img/iconset/",
+                "./assets/img/iconset/a.png",
+                "./assets/img/iconset/b.png",
+                "./assets/x.css",
+                "./empty/",
+            ])),
+            s(&[
+                "./assets/img/iconset/{a.png, b.png}",
+                "./assets/x.css",
+                "./empty/"
+            ])
         );
     }
 }

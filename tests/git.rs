@@ -429,3 +429,32 @@ async fn a_rebase_that_both_sides_touched_names_the_file() {
         assert!(stopped.contains("[exit 1]"), "{stopped}");
     }
 }
+
+/// A commit message's paragraphs keep the blank lines between them in
+/// reshaped `git log` (the blank after the subject goes, as before).
+#[tokio::test]
+async fn log_keeps_the_blank_lines_between_a_messages_paragraphs() {
+    let dir = project();
+    git(dir.path(), &["init", "-q", "-b", "main"]);
+    git(
+        dir.path(),
+        &[
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "subject",
+            "-m",
+            "para one\nline two",
+            "-m",
+            "para two",
+        ],
+    );
+    let nib = start(Era::Handshake, dir.path()).await;
+    let out = nib.ok("nibash", json!({"command": "git log -1"})).await;
+    assert!(
+        out.contains(" subject (") && out.contains("\n  para one\n  line two\n\n  para two\n"),
+        "{out}"
+    );
+    nib.stop().await;
+}

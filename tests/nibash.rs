@@ -1107,3 +1107,31 @@ async fn a_numeric_timeout_is_taken_without_a_note() {
     }
     nib.stop().await;
 }
+
+/// `find .` and `ls -R` write each folder once: a folder whose entries are
+/// listed is not listed again as an entry of its parent.
+#[tokio::test]
+async fn find_and_ls_r_write_each_folder_once() {
+    let dir = project();
+    let icons = dir.path().join("assets/img/iconset");
+    std::fs::create_dir_all(&icons).unwrap();
+    for f in ["a.png", "b.png", "c.png"] {
+        std::fs::write(icons.join(f), "x").unwrap();
+    }
+    std::fs::write(dir.path().join("assets/x.css"), "x").unwrap();
+    let nib = start_mode(dir.path(), &[]).await;
+    for command in ["find .", "ls -R"] {
+        let out = sh(&nib, command).await;
+        assert!(
+            out.contains("assets/img/iconset/{a.png, b.png, c.png}"),
+            "{command}: {out}"
+        );
+        for folder in ["./assets/\n", "assets/img/iconset/\n", "assets/{img/"] {
+            assert!(
+                !out.contains(folder),
+                "{command}: {folder:?} again in:\n{out}"
+            );
+        }
+    }
+    nib.stop().await;
+}

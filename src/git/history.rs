@@ -57,9 +57,16 @@ impl Commit {
             out.push_str(&format!(" [merge of {}]", self.merge));
         }
         out.push('\n');
-        for b in &self.body {
-            out.push_str("  ");
-            out.push_str(b);
+        let end = self
+            .body
+            .iter()
+            .rposition(|b| !b.trim().is_empty())
+            .map_or(0, |i| i + 1);
+        for b in &self.body[..end] {
+            if !b.trim().is_empty() {
+                out.push_str("  ");
+                out.push_str(b);
+            }
             out.push('\n');
         }
     }
@@ -222,7 +229,9 @@ pub fn reshape(
                 if let Some(m) = line.strip_prefix("    ") {
                     if c.subject.is_none() {
                         c.subject = Some(m.to_string());
-                    } else if !m.trim().is_empty() {
+                    } else if !m.trim().is_empty() || !c.body.is_empty() {
+                        // Blank lines between paragraphs stay; the one
+                        // after the subject goes.
                         c.body.push(m.to_string());
                     }
                     State::Message(c)
