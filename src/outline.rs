@@ -19,20 +19,63 @@ pub fn outline(lines: &Lines, shape: Shape) -> Vec<usize> {
     }
 }
 
+/// ATX headings (`# Title`) and setext ones (`Title` over `=====` or
+/// `-----`: the title's line), outside fences and front matter.
 fn markdown_headings(lines: &Lines) -> Vec<usize> {
+    let all: Vec<&str> = lines.iter().collect();
     let mut out = Vec::new();
     let mut fence = false;
-    for (i, line) in lines.iter().enumerate() {
+    // YAML front matter (`---` first, to the next `---`) holds no headings.
+    let mut start = 0;
+    if all.first().is_some_and(|l| l.trim_end() == "---") {
+        start = all
+            .iter()
+            .skip(1)
+            .position(|l| l.trim_end() == "---")
+            .map_or(0, |p| p + 2);
+    }
+    for (i, line) in all.iter().enumerate().skip(start) {
         let t = line.trim_start();
         if t.starts_with("```") || t.starts_with("~~~") {
             fence = !fence;
             continue;
         }
-        if !fence && line.starts_with('#') {
+        if fence {
+            continue;
+        }
+        if line.starts_with('#') {
             out.push(i + 1);
+        } else if i > start
+            && setext_underline(line)
+            && all.get(i - 1).is_some_and(|prev| paragraph_line(prev))
+        {
+            out.push(i);
         }
     }
     out
+}
+
+/// `===` or `---` (two or more, up to three spaces before, spaces after).
+fn setext_underline(line: &str) -> bool {
+    let lead = line.len() - line.trim_start_matches(' ').len();
+    let t = line.trim();
+    lead <= 3 && t.len() >= 2 && (t.bytes().all(|b| b == b'=') || t.bytes().all(|b| b == b'-'))
+}
+
+/// A line that can be a setext heading's title: text, not a heading, a
+/// list item, a quote, code or a rule of its own.
+fn paragraph_line(line: &str) -> bool {
+    let t = line.trim_start();
+    let lead = line.len() - t.len();
+    !t.is_empty()
+        && lead <= 3
+        && !t.starts_with('#')
+        && !t.starts_with('>')
+        && !t.starts_with("- ")
+        && !t.starts_with("* ")
+        && !t.starts_with("+ ")
+        && !t.starts_with('|')
+        && !setext_underline(line)
 }
 
 /// Indentation in columns (a tab counts 4), or None for a blank line.
@@ -207,6 +250,14 @@ mod tests {
     fn markdown_shows_headings_outside_fences() {
         let src = lines("# A\ntext\n```\n# not\n```\n## B\n");
         assert_eq!(outline(&src, Shape::Markdown), vec![1, 6]);
+    }
+
+    #[test]
+    fn markdown_setext_headings_are_their_title_lines() {
+        let src = lines(
+            "---\ntitle: x\n---\nTitle\n=====\n\ntext\nmore\n\nSub\n---\n- item\n---\n```\nno\n===\n```\n",
+        );
+        assert_eq!(outline(&src, Shape::Markdown), vec![4, 10]);
     }
 
     #[test]

@@ -326,3 +326,26 @@ async fn invalid_utf8_never_breaks_the_json() {
     );
     nib.stop().await;
 }
+
+/// Setext headings (`Title` over `=====`), as real changelogs write them
+/// (the first 600 lines of the regex crate's CHANGELOG.md, vendored):
+/// the outline of a long Markdown file shows each title's line.
+#[tokio::test]
+async fn a_real_changelog_outlines_by_its_setext_headings() {
+    let dir = project();
+    let text = include_str!("fixtures/markdown/regex-CHANGELOG.md");
+    std::fs::write(dir.path().join("CHANGELOG.md"), text).unwrap();
+    let nib = start(Era::Handshake, dir.path()).await;
+    let out = nib.ok("read", json!({"paths": ["CHANGELOG.md"]})).await;
+    assert!(out.contains("[outline: "), "{out}");
+    let lines: Vec<&str> = text.lines().collect();
+    let titles: Vec<usize> = (1..lines.len())
+        .filter(|&i| lines[i].starts_with("===") && !lines[i - 1].trim().is_empty())
+        .collect();
+    assert!(titles.len() > 5, "the fixture has setext headings");
+    for i in titles {
+        let row = format!("\n{}:{}\n", i, lines[i - 1]);
+        assert!(out.contains(&row), "{row:?} missing:\n{out}");
+    }
+    nib.stop().await;
+}
