@@ -487,11 +487,16 @@ async fn a_third_party_server_works_as_a_provider() {
             &["--provider", &arg],
         )
         .await;
-        let names = tool_names(&nib).await;
-        assert!(
-            names.iter().any(|n| n == "time_get_current_time"),
-            "{era:?}: {names:?}"
-        );
+        // The first list waits 3 s for a provider still starting; one that
+        // starts later (a Python server on a busy machine) is announced
+        // with list_changed, and a client lists again, as here.
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let mut names = tool_names(&nib).await;
+        while !names.iter().any(|n| n == "time_get_current_time") {
+            assert!(std::time::Instant::now() < until, "{era:?}: {names:?}");
+            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+            names = tool_names(&nib).await;
+        }
         let text = nib
             .ok("time_get_current_time", json!({"timezone": "UTC"}))
             .await;

@@ -288,3 +288,43 @@ async fn images_are_sent_scaled_to_what_a_model_sees() {
     assert!(t.contains("PDF"), "{t}");
     nib.stop().await;
 }
+
+/// A selector after a revision reads that version's lines or
+/// declarations: `FILE@REV:1-2`, `FILE@REV:NAME` (a function gone since).
+#[tokio::test]
+async fn a_selector_after_a_revision_reads_that_versions_lines_and_declarations() {
+    let dir = project();
+    let root = dir.path();
+    git(root, &["init", "-q", "-b", "main"]);
+    std::fs::write(
+        root.join("lib.rs"),
+        "use std::io;\n\npub fn old_one() -> u32 {\n    1\n}\n\npub fn kept() -> u32 {\n    2\n}\n",
+    )
+    .unwrap();
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-qm", "first"]);
+    std::fs::write(root.join("lib.rs"), "pub fn kept() -> u32 {\n    3\n}\n").unwrap();
+    git(root, &["commit", "-qam", "second"]);
+    let nib = start(Era::Handshake, root).await;
+    let lines = nib
+        .ok("read", json!({"paths": ["lib.rs@HEAD~1:1-2"]}))
+        .await;
+    assert!(lines.contains("1|use std::io;\n2|\n"), "{lines}");
+    assert!(!lines.contains("old_one"), "{lines}");
+    let decl = nib
+        .ok("read", json!({"paths": ["lib.rs@HEAD~1:old_one"]}))
+        .await;
+    assert!(
+        decl.contains("3|pub fn old_one() -> u32 {\n4|    1\n5|}\n"),
+        "{decl}"
+    );
+    assert!(!decl.contains("kept"), "{decl}");
+    let (missing, _) = nib
+        .call("read", json!({"paths": ["lib.rs@HEAD~1:olde_one"]}))
+        .await;
+    assert!(
+        missing.contains("no declaration named olde_one"),
+        "{missing}"
+    );
+    nib.stop().await;
+}

@@ -148,6 +148,33 @@ fn outside_the_roots(ctx: &Ctx, cwd: &Path) -> Option<String> {
     None
 }
 
+/// The lines `spec` selects in a file's old version: line ranges
+/// (`1-5`, `-20`) or declarations by name (`parse`, `Type.member`).
+fn selected(
+    path: &Path,
+    spec: &str,
+    bytes: &[u8],
+    text: &Text,
+) -> Result<Vec<(usize, usize)>, String> {
+    let mut notes = Vec::new();
+    match super::selector::parse_lines(spec, &mut notes) {
+        Ok(Some(ranges)) => {
+            return super::selector::resolve(&ranges, text.len()).map_err(|e| e.to_string());
+        }
+        Err(e) if !super::selector::looks_like_name(spec) => return Err(e.to_string()),
+        _ => {}
+    }
+    let Some(lang) = crate::lang::Lang::of(path) else {
+        return Err(format!(
+            "\":{spec}\" is neither a line range nor a declaration nib finds in this kind of file"
+        ));
+    };
+    super::declaration_spans(lang, spec, bytes).map_err(|e| match &e.hint {
+        Some(h) => format!("{e} at that revision ({h})"),
+        None => format!("{e} at that revision"),
+    })
+}
+
 /// The blocks for `path@rev`.
 pub fn revision(ctx: &Ctx, path: &Path, rev: &str) -> Vec<Block> {
     let shown = ctx.workspace.display(path);
@@ -258,12 +285,23 @@ pub fn revision(ctx: &Ctx, path: &Path, rev: &str) -> Vec<Block> {
         ) {
             Ok(content) => {
                 let text = Text::decode(content.as_bytes());
-                let rows = (1..=text.len())
+                // `FILE@REV:SPEC`: lines or declarations of that version.
+                let spans = match file {
+                    None => vec![(1, text.len())],
+                    Some(spec) => match selected(path, spec, content.as_bytes(), &text) {
+                        Ok(s) => s,
+                        Err(e) => return fail(e),
+                    },
+                };
+                let rows = spans
+                    .iter()
+                    .flat_map(|&(a, b)| a..=b.min(text.len()))
                     .map(|n| Row::plain(format!("{n}|{}", text.line(n).unwrap_or(""))))
                     .collect();
                 vec![Block {
                     head: format!(
-                        "[{shown}@{rev}] {} lines (an old version: its rows are not anchors)",
+                        "[{shown}@{}] {} lines (an old version: its rows are not anchors)",
+                        file.map_or(rev.to_string(), |f| format!("{rev}:{f}")),
                         text.len()
                     ),
                     rows,

@@ -550,6 +550,48 @@ fn declaration_block(
              JavaScript, Go, Python, Rust, C, C++ and Zig files. Nothing was read.\nhint: read a line range, e.g. {shown}:1-80"
         ));
     };
+    let spans = match declaration_spans(lang, names, bytes) {
+        Ok(s) => s,
+        Err(why) => {
+            return Block::failure(format!(
+                "{shown}: {why}. Nothing was read.\nhint: {}",
+                why.hint
+                    .as_deref()
+                    .map_or_else(|| format!("read {shown} for its outline"), str::to_string)
+            ));
+        }
+    };
+    for (a, b) in spans {
+        for n in a..=b.min(text.len()) {
+            block
+                .rows
+                .push(row(n, text.line(n).unwrap_or(""), opts.max_line_length));
+        }
+    }
+    block
+}
+
+/// No declaration of that name: which ones, and the nearest names if any.
+#[derive(Debug)]
+pub struct UnknownDeclaration {
+    names: Vec<String>,
+    /// `did you mean …?`, when names are near.
+    pub hint: Option<String>,
+}
+
+impl std::fmt::Display for UnknownDeclaration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "no declaration named {}", self.names.join(", "))
+    }
+}
+
+/// The line spans of the declarations `names` (`name`, `Type.member`,
+/// `a,b`) in `bytes` of `lang`, merged; or which names are unknown.
+pub fn declaration_spans(
+    lang: crate::lang::Lang,
+    names: &str,
+    bytes: &[u8],
+) -> Result<Vec<(usize, usize)>, UnknownDeclaration> {
     let decls = crate::lang::declarations(lang, bytes);
     let mut spans: Vec<(usize, usize)> = Vec::new();
     let mut unknown = Vec::new();
@@ -565,30 +607,20 @@ fn declaration_block(
         }
         spans.extend(found.iter().map(|d| (d.start, d.end)));
     }
-    if !unknown.is_empty() {
-        let all: Vec<&str> = decls.iter().map(|d| d.qualified.as_str()).collect();
-        let near: Vec<String> = unknown
-            .iter()
-            .flat_map(|u| human::similar(u, all.iter().copied()))
-            .collect();
-        let hint = if near.is_empty() {
-            format!("read {shown} for its outline")
-        } else {
-            format!("did you mean {}?", near.join(", "))
-        };
-        return Block::failure(format!(
-            "{shown}: no declaration named {}. Nothing was read.\nhint: {hint}",
-            unknown.join(", ")
-        ));
+    if unknown.is_empty() {
+        return Ok(selector::merge_spans(spans));
     }
-    for (a, b) in selector::merge_spans(spans) {
-        for n in a..=b.min(text.len()) {
-            block
-                .rows
-                .push(row(n, text.line(n).unwrap_or(""), opts.max_line_length));
-        }
-    }
-    block
+    let all: Vec<&str> = decls.iter().map(|d| d.qualified.as_str()).collect();
+    let mut near: Vec<String> = unknown
+        .iter()
+        .flat_map(|u| human::similar(u, all.iter().copied()))
+        .collect();
+    let mut once = std::collections::HashSet::new();
+    near.retain(|n| once.insert(n.clone()));
+    Err(UnknownDeclaration {
+        names: unknown,
+        hint: (!near.is_empty()).then(|| format!("did you mean {}?", near.join(", "))),
+    })
 }
 
 /// An image as image content, scaled to what a model sees.

@@ -65,6 +65,14 @@ pub fn split(arg: &str, exists: impl Fn(&str) -> bool) -> (String, Selector, Vec
     {
         return (path.to_string(), Selector::Version(tag.to_string()), notes);
     }
+    // `path@REV`, and `path@REV:SPEC` (lines or a declaration of the file
+    // at that revision, a file of a folder's): the revision comes first.
+    if let Some((path, rev)) = arg.split_once('@')
+        && !rev.is_empty()
+        && exists(if path.is_empty() { "." } else { path })
+    {
+        return (path.to_string(), Selector::Revision(rev.to_string()), notes);
+    }
     if let Some((path, spec)) = arg.rsplit_once(':')
         && !path.is_empty()
         && !spec.is_empty()
@@ -77,7 +85,7 @@ pub fn split(arg: &str, exists: impl Fn(&str) -> bool) -> (String, Selector, Vec
             }
             Err(_) => {}
         }
-        if looks_like_name(spec) && !path.contains('@') {
+        if looks_like_name(spec) {
             return (
                 path.to_string(),
                 Selector::Declaration(spec.to_string()),
@@ -85,16 +93,11 @@ pub fn split(arg: &str, exists: impl Fn(&str) -> bool) -> (String, Selector, Vec
             );
         }
     }
-    if let Some((path, rev)) = arg.split_once('@')
-        && !rev.is_empty()
-        && exists(if path.is_empty() { "." } else { path })
-    {
-        return (path.to_string(), Selector::Revision(rev.to_string()), notes);
-    }
     (arg.to_string(), Selector::Whole, notes)
 }
 
-fn looks_like_name(spec: &str) -> bool {
+/// Whether `spec` reads as declaration names (`name`, `Type.member`, `a,b`).
+pub fn looks_like_name(spec: &str) -> bool {
     spec.split(',').all(|part| {
         let p = part.trim();
         !p.is_empty()
