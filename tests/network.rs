@@ -30,24 +30,23 @@ fn server() -> (u16, Arc<Mutex<Vec<String>>>) {
     (port, seen)
 }
 
+/// nib in `dir` under NIB_SANDBOX=1 (bubblewrap when `bwrap` is "1"),
+/// with `hosts` in NIB_SANDBOX_NETWORK when given.
+async fn sandboxed(dir: &std::path::Path, bwrap: &str, hosts: Option<&str>) -> Nib {
+    let mut env = vec![("NIB_SANDBOX", "1"), ("NIB_SANDBOX_BWRAP", bwrap)];
+    if let Some(h) = hosts {
+        env.push(("NIB_SANDBOX_NETWORK", h));
+    }
+    start_with(Era::Modern, dir, TestClient::new(Roots::Undeclared), &env).await
+}
+
 #[tokio::test]
 async fn programs_reach_listed_hosts_through_the_proxy_and_nothing_else() {
     let landlock_net = nib_sandbox::probe().landlock_abi >= 4;
     for bwrap in ["1", "0"] {
         let (port, seen) = server();
         let dir = project();
-        let env = [
-            ("NIB_SANDBOX", "1"),
-            ("NIB_SANDBOX_BWRAP", bwrap),
-            ("NIB_SANDBOX_NETWORK", "127.0.0.1"),
-        ];
-        let nib = start_with(
-            Era::Modern,
-            dir.path(),
-            TestClient::new(Roots::Undeclared),
-            &env,
-        )
-        .await;
+        let nib = sandboxed(dir.path(), bwrap, Some("127.0.0.1")).await;
         let held = bwrap == "1" || landlock_net;
 
         // NO_PROXY keeps local addresses off the proxy; these requests go
@@ -377,13 +376,7 @@ async fn a_projects_nib_json_never_opens_the_network_and_its_deny_holds_by_addre
             json!({"network": {"allow": ["127.0.0.1", "localhost"]}}).to_string(),
         )
         .unwrap();
-        let nib = start_with(
-            Era::Modern,
-            dir.path(),
-            TestClient::new(Roots::Undeclared),
-            &[("NIB_SANDBOX", "1"), ("NIB_SANDBOX_BWRAP", bwrap)],
-        )
-        .await;
+        let nib = sandboxed(dir.path(), bwrap, None).await;
         let (first, _) = nib
             .call(
                 "nibash",
@@ -419,17 +412,7 @@ async fn a_projects_nib_json_never_opens_the_network_and_its_deny_holds_by_addre
             json!({"network": {"deny": ["127.0.0.1"]}}).to_string(),
         )
         .unwrap();
-        let nib = start_with(
-            Era::Modern,
-            dir.path(),
-            TestClient::new(Roots::Undeclared),
-            &[
-                ("NIB_SANDBOX", "1"),
-                ("NIB_SANDBOX_BWRAP", bwrap),
-                ("NIB_SANDBOX_NETWORK", "localhost,127.0.0.1"),
-            ],
-        )
-        .await;
+        let nib = sandboxed(dir.path(), bwrap, Some("localhost,127.0.0.1")).await;
         let (by_name, _) = nib
             .call(
                 "nibash",
@@ -457,17 +440,7 @@ async fn two_calls_at_once_each_name_only_their_own_refusals() {
     for bwrap in ["1", "0"] {
         let (port, _seen) = server();
         let dir = project();
-        let nib = start_with(
-            Era::Modern,
-            dir.path(),
-            TestClient::new(Roots::Undeclared),
-            &[
-                ("NIB_SANDBOX", "1"),
-                ("NIB_SANDBOX_BWRAP", bwrap),
-                ("NIB_SANDBOX_NETWORK", "127.0.0.1"),
-            ],
-        )
-        .await;
+        let nib = sandboxed(dir.path(), bwrap, Some("127.0.0.1")).await;
         let curl = "env -u NO_PROXY -u no_proxy curl -s -o /dev/null";
         // The first call's refusal comes while the second runs.
         nib.ok(
@@ -527,17 +500,7 @@ async fn held_tunnels_never_take_the_descriptors_the_tools_need() {
         let hold = holder();
         let dir = project();
         std::fs::write(dir.path().join("a.txt"), "a\n").unwrap();
-        let nib = start_with(
-            Era::Modern,
-            dir.path(),
-            TestClient::new(Roots::Undeclared),
-            &[
-                ("NIB_SANDBOX", "1"),
-                ("NIB_SANDBOX_BWRAP", bwrap),
-                ("NIB_SANDBOX_NETWORK", "127.0.0.1"),
-            ],
-        )
-        .await;
+        let nib = sandboxed(dir.path(), bwrap, Some("127.0.0.1")).await;
         let pid = nib.pid.unwrap();
         let limited = std::process::Command::new("prlimit")
             .args(["--pid", &pid.to_string(), "--nofile=256:256"])

@@ -417,22 +417,30 @@ impl Proxy {
         Arc::clone(&self.log)
     }
 
-    /// Serves clients from `listener` for as long as the process runs: a
+    /// The next client `accept` gives that has a place in the session: a
     /// failed accept (no descriptor left, say) waits a moment and accepts
     /// again, and a client past the session's limit is closed at once.
+    async fn next_admitted<S, F>(&self, accept: impl Fn() -> F) -> (S, Held)
+    where
+        F: std::future::Future<Output = io::Result<S>>,
+    {
+        loop {
+            match accept().await {
+                Ok(s) => match self.admit() {
+                    Some(held) => return (s, held),
+                    None => drop(s),
+                },
+                Err(_) => tokio::time::sleep(ACCEPT_BACKOFF).await,
+            }
+        }
+    }
+
+    /// Serves clients from `listener` for as long as the process runs.
     pub async fn serve_tcp(self: Arc<Self>, listener: tokio::net::TcpListener) {
         loop {
-            let s = match listener.accept().await {
-                Ok((s, _)) => s,
-                Err(_) => {
-                    tokio::time::sleep(ACCEPT_BACKOFF).await;
-                    continue;
-                }
-            };
-            let Some(held) = self.admit() else {
-                drop(s);
-                continue;
-            };
+            let (s, held) = self
+                .next_admitted(|| async { listener.accept().await.map(|(s, _)| s) })
+                .await;
             // Small writes (TLS records) go out at once: with Nagle's
             // algorithm against the peer's delayed ACK, each round trip
             // through the tunnel waited ~40 ms.
@@ -442,21 +450,12 @@ impl Proxy {
         }
     }
 
-    /// Serves clients from a Unix socket (bound into a sandbox), as
-    /// [`Proxy::serve_tcp`] does.
+    /// Serves clients from a Unix socket (bound into a sandbox).
     pub async fn serve_unix(self: Arc<Self>, listener: tokio::net::UnixListener) {
         loop {
-            let s = match listener.accept().await {
-                Ok((s, _)) => s,
-                Err(_) => {
-                    tokio::time::sleep(ACCEPT_BACKOFF).await;
-                    continue;
-                }
-            };
-            let Some(held) = self.admit() else {
-                drop(s);
-                continue;
-            };
+            let (s, held) = self
+                .next_admitted(|| async { listener.accept().await.map(|(s, _)| s) })
+                .await;
             let me = Arc::clone(&self);
             tokio::spawn(async move { me.handle(s, held).await });
         }
