@@ -318,7 +318,7 @@ fn project_hides(project: &std::path::Path, home: Option<&std::path::Path>) -> V
                 .filter_map(|p| match (p.strip_prefix("~/"), home) {
                     (Some(rest), Some(h)) => Some(h.join(rest)),
                     (Some(_), None) => None,
-                    (None, _) => Some(crate::workspace::lexical_normalize(&project.join(p))),
+                    (None, _) => Some(crate::path_text::lexical_normalize(&project.join(p))),
                 })
                 .collect()
         })

@@ -27,6 +27,7 @@ pub mod names;
 pub mod netproxy;
 pub mod nibash;
 pub mod outline;
+pub mod path_text;
 pub mod providers;
 pub mod search;
 pub mod server;

@@ -198,7 +198,7 @@ impl Names {
                 notes.push(format!(
                     "names: ~{} was dropped, its folder {} is gone",
                     n.name,
-                    crate::workspace::escape_control(&n.dir.to_string_lossy())
+                    crate::path_text::escape_control(&n.dir.to_string_lossy())
                 ));
             }
             there
@@ -251,7 +251,7 @@ impl Names {
         if !valid_name(name) {
             return Err(format!(
                 "~{}: a name is letters, digits, _, - and . (not first), without \"..\"; it was not defined",
-                crate::workspace::escape_control(name)
+                crate::path_text::escape_control(name)
             ));
         }
         let shown = dir.to_string_lossy();
@@ -263,7 +263,7 @@ impl Names {
         {
             return Err(format!(
                 "~{name}: {} is not an absolute folder path without \"..\" or control characters; the name was not defined",
-                crate::workspace::escape_control(&shown)
+                crate::path_text::escape_control(&shown)
             ));
         }
         if let Some(old) = self.list.iter().find(|n| n.name == name) {
@@ -275,7 +275,7 @@ impl Names {
                 old.dir.display(),
                 old.source.label(),
                 source.label(),
-                crate::workspace::escape_control(&shown)
+                crate::path_text::escape_control(&shown)
             ));
         }
         if let Some(other) = self
@@ -416,7 +416,7 @@ fn name_jvm_roots(project_dir: &Path, names: &mut Names) -> Vec<String> {
         if !defined {
             notes.push(format!(
                 "[names: the package folder {} got no name: ~{last} and ~{set}-{last} are taken or clash with other names]",
-                crate::workspace::escape_control(&prefix.to_string_lossy())
+                crate::path_text::escape_control(&prefix.to_string_lossy())
             ));
         }
     }
@@ -495,11 +495,11 @@ fn read_directories(
         };
         // `..` folded: the name stands for the folder the path names (what
         // it may reach is still decided by confinement at each use).
-        let full = crate::workspace::lexical_normalize(&project_dir.join(dir));
+        let full = crate::path_text::lexical_normalize(&project_dir.join(dir));
         if !full.is_dir() {
             notes.push(format!(
                 "[names: ~{name}: {} is not a folder; the name was not defined]",
-                crate::workspace::escape_control(dir)
+                crate::path_text::escape_control(dir)
             ));
             continue;
         }

@@ -733,7 +733,7 @@ impl NibServer {
     }
 
     fn refused_write(&self, key: &Path, why: &str) -> CallToolResponse {
-        let shown = crate::workspace::escape_control(&key.to_string_lossy());
+        let shown = crate::path_text::escape_control(&key.to_string_lossy());
         result(ToolOutput::error(format!(
             "{shown}: the write needs a person's approval, which {why}. Nothing was written.\n\
              hint: ask again to be prompted, or keep the change inside the roots\n"

@@ -7,10 +7,11 @@
 //! never forge a row. Roots are recorded here for the confinement issue; without
 //! NIB_SANDBOX they restrict nothing, as in the original.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
 use crate::names::{Names, Source};
+use crate::path_text::{escape_control, lexical_normalize};
 
 /// The project directory, the roots the client gave and the named directories.
 #[derive(Debug)]
@@ -247,41 +248,6 @@ impl Workspace {
         }
         escape_control(&shown)
     }
-}
-
-/// Removes `.` and folds `a/..` for display only (never for access decisions).
-pub(crate) fn lexical_normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                if !out.pop() {
-                    out.push("..");
-                }
-            }
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out
-}
-
-/// Escapes control characters (newlines included) as `\n`, `\t`, `\xNN`.
-pub fn escape_control(s: &str) -> String {
-    if !s.chars().any(char::is_control) {
-        return s.to_string();
-    }
-    let mut out = String::with_capacity(s.len() + 8);
-    for ch in s.chars() {
-        match ch {
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c.is_control() => out.push_str(&format!("\\x{:02X}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ mod git;
 mod git_dirs;
 mod grep;
 mod lang;
+mod layers;
 mod names;
 mod network;
 mod nibash;

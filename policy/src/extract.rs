@@ -19,34 +19,9 @@ use std::path::PathBuf;
 use brush_parser::ast::{CommandPrefixOrSuffixItem, IoRedirect, SimpleCommand, Word};
 use brush_parser::word::WordPiece;
 
+pub use crate::arg::Arg;
 use crate::ast::{VisitMut, walk};
 use crate::wrappers;
-
-/// A word of a command, as far as it is known before the line runs.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Arg {
-    /// Its value after quote removal.
-    Literal(String),
-    /// Expanded at run time (variables, substitutions, globs).
-    Dynamic(String),
-}
-
-impl Arg {
-    /// The literal value, if known.
-    pub fn literal(&self) -> Option<&str> {
-        match self {
-            Arg::Literal(s) => Some(s),
-            Arg::Dynamic(_) => None,
-        }
-    }
-
-    /// The word as written (for messages).
-    pub fn text(&self) -> &str {
-        match self {
-            Arg::Literal(s) | Arg::Dynamic(s) => s,
-        }
-    }
-}
 
 /// A command the line may run.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -18,6 +18,7 @@
 
 #![deny(missing_docs)]
 
+pub mod arg;
 pub mod ast;
 pub mod extract;
 pub mod model;

@@ -11,7 +11,7 @@
 //! this table does not know makes every later literal word a candidate
 //! command (fail closed).
 
-use crate::extract::Arg;
+use crate::arg::Arg;
 
 /// Where a wrapper's inner command is.
 #[derive(Clone, Debug, PartialEq, Eq)]

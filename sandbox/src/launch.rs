@@ -208,6 +208,9 @@ pub enum Namespace {
     Own,
 }
 
+/// The argument that marks a worker entry.
+pub const WORKER_ARG: &str = "__nib-worker";
+
 /// Everything the steps need, prepared.
 #[derive(Debug)]
 pub struct Launch {
@@ -316,7 +319,7 @@ impl Launch {
                 let path = c_string(entry.as_os_str())?;
                 let argv = [
                     entry.as_os_str(),
-                    OsStr::new(crate::worker::WORKER_ARG),
+                    OsStr::new(WORKER_ARG),
                     OsStr::new(REAP_ARG),
                 ]
                 .iter()

@@ -19,8 +19,7 @@ use std::path::{Path, PathBuf};
 use crate::launch::{self, Launch, Namespace, REFUSED};
 use crate::{Policy, bridge, bwrap};
 
-/// The argument that marks a worker entry.
-pub const WORKER_ARG: &str = "__nib-worker";
+pub use crate::launch::WORKER_ARG;
 
 /// The entry's argument (before `--`) that says the program's stdout and
 /// stderr are at [`OUTPUT_FD`]. Under bubblewrap the output pipe is handed

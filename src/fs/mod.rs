@@ -400,7 +400,7 @@ pub fn describe(target: &WriteTarget) -> String {
     let place = fd_path(&*target.parent)
         .map(|p| p.join(&target.name))
         .unwrap_or_else(|| target.path.clone());
-    crate::workspace::escape_control(&place.to_string_lossy())
+    crate::path_text::escape_control(&place.to_string_lossy())
 }
 
 /// The folder path the kernel holds for an fd (for pattern checks and messages).

@@ -462,10 +462,7 @@ fn spawn_reader(mut pipe: std::io::PipeReader, tx: Sender<Msg>, mark: Vec<u8>) {
                 Ok(0) => break,
                 Ok(n) => {
                     held.extend_from_slice(&buf[..n]);
-                    if !marked
-                        && let Some(at) =
-                            held.windows(mark.len()).position(|w| w == mark.as_slice())
-                    {
+                    if !marked && let Some(at) = memchr::memmem::find(&held, &mark) {
                         let after = held.split_off(at + mark.len());
                         held.truncate(at);
                         let before = std::mem::replace(&mut held, after);
@@ -479,7 +476,9 @@ fn spawn_reader(mut pipe: std::io::PipeReader, tx: Sender<Msg>, mark: Vec<u8>) {
                     } else {
                         partial_mark(&held, &mark)
                     };
-                    let out: Vec<u8> = held.drain(..held.len() - keep).collect();
+                    // The bytes to pass on, without copying them again.
+                    let rest = held.split_off(held.len() - keep);
+                    let out = std::mem::replace(&mut held, rest);
                     if !out.is_empty() && tx.send(Msg::Out(out)).is_err() {
                         break;
                     }
@@ -1028,7 +1027,7 @@ impl<'a> ShownRows<'a> {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let name = crate::workspace::escape_control(&name);
+        let name = crate::path_text::escape_control(&name);
         let mut out: Vec<usize> = claimed
             .iter()
             .flat_map(|&(a, b)| a..=b.min(text.len()))

@@ -165,11 +165,21 @@ pub fn pick(rows: &[&str], decider: Decider, extra: &dyn Fn(&str) -> bool) -> BT
         // Where failures point (`panicked at src/main.rs:5:22`): the rows
         // that name the same place (a backtrace's frame) stay too.
         let mut places: Vec<&str> = Vec::new();
+        // A row repeated (`yes`, a progress line) is judged once.
+        let mut last: Option<(&str, bool)> = None;
         for (i, row) in rows.iter().enumerate() {
             if budget == 0 {
                 break;
             }
-            if names_failure(row) || extra(row) {
+            let failure = match last {
+                Some((r, v)) if r == *row => v,
+                _ => {
+                    let v = names_failure(row) || extra(row);
+                    last = Some((row, v));
+                    v
+                }
+            };
+            if failure {
                 places.extend(locations(row));
                 let line = i + 1;
                 for k in line.saturating_sub(AROUND).max(1)..=(line + AROUND).min(n) {

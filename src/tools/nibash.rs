@@ -196,7 +196,7 @@ pub fn status(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
     out.push_str(
         &ctx.workspace
             .names()
-            .describe(|p| crate::workspace::escape_control(&p.to_string_lossy())),
+            .describe(|p| crate::path_text::escape_control(&p.to_string_lossy())),
     );
     if let Some(f) = nib
         .provider_status

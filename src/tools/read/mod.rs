@@ -751,7 +751,7 @@ fn listing(
     let total = entries.len();
     let mut rows = Vec::new();
     for e in entries.iter().take(LISTING_LIMIT) {
-        let name = crate::workspace::escape_control(&e.name);
+        let name = crate::path_text::escape_control(&e.name);
         let row = match &e.stat {
             Some(s) if s.kind == Kind::Dir => {
                 if e.name == ".git" {
