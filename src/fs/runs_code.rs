@@ -164,47 +164,64 @@ pub fn protected_for_programs(root: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// Per root: the last walk's list, and whether a new walk is under way.
-type Walks = std::collections::HashMap<PathBuf, (Vec<PathBuf>, bool)>;
+/// A root's last walk: its list, when it ended and how long it took, and
+/// whether a new walk is under way.
+struct Walk {
+    list: Vec<PathBuf>,
+    ended: std::time::Instant,
+    took: std::time::Duration,
+    walking: bool,
+}
+
+/// Walks of a root start at most this many times their own length apart,
+/// so walking takes at most a tenth of a core however often calls come.
+const WALK_SPACING: u32 = 10;
 
 /// The last walk of each root.
-static KEPT: std::sync::Mutex<Option<Walks>> = std::sync::Mutex::new(None);
+static KEPT: std::sync::Mutex<Option<std::collections::HashMap<PathBuf, Walk>>> =
+    std::sync::Mutex::new(None);
+
+/// [`protected_for_programs`] timed, and kept as `root`'s last walk.
+fn walk_and_keep(root: &Path) -> Vec<PathBuf> {
+    let start = std::time::Instant::now();
+    let list = protected_for_programs(root);
+    let walk = Walk {
+        list: list.clone(),
+        ended: std::time::Instant::now(),
+        took: start.elapsed(),
+        walking: false,
+    };
+    if let Ok(mut k) = KEPT.lock() {
+        k.get_or_insert_with(Default::default)
+            .insert(root.to_path_buf(), walk);
+    }
+    list
+}
 
 /// [`protected_for_programs`] without its walk on the caller's time: the
 /// first call for a root walks; later ones get the last walk's list at
-/// once and start a new walk beside the call (one at a time per root), so
-/// the list is at most one call old. A walk of a large root took 390 ms
-/// (130,000 files) and of a small one 9 ms — each nibash call's start.
+/// once and start a new walk beside the call (one at a time per root, and
+/// [`WALK_SPACING`] times the last walk's length after it), so the list is
+/// one call old, or a tenth of a second on a small root. A walk of a large
+/// root took 390 ms (130,000 files), of a small one 9 ms.
 pub fn protected_for_programs_kept(root: &Path) -> Vec<PathBuf> {
     let mut kept = match KEPT.lock() {
         Ok(k) => k,
         Err(_) => return protected_for_programs(root),
     };
-    let map = kept.get_or_insert_with(Default::default);
-    let Some((list, walking)) = map.get_mut(root) else {
+    let Some(last) = kept.get_or_insert_with(Default::default).get_mut(root) else {
         drop(kept);
-        let list = protected_for_programs(root);
-        if let Ok(mut k) = KEPT.lock() {
-            k.get_or_insert_with(Default::default)
-                .insert(root.to_path_buf(), (list.clone(), false));
-        }
-        return list;
+        return walk_and_keep(root);
     };
-    let list = list.clone();
-    if !*walking {
-        *walking = true;
+    let list = last.list.clone();
+    if !last.walking && last.ended.elapsed() >= last.took * WALK_SPACING {
+        last.walking = true;
         let root = root.to_path_buf();
         let spawned = std::thread::Builder::new()
             .name("nib-git-dirs".into())
-            .spawn(move || {
-                let fresh = protected_for_programs(&root);
-                if let Ok(mut k) = KEPT.lock() {
-                    k.get_or_insert_with(Default::default)
-                        .insert(root, (fresh, false));
-                }
-            });
+            .spawn(move || walk_and_keep(&root));
         if spawned.is_err() {
-            *walking = false;
+            last.walking = false;
         }
     }
     list
