@@ -229,19 +229,26 @@ pub fn shape(s: &Shape) -> u8 {
     };
     let text = String::from_utf8_lossy(&bytes);
     let rows: Vec<&str> = text.lines().collect();
-    let words = crate::nibash::cut::expect_words(&s.purpose, &rows);
+    let words = crate::nibash::broker::cut::expect_words(&s.purpose, &rows);
     let mut out = String::new();
     if let Some(c) = &s.command {
         out.push_str(&format!("$ {c}\n"));
     }
-    if crate::nibash::cut::is_long(&text) {
-        let extra = |row: &str| crate::nibash::cut::has_word(row, &words);
+    if crate::nibash::broker::cut::is_long(&text) {
+        let extra = |row: &str| crate::nibash::broker::cut::has_word(row, &words);
         // The keyword or fixed rows the configured decider starts from
         // (environment, then setup.json); the model's windows are for calls.
         let decider = crate::model::Settings::from_env(&crate::config::config_dir()).decider;
-        let keep =
-            crate::nibash::cut::pick(&rows, crate::nibash::cut::Decider::of(decider), &extra);
-        out.push_str(&crate::nibash::cut::render(&rows, &keep, Some(&s.log)));
+        let keep = crate::nibash::broker::cut::pick(
+            &rows,
+            crate::nibash::broker::cut::Decider::of(decider),
+            &extra,
+        );
+        out.push_str(&crate::nibash::broker::cut::render(
+            &rows,
+            &keep,
+            Some(&s.log),
+        ));
     } else {
         out.push_str(&text);
         if !out.ends_with('\n') {
@@ -573,10 +580,9 @@ pub fn run_tool(config: Config, name: &str, mut args: Map<String, Value>) -> i32
         config: &config,
         scope,
         enforce_seen: false,
-        nibash: &nibash,
         live: None,
     };
-    let result = tools::call(name, Some(args), &ctx);
+    let result = tools::call(name, Some(args), &ctx, &nibash);
     if matches!(name, "edit" | "grep") {
         let agent = agent.lock().unwrap_or_else(|p| p.into_inner());
         crate::cli_tokens::save(&config.state_dir, &loaded, &agent.tokens);

@@ -8,6 +8,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod agents;
+pub mod blocks;
 pub mod by_folder;
 pub mod cli;
 pub mod cli_tokens;

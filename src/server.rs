@@ -55,7 +55,7 @@ struct Inner {
     workspace: Workspace,
     agents: Agents,
     last_save: Mutex<std::time::Instant>,
-    nibash: Arc<crate::nibash::Nibash>,
+    nibash: Arc<crate::nibash::broker::Nibash>,
     /// The client, for notifications sent outside a request (job ends).
     peer: Mutex<Option<Peer<RoleServer>>>,
     /// The client declared Claude Code's channel (`experimental["claude/channel"]`).
@@ -103,7 +103,7 @@ impl NibServer {
     }
 
     /// The shell's state (its running calls and jobs), for the status file.
-    pub fn nibash(&self) -> Arc<crate::nibash::Nibash> {
+    pub fn nibash(&self) -> Arc<crate::nibash::broker::Nibash> {
         Arc::clone(&self.inner.nibash)
     }
 
@@ -410,8 +410,9 @@ impl NibServer {
         arguments: Option<serde_json::Map<String, serde_json::Value>>,
         context: &RequestContext<RoleServer>,
     ) -> Result<ToolOutput, McpError> {
+        let shell = Arc::clone(&self.inner.nibash);
         self.run_in_call(agent, context, move |ctx| {
-            tools::call(&name, arguments, ctx)
+            tools::call(&name, arguments, ctx, &shell)
         })
         .await
     }
@@ -481,7 +482,7 @@ impl NibServer {
             Some(token) => {
                 let peer = context.peer.clone();
                 let handle = tokio::runtime::Handle::current();
-                crate::nibash::Live::with_progress(Box::new(move |secs, message| {
+                crate::context::Live::with_progress(Box::new(move |secs, message| {
                     let peer = peer.clone();
                     let token = token.clone();
                     handle.spawn(async move {
@@ -493,7 +494,7 @@ impl NibServer {
                     });
                 }))
             }
-            None => crate::nibash::Live::default(),
+            None => crate::context::Live::default(),
         });
         let ct = context.ct.clone();
         let watcher = {
@@ -525,7 +526,6 @@ impl NibServer {
                 config,
                 scope,
                 enforce_seen: true,
-                nibash: &this.inner.nibash,
                 live: Some(live.as_ref()),
             };
             let started = std::time::Instant::now();

@@ -295,6 +295,23 @@ impl Approvals {
     }
 }
 
+/// What one agent has skimmed (the data; `nibash::broker::skim` reads and
+/// updates it).
+#[derive(Clone, Debug, Default)]
+pub struct Skims {
+    /// Per file: the rows shown, and how far each question has read.
+    pub(crate) files: HashMap<PathBuf, FileSkims>,
+}
+
+/// What `skim` has shown of one file.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct FileSkims {
+    /// Line indexes shown, whatever the question.
+    pub(crate) shown: std::collections::BTreeSet<usize>,
+    /// Per question, the line count read so far.
+    pub(crate) read_to: HashMap<String, usize>,
+}
+
 /// Everything the server remembers for one agent.
 #[derive(Debug, Default)]
 pub struct Agent {
@@ -305,7 +322,7 @@ pub struct Agent {
     /// Writes waiting for, or holding, a person's approval.
     pub approvals: Approvals,
     /// What `skim` has shown of each file.
-    pub skims: crate::nibash::skim::Skims,
+    pub skims: Skims,
     /// The names this agent defined with `hash -d`, and those its parent
     /// had when this agent was first met ([`crate::agents`]).
     pub names: std::sync::Arc<std::sync::RwLock<crate::names::Names>>,

@@ -1,22 +1,16 @@
-//! The layering, read from the code: every file of `src/`, `policy/src/`
-//! and `sandbox/src/` is a module, each `crate::…` or `super::…` path in it
-//! (outside its test module) an import of the module that path names, and
-//! no import may close a circle. The circles that remain are listed, each
-//! with the issue that removes it; a new circle, or a listed one that grew,
-//! fails.
+//! The layering, read from the code and checked against ARCHITECTURE.md's
+//! "Layers" section: every file of `src/`, `policy/src/` and `sandbox/src/`
+//! is a module, each `crate::…` or `super::…` path in it (outside its test
+//! modules) an import of the module that path names — an item the crate
+//! root re-exports counts as an import of the module it comes from. An
+//! import may go to its own group or to a layer beneath; no import may
+//! close a circle; the nibash worker and broker never import each other.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// Circles not yet gone (issue 37), as the sorted module paths in each.
-const KNOWN: &[&[&str]] = &[
-    // `Ctx` holds the shell's state; the shell's tools take `Ctx`.
-    &["context", "nibash"],
-    // The call starts workers through the warm pool, which names the
-    // call's types; the worker's entry reads the call's request.
-    &["nibash/call", "nibash/warm", "nibash/worker"],
-    &["nibash/worker/deletes", "nibash/worker/listing"],
-];
+/// Groups that sit in different rooms: neither imports the other.
+const APART: &[(&str, &str)] = &[("nibash/worker", "nibash/broker")];
 
 type Module = Vec<String>;
 
@@ -53,15 +47,26 @@ fn modules(root: &Path) -> BTreeMap<Module, PathBuf> {
 }
 
 /// The modules `file` (module `me`) imports.
-fn imports(file: &Path, me: &Module, mods: &BTreeMap<Module, PathBuf>) -> BTreeSet<Module> {
+fn imports(
+    file: &Path,
+    me: &Module,
+    mods: &BTreeMap<Module, PathBuf>,
+    reexports: &BTreeMap<String, Module>,
+) -> BTreeSet<Module> {
     let text = std::fs::read_to_string(file).unwrap();
-    let code = text.split("#[cfg(test)]\nmod tests").next().unwrap_or("");
+    let code = text.split("\n#[cfg(test)]\nmod ").next().unwrap_or("");
     let mut out = BTreeSet::new();
     let mut add = |full: Vec<String>| {
         for k in (0..=full.len()).rev() {
             if mods.contains_key(&full[..k]) {
-                if full[..k] != me[..] {
-                    out.insert(full[..k].to_vec());
+                let mut m = full[..k].to_vec();
+                if let (0, Some(item)) = (k, full.first())
+                    && let Some(from) = reexports.get(item)
+                {
+                    m = from.clone();
+                }
+                if m != me[..] {
+                    out.insert(m);
                 }
                 return;
             }
@@ -70,16 +75,6 @@ fn imports(file: &Path, me: &Module, mods: &BTreeMap<Module, PathBuf>) -> BTreeS
     for line in code.lines().map(str::trim) {
         if line.starts_with("//") {
             continue;
-        }
-        // `use crate::{a, b::c}`: each item.
-        if let Some(list) = line
-            .strip_prefix("use crate::{")
-            .or_else(|| line.strip_prefix("pub use crate::{"))
-            .and_then(|l| l.split('}').next())
-        {
-            for item in list.split(',') {
-                add(item.trim().split("::").map(str::to_string).collect());
-            }
         }
         for (at, _) in line
             .match_indices("crate::")
@@ -90,13 +85,22 @@ fn imports(file: &Path, me: &Module, mods: &BTreeMap<Module, PathBuf>) -> BTreeS
                 continue;
             }
             let rest = &line[at..];
-            let path: Vec<&str> = rest
+            let head = rest
                 .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
                 .next()
-                .unwrap_or("")
-                .split("::")
-                .filter(|p| !p.is_empty())
-                .collect();
+                .unwrap_or("");
+            let path: Vec<&str> = head.split("::").filter(|p| !p.is_empty()).collect();
+            // `crate::{a, b::c}`: each item, on top of the path before it.
+            let items: Vec<Vec<&str>> = match rest[head.len()..].strip_prefix('{') {
+                Some(list) => list
+                    .split('}')
+                    .next()
+                    .unwrap_or("")
+                    .split(',')
+                    .map(|i| i.trim().split("::").collect())
+                    .collect(),
+                None => vec![Vec::new()],
+            };
             let (base, parts): (Vec<String>, &[&str]) = match path.first() {
                 Some(&"crate") => (Vec::new(), &path[1..]),
                 Some(&"super") => {
@@ -107,9 +111,11 @@ fn imports(file: &Path, me: &Module, mods: &BTreeMap<Module, PathBuf>) -> BTreeS
                 }
                 _ => continue,
             };
-            let mut full = base;
-            full.extend(parts.iter().map(|p| p.to_string()));
-            add(full);
+            for item in items {
+                let mut full = base.clone();
+                full.extend(parts.iter().chain(&item).map(|p| p.to_string()));
+                add(full);
+            }
         }
     }
     out
@@ -176,45 +182,182 @@ fn circles(graph: &BTreeMap<Module, BTreeSet<Module>>) -> Vec<Vec<String>> {
     walk.found
 }
 
-fn circles_of(root: &str) -> Vec<Vec<String>> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(root);
-    let mods = modules(&root);
-    let graph = mods
-        .iter()
-        .map(|(m, p)| (m.clone(), imports(p, m, &mods)))
-        .collect();
-    circles(&graph)
+/// What the crate root re-exports: item name → the module it comes from
+/// (`pub use m::{A, b as c};`).
+fn reexports(root: &Path) -> BTreeMap<String, Module> {
+    let lib = std::fs::read_to_string(root.join("lib.rs")).unwrap_or_default();
+    let mut out = BTreeMap::new();
+    for line in lib.lines().map(str::trim) {
+        let Some(rest) = line.strip_prefix("pub use ") else {
+            continue;
+        };
+        let rest = rest.trim_end_matches(';');
+        let rest = rest.strip_prefix("crate::").unwrap_or(rest);
+        let (path, items) = match rest.split_once("::{") {
+            Some((p, list)) => (p, list.trim_end_matches('}').split(',').collect::<Vec<_>>()),
+            None => match rest.rsplit_once("::") {
+                Some((p, item)) => (p, vec![item]),
+                None => continue,
+            },
+        };
+        let module: Module = path.split("::").map(str::to_string).collect();
+        for item in items {
+            let name = item.rsplit(" as ").next().unwrap_or(item).trim();
+            if !name.is_empty() {
+                out.insert(name.to_string(), module.clone());
+            }
+        }
+    }
+    out
 }
 
-#[test]
-fn imports_close_no_circle_beyond_the_known_ones() {
-    for crate_root in ["src", "policy/src", "sandbox/src"] {
-        for circle in circles_of(crate_root) {
-            let known = KNOWN.iter().any(|k| {
-                crate_root == "src" && circle.iter().map(String::as_str).eq(k.iter().copied())
-            });
+/// The import graph of the crate rooted at `root` (relative to the package).
+fn graph_of(
+    root: &Path,
+) -> (
+    BTreeMap<Module, PathBuf>,
+    BTreeMap<Module, BTreeSet<Module>>,
+) {
+    let mods = modules(root);
+    let re = reexports(root);
+    let graph = mods
+        .iter()
+        .map(|(m, p)| (m.clone(), imports(p, m, &mods, &re)))
+        .collect();
+    (mods, graph)
+}
+
+/// ARCHITECTURE.md's layers for `crate_root`: each group's layer, 0 the top.
+fn written_layers(crate_root: &str) -> BTreeMap<String, usize> {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("ARCHITECTURE.md"))
+            .unwrap();
+    let fence = format!("```layers {crate_root}\n");
+    let at = doc
+        .find(&fence)
+        .unwrap_or_else(|| panic!("ARCHITECTURE.md has no `{}` block", fence.trim()));
+    let block = &doc[at + fence.len()..];
+    let block = &block[..block.find("```").unwrap()];
+    let mut out = BTreeMap::new();
+    for (rank, line) in block.lines().enumerate() {
+        for group in line.split_whitespace() {
             assert!(
-                known,
-                "{crate_root}: the imports of {circle:?} close a circle; make one of them import downward (ARCHITECTURE.md, the layers)"
+                out.insert(group.to_string(), rank).is_none(),
+                "ARCHITECTURE.md names {group} twice in the layers of {crate_root}"
             );
         }
     }
+    out
+}
+
+/// The group a module belongs to: the longest written name that is a
+/// prefix of its path (`lib` for the crate root).
+fn group_of<'l>(m: &Module, layers: &'l BTreeMap<String, usize>) -> Option<&'l str> {
+    if m.is_empty() {
+        return layers.get_key_value("lib").map(|(k, _)| k.as_str());
+    }
+    (1..=m.len())
+        .rev()
+        .map(|k| m[..k].join("/"))
+        .find_map(|name| layers.get_key_value(&name).map(|(k, _)| k.as_str()))
+}
+
+/// Every way the crate's imports break its written layering.
+fn breaches(crate_root: &str) -> Vec<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(crate_root);
+    let (mods, graph) = graph_of(&root);
+    let layers = written_layers(crate_root);
+    let mut out = Vec::new();
+    for name in layers.keys() {
+        let known = name == "lib"
+            || mods
+                .keys()
+                .any(|m| m.join("/") == *name || m.join("/").starts_with(&format!("{name}/")));
+        if !known {
+            out.push(format!(
+                "ARCHITECTURE.md's layers of {crate_root} name {name}, which no module is"
+            ));
+        }
+    }
+    for (m, targets) in &graph {
+        let Some(from) = group_of(m, &layers) else {
+            out.push(format!(
+                "{crate_root}: {} is in no layer; add it to ARCHITECTURE.md's layers",
+                m.join("/")
+            ));
+            continue;
+        };
+        for t in targets {
+            let Some(to) = group_of(t, &layers) else {
+                continue; // reported as a module in no layer
+            };
+            if from == to {
+                continue;
+            }
+            let apart = APART
+                .iter()
+                .any(|&(a, b)| (a, b) == (from, to) || (b, a) == (from, to));
+            let why = if apart {
+                "; the two meet only in the channel's messages"
+            } else if layers[to] <= layers[from] {
+                ", which is not beneath it; move what it needs down, or hand it over from above"
+            } else {
+                continue;
+            };
+            out.push(format!(
+                "{crate_root}: {} ({from}) imports {} ({to}){why}",
+                m.join("/"),
+                t.join("/"),
+            ));
+        }
+    }
+    for circle in circles(&graph) {
+        out.push(format!(
+            "{crate_root}: the imports of {circle:?} close a circle; make one of them import downward"
+        ));
+    }
+    out
 }
 
 #[test]
-fn the_check_sees_a_circle() {
+fn imports_follow_the_written_layers_and_close_no_circle() {
+    let found: Vec<String> = ["src", "policy/src", "sandbox/src"]
+        .into_iter()
+        .flat_map(breaches)
+        .collect();
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+#[test]
+fn the_check_sees_a_circle_and_an_upward_import() {
     // Two modules importing each other, as the check reads them.
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("lib.rs"), "pub mod a;\npub mod b;\n").unwrap();
+    std::fs::write(
+        dir.path().join("lib.rs"),
+        "pub mod a;\npub mod b;\npub mod c;\npub use c::Thing;\n",
+    )
+    .unwrap();
     std::fs::write(dir.path().join("a.rs"), "use crate::b::Thing;\n").unwrap();
     std::fs::write(dir.path().join("b.rs"), "pub fn f() { super::a::g() }\n").unwrap();
-    let mods = modules(dir.path());
-    let graph = mods
-        .iter()
-        .map(|(m, p)| (m.clone(), imports(p, m, &mods)))
-        .collect();
+    std::fs::write(
+        dir.path().join("c.rs"),
+        "pub struct Thing;\n#[cfg(test)]\nmod tests { use crate::a; }\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("d.rs"), "use crate::Thing;\n").unwrap();
+    let (_, graph) = graph_of(dir.path());
     assert_eq!(
         circles(&graph),
         vec![vec!["a".to_string(), "b".to_string()]]
     );
+    // The re-exported item is an import of the module it comes from; a
+    // test module's imports are not counted.
+    assert_eq!(
+        graph[&vec!["d".to_string()]],
+        BTreeSet::from([vec!["c".to_string()]])
+    );
+    assert!(graph[&vec!["c".to_string()]].is_empty());
+    let layers = BTreeMap::from([("d".to_string(), 1), ("c".to_string(), 0)]);
+    assert_eq!(group_of(&vec!["d".to_string()], &layers), Some("d"));
+    assert!(layers[group_of(&vec!["c".to_string()], &layers).unwrap()] <= layers["d"]);
 }

@@ -43,7 +43,7 @@ fn run_fixture(dir: &Path) -> Vec<String> {
         std::fs::write(&file, &b).unwrap();
         let lib = crate::common::Library::new(project.path(), state.path());
         let ctx = lib.ctx();
-        let read = tools::call(
+        let read = tools::call_file_tool(
             "read",
             json!({"paths": ["file.txt"]}).as_object().cloned(),
             &ctx,
@@ -51,7 +51,8 @@ fn run_fixture(dir: &Path) -> Vec<String> {
         .unwrap();
         let tag = crate::common::header_tag(&read.text);
         let patch = patch.replace("#TAG]", &format!("#{tag}]"));
-        let out = tools::call("edit", json!({"input": patch}).as_object().cloned(), &ctx).unwrap();
+        let out = tools::call_file_tool("edit", json!({"input": patch}).as_object().cloned(), &ctx)
+            .unwrap();
         let dest = std::fs::read_to_string(dir.join("dest")).map(|d| d.trim().to_string());
         let result = project.path().join(dest.as_deref().unwrap_or("file.txt"));
         let got = std::fs::read(&result).unwrap_or_default();

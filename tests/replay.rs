@@ -89,13 +89,14 @@ fn replay(name: &str, before: &str, after: &str) -> Result<Vec<u8>, String> {
     let mut from = 1;
     while from <= old.len().max(1) {
         let range = format!("{name}:{from}-{}", from + 199);
-        let read = tools::call("read", json!({"paths": [range]}).as_object().cloned(), &ctx)
-            .map_err(|e| format!("read: {e:?}"))?;
+        let read =
+            tools::call_file_tool("read", json!({"paths": [range]}).as_object().cloned(), &ctx)
+                .map_err(|e| format!("read: {e:?}"))?;
         tag = crate::common::header_tag(&read.text);
         from += 200;
     }
     let patch = patch_for(name, &tag, &old, &lines(after));
-    let out = tools::call("edit", json!({"input": patch}).as_object().cloned(), &ctx)
+    let out = tools::call_file_tool("edit", json!({"input": patch}).as_object().cloned(), &ctx)
         .map_err(|e| format!("edit: {e:?}"))?;
     if out.is_error {
         return Err(format!("edit refused:\n{}\npatch:\n{patch}", out.text));

@@ -70,16 +70,5 @@ pub use limits::{open_files_quarter, pids_cgroup_root};
 pub use policy::{Layers, Limits, Policy, ProxyRoute};
 pub use reads::{CREDENTIALS, HOME_TOOLCHAINS, Reads, SYSTEM, SYSTEM_SECRETS, UserReads};
 pub use seccomp::denied_syscalls;
-pub use spawn::{Killer, Output, Sandbox, SandboxError, ServicePipes, Worker};
+pub use spawn::{Killer, Output, Sandbox, SandboxError, ServicePipes, Worker, probe};
 pub use worker::{WORKER_ARG, WORKER_BINARY, entry_beside, worker_main};
-
-/// What the sandbox can apply on this machine, for `nib doctor` and nibash_status.
-pub fn probe() -> Layers {
-    Layers {
-        bwrap: bwrap_usable(),
-        landlock_abi: landlock::abi(),
-        seccomp: seccomp::available(),
-        pid_namespace: lifetime::pid_namespace_available(),
-        pids_cgroup: limits::pids_cgroup_available(),
-    }
-}

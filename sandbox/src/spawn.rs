@@ -264,7 +264,7 @@ impl Sandbox {
             return Err(SandboxError::Refused("no program to run".into()));
         }
 
-        let layers = crate::probe();
+        let layers = probe();
         let bwrap = self.uses_bwrap();
         if let Some(why) = refusal(self.policy.confine, bwrap, &layers) {
             return Err(SandboxError::Refused(why));
@@ -476,6 +476,17 @@ impl Sandbox {
             bwrap_messages,
             proxy_token,
         })
+    }
+}
+
+/// What the sandbox can apply on this machine, for `nib doctor` and nibash_status.
+pub fn probe() -> crate::Layers {
+    crate::Layers {
+        bwrap: bwrap::bwrap_usable(),
+        landlock_abi: crate::landlock::abi(),
+        seccomp: crate::seccomp::available(),
+        pid_namespace: lifetime::pid_namespace_available(),
+        pids_cgroup: crate::limits::pids_cgroup_available(),
     }
 }
 

@@ -32,8 +32,6 @@ pub struct Ctx<'a> {
     /// Refuse edits that anchor on unseen lines. On for MCP agents; off for
     /// the CLI, where a person or bot with a tagged patch is the author.
     pub enforce_seen: bool,
-    /// The shell's jobs and named directories.
-    pub nibash: &'a std::sync::Arc<crate::nibash::Nibash>,
     /// The client's cancellation and progress, for calls that run long.
     pub live: Option<&'a Live>,
 }

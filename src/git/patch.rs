@@ -8,11 +8,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::blocks::{Block, Row, SeenTarget};
 use crate::context::Ctx;
 use crate::fs;
 use crate::hashline::{self, Tag};
 use crate::text::Text;
-use crate::tools::output::{Block, Row, SeenTarget};
 
 /// Undoes git's C-style quoting of a path (`"a\303\251 \"b\""`); a path
 /// that is not quoted comes back as it is.

@@ -14,6 +14,16 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+/// The argument that starts a nibash worker.
+pub const NIBASH_ARG: &str = "__nibash";
+
+/// The bytes a worker writes to its output when the command line is done,
+/// before it says so on the channel: everything before them in the pipe is
+/// the call's output (the channel and the pipe are not ordered otherwise).
+pub fn end_mark(token: &str) -> Vec<u8> {
+    format!("\u{0}nib-end:{token}\u{0}").into_bytes()
+}
+
 /// What the broker asks a worker to run.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Request {

@@ -1,110 +1,12 @@
-//! nibash: the shell tool. A bash interpreter (brush) runs in a confined
-//! worker per call; the broker side here starts it, feeds it the call,
-//! answers what it asks, and turns its output into the tool's answer.
+//! nibash: the shell tool, in two rooms that meet only in the channel.
 //!
-//! - [`channel`]: the messages between broker and worker, and their framing.
-//! - [`worker`]: what runs inside the sandbox (the shell, nib's own
-//!   commands, the builtins that ask the broker).
-//! - [`call`]: one call on the broker side: spawn, serve the channel, wait
-//!   until the command line is done or its timeout turns it into a job.
-//! - [`changes`]: the files a call changed, listed after it with new tags.
-//! - [`jobs`]: the calls still running and the jobs that carry over between
-//!   calls, with their output.
-//! - [`watch`]: inotify on the roots' folders, so finding changed files
-//!   costs nothing per call.
-//! - [`cut`]: long output — which rows stay, and the log of the whole.
-//! - [`rules`]: nib.json command rules before a call runs, and what the
-//!   worker and the sandbox enforce while it runs.
-//! - [`skim`]: reading long files (logs, reports) for what a question asks.
-//!
-//! The tool arguments and the answer's wording live in `tools::nibash`.
+//! - [`broker`]: the broker process's side — starting a confined worker per
+//!   call, serving its asks, the jobs between calls, the answer.
+//! - [`worker`]: what runs inside the sandbox — the bash interpreter
+//!   (brush), nib's own commands, the builtins that ask the broker.
+//! - [`channel`]: the messages between the two and their framing; the only
+//!   module both import (`tests/layers.rs` checks it).
 
-pub mod call;
-pub mod changes;
+pub mod broker;
 pub mod channel;
-pub mod cut;
-pub mod decide;
-pub mod exec_judge;
-pub mod jobs;
-pub mod rules;
-pub mod skim;
-pub mod summary;
-pub mod warm;
-pub mod watch;
-pub mod withheld;
 pub mod worker;
-
-use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::sync::Mutex;
-
-pub use crate::context::{Live, ProgressFn};
-
-/// (agent, tool) → (calls, characters returned).
-pub type Usage = BTreeMap<(String, String), (u64, u64)>;
-
-/// What announces a job's end to the client: job number, text.
-pub type Announcer = Box<dyn Fn(u32, String) + Send + Sync>;
-
-/// A watcher and the roots it watches (`None`: they cannot be watched).
-type WatcherFor = (Vec<PathBuf>, Option<std::sync::Arc<watch::Watcher>>);
-
-/// What the broker keeps between nibash calls: jobs and named directories.
-#[derive(Default)]
-pub struct Nibash {
-    /// Running calls and jobs.
-    pub jobs: jobs::Jobs,
-    /// Tells the client at once that a job ended (its channel), when it has one.
-    pub announcer: Mutex<Option<Announcer>>,
-    /// Calls and characters returned, by agent and tool (nibash_status).
-    pub usage: Mutex<Usage>,
-    /// The worker started ahead of the next call.
-    pub warm: std::sync::Arc<warm::Warm>,
-    /// The watcher of the roots it was made for (`None` inside: none possible).
-    watcher: Mutex<Option<WatcherFor>>,
-    /// A walk for changed files stopped at its limit once: do not walk again.
-    pub walk_too_big: std::sync::atomic::AtomicBool,
-    /// `nibash_status {"summaries": false}`: no summaries for this session.
-    pub summaries_off: std::sync::atomic::AtomicBool,
-    /// The providers' lines for nibash_status (set by the server, which runs them).
-    pub provider_status: Mutex<Option<StatusFn>>,
-}
-
-/// Lines a part of the broker adds to nibash_status.
-pub type StatusFn = Box<dyn Fn() -> String + Send + Sync>;
-
-impl Nibash {
-    /// The watcher for these roots (made on first use, remade when the roots
-    /// change), or `None` when the roots cannot be watched.
-    pub fn watcher(&self, roots: &[PathBuf]) -> Option<std::sync::Arc<watch::Watcher>> {
-        let mut slot = self.watcher.lock().unwrap_or_else(|p| p.into_inner());
-        match &*slot {
-            Some((r, w)) if r.as_slice() == roots => w.clone(),
-            _ => {
-                let w = watch::Watcher::new(roots).map(std::sync::Arc::new);
-                *slot = Some((roots.to_vec(), w.clone()));
-                w
-            }
-        }
-    }
-
-    /// Announces that job `id` ended (nothing without an announcer).
-    pub fn announce(&self, id: u32, text: String) {
-        if let Some(a) = self
-            .announcer
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_ref()
-        {
-            a(id, text);
-        }
-    }
-
-    /// Counts one answer of `tool` to `agent`, `chars` characters long.
-    pub fn count(&self, agent: &str, tool: &str, chars: usize) {
-        let mut u = self.usage.lock().unwrap_or_else(|p| p.into_inner());
-        let e = u.entry((agent.to_string(), tool.to_string())).or_default();
-        e.0 += 1;
-        e.1 += chars as u64;
-    }
-}

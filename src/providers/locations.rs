@@ -234,7 +234,7 @@ fn rows_of(
             "paths".into(),
             Value::from(vec![format!("{path}:{}", ranges.join(","))]),
         );
-        match crate::tools::call("read", Some(args), ctx) {
+        match crate::tools::call_file_tool("read", Some(args), ctx) {
             Ok(r) if !r.is_error => {
                 let said: Vec<String> = locs
                     .iter()

@@ -10,15 +10,17 @@
 pub mod find;
 pub mod grep;
 pub mod nibash;
-pub mod output;
 pub mod read;
 pub mod write;
+
+use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
 use crate::config::Config;
 use crate::context::args::{ArgError, Args};
 use crate::context::{Ctx, ToolOutput};
+use crate::nibash::broker::Nibash;
 
 /// The per-call output cap of read (and later grep), shared between files.
 pub const OUTPUT_CAP: usize = 40 * 1024;
@@ -242,8 +244,26 @@ pub fn definitions() -> Vec<ToolDef> {
     ]
 }
 
-/// Runs a tool by name.
+/// Runs a tool by name; the shell's tools with the shell's state `shell`
+/// (jobs, warm worker, watcher), which the server keeps for the session.
 pub fn call(
+    name: &str,
+    arguments: Option<Map<String, Value>>,
+    ctx: &Ctx,
+    shell: &Arc<Nibash>,
+) -> Result<ToolOutput, CallError> {
+    match name {
+        "nibash" => Ok(nibash::run(Args::new(arguments), ctx, shell)?),
+        "nibash_status" => Ok(nibash::status(Args::new(arguments), ctx, shell)?),
+        "skim" => Ok(nibash::skim(Args::new(arguments), ctx)?),
+        _ => call_file_tool(name, arguments, ctx),
+    }
+}
+
+/// Runs a file tool by name (read, edit, grep, find, write): the tools that
+/// need nothing of the shell, as the worker's own commands and the
+/// providers' locations call them.
+pub fn call_file_tool(
     name: &str,
     arguments: Option<Map<String, Value>>,
     ctx: &Ctx,
@@ -255,9 +275,6 @@ pub fn call(
         "grep" => Ok(grep::run(args, ctx)?),
         "find" => Ok(find::run(args, ctx)?),
         "write" => Ok(write::run(args, ctx)?),
-        "nibash" => Ok(nibash::run(args, ctx)?),
-        "nibash_status" => Ok(nibash::status(args, ctx)?),
-        "skim" => Ok(nibash::skim(args, ctx)?),
         other => Err(CallError::UnknownTool(other.to_string())),
     }
 }

@@ -2,12 +2,14 @@
 //! `nibash_status` (what runs, the sandbox in force) and `skim` (a long file
 //! read for a question). The work is in `crate::nibash`.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::context::args::{ArgError, Args};
 use crate::context::{Ctx, ToolOutput};
-use crate::nibash::call::{self, CallArgs};
-use crate::nibash::jobs::ending_words;
+use crate::nibash::broker::Nibash;
+use crate::nibash::broker::call::{self, CallArgs};
+use crate::nibash::broker::jobs::ending_words;
 
 /// Reads a timeout: seconds, or milliseconds when over 600 (as other
 /// agents' shell tools take), or text such as `90s`, `5m`, `1500ms`.
@@ -32,7 +34,7 @@ pub fn parse_timeout(v: &str) -> Option<Duration> {
 }
 
 /// Runs `nibash`.
-pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
+pub fn run(mut args: Args, ctx: &Ctx, shell: &Arc<Nibash>) -> Result<ToolOutput, ArgError> {
     args.alias("cmd", "command");
     args.alias("run_in_background", "background");
     let command = args.required_string("command")?;
@@ -55,7 +57,7 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
     }
     let mut out = call::run(
         ctx,
-        ctx.nibash,
+        shell,
         CallArgs {
             command: command.clone(),
             description,
@@ -75,7 +77,7 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
     }
     if ctx.config.sandbox {
         let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-        let lines = crate::nibash::withheld::notes(
+        let lines = crate::nibash::broker::withheld::notes(
             &command,
             &out.text,
             ctx.workspace.project_dir(),
@@ -123,7 +125,7 @@ fn network_status(ctx: &Ctx) -> String {
 }
 
 /// Runs `nibash_status`.
-pub fn status(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
+pub fn status(mut args: Args, ctx: &Ctx, shell: &Arc<Nibash>) -> Result<ToolOutput, ArgError> {
     let tail = args.usize("tail")?.unwrap_or(5);
     let view = args.string("view")?;
     let restore = args.string("restore")?;
@@ -143,7 +145,7 @@ pub fn status(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
         }
     }
     if let Some(on) = summaries {
-        ctx.nibash
+        shell
             .summaries_off
             .store(!on, std::sync::atomic::Ordering::Relaxed);
         out.push_str(if on {
@@ -152,7 +154,7 @@ pub fn status(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
             "summaries off for this session\n"
         });
     }
-    let nib = ctx.nibash;
+    let nib = shell;
     if let Some(v) = view {
         let id: Option<u32> = v.trim_start_matches('%').parse().ok();
         let Some(e) = id.and_then(|id| nib.jobs.get(id)) else {
@@ -169,9 +171,9 @@ pub fn status(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
             e.command
         ));
         let text = String::from_utf8_lossy(&s.output).into_owned();
-        out.push_str(&crate::nibash::cut::shape(
+        out.push_str(&crate::nibash::broker::cut::shape(
             &text,
-            crate::nibash::cut::Decider::Keywords,
+            crate::nibash::broker::cut::Decider::Keywords,
             None,
         ));
         crate::context::push_notes(&mut out, &notes);
@@ -183,12 +185,12 @@ pub fn status(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
         network_status(ctx)
     ));
     out.push_str(&ctx.config.read_policy_text());
-    out.push_str(&crate::nibash::rules::describe(
+    out.push_str(&crate::nibash::broker::rules::describe(
         ctx.workspace.project_dir(),
         ctx.config,
     ));
     out.push('\n');
-    out.push_str(&crate::nibash::summary::describe(
+    out.push_str(&crate::nibash::broker::summary::describe(
         &ctx.config.model,
         ctx.config.sandbox,
         nib.summaries_off.load(std::sync::atomic::Ordering::Relaxed),
@@ -284,7 +286,7 @@ pub fn skim(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
 
 /// Characters returned per agent and tool this session (what an agent's
 /// context paid for each), biggest first.
-fn usage(u: &crate::nibash::Usage) -> String {
+fn usage(u: &crate::nibash::broker::Usage) -> String {
     if u.is_empty() {
         return String::new();
     }

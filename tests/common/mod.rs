@@ -406,7 +406,7 @@ pub struct Library {
     pub config: nib::config::Config,
     pub workspace: nib::workspace::Workspace,
     pub agent: std::sync::Mutex<nib::state::Agent>,
-    pub nibash: std::sync::Arc<nib::nibash::Nibash>,
+    pub nibash: std::sync::Arc<nib::nibash::broker::Nibash>,
 }
 
 impl Library {
@@ -452,7 +452,6 @@ impl Library {
             config: &self.config,
             scope: self.workspace.scope(true, false).unwrap(),
             enforce_seen: true,
-            nibash: &self.nibash,
             live: None,
         }
     }

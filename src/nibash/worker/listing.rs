@@ -10,7 +10,7 @@ use std::os::unix::ffi::OsStrExt;
 use brush_core::{ExecutionContext, ExecutionResult};
 
 use super::Se;
-use super::deletes::{capture, finish};
+use super::system::{capture, finish};
 use crate::nibash::channel::Reply;
 
 /// Grouped paths, one group per line.

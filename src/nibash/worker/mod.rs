@@ -18,6 +18,7 @@ pub mod discarded;
 pub mod git;
 pub mod listing;
 pub mod own;
+pub mod system;
 pub mod words;
 
 use std::collections::HashMap;
@@ -32,8 +33,7 @@ use brush_core::{ProfileLoadBehavior, RcLoadBehavior, Shell, SourceInfo};
 
 use super::channel::{Ask, Channel, Event, Reply, Request};
 
-/// The argument that starts a nibash worker.
-pub const NIBASH_ARG: &str = "__nibash";
+pub use super::channel::NIBASH_ARG;
 
 /// The shell extensions nibash uses (brush's defaults).
 pub type Se = DefaultShellExtensions;
@@ -493,12 +493,12 @@ async fn run_exit_trap(shell: &mut Shell<Se>, code: i32) -> Option<i32> {
     .then(|| i32::from(u8::from(result.exit_code)))
 }
 
-/// Marks the end of the call's own output in the pipe (see `call::end_mark`).
+/// Marks the end of the call's own output in the pipe (see `channel::end_mark`).
 fn write_end_mark(req: &Request) {
     use std::io::Write;
     let mut out = std::io::stdout();
     let _ = out.flush();
-    let _ = out.write_all(&crate::nibash::call::end_mark(&req.mark));
+    let _ = out.write_all(&super::channel::end_mark(&req.mark));
     let _ = out.flush();
 }
 

@@ -709,14 +709,12 @@ pub fn with_tools<T>(f: impl FnOnce(&Ctx, &Workspace) -> T) -> Result<T, String>
         workspace.set_names(crate::names::Names::from_pairs(&req.names));
     }
     let agent = Mutex::new(Agent::default());
-    let nibash = std::sync::Arc::default();
     let ctx = Ctx {
         workspace: &workspace,
         agent: &agent,
         config: &config,
         scope: crate::fs::Scope::Open,
         enforce_seen: false,
-        nibash: &nibash,
         live: None,
     };
     let result = f(&ctx, &workspace);
@@ -740,12 +738,12 @@ fn answer_with(call: &Call, ctx: &Ctx, workspace: &Workspace) -> (String, u8) {
             let mut m = Map::new();
             m.insert("paths".into(), json!(sels));
             m.insert("full".into(), json!(true));
-            match tools::call("read", Some(m), ctx) {
+            match tools::call_file_tool("read", Some(m), ctx) {
                 Ok(out) => (out.text, u8::from(out.is_error)),
                 Err(e) => (format!("nibash: {e}\n"), 2),
             }
         }
-        Call::Grep(m) => match tools::call("grep", Some(m.clone()), ctx) {
+        Call::Grep(m) => match tools::call_file_tool("grep", Some(m.clone()), ctx) {
             Ok(out) if out.is_error => (out.text, 2),
             Ok(out) => {
                 let none = out.text.starts_with("no matches");

@@ -23,8 +23,8 @@ use std::time::Duration;
 use crate::context::Ctx;
 use crate::fs::{self, Kind};
 
+use crate::blocks::{Block, Row};
 use crate::text::Text;
-use crate::tools::output::{Block, Row};
 
 /// How long one git command may run.
 const GIT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -54,7 +54,7 @@ fn git(ctx: &Ctx, cwd: &Path, args: &[&str]) -> Result<String, String> {
         argv.push(setting.into());
     }
     argv.extend(args.iter().map(OsString::from));
-    let sandbox = crate::nibash::rules::judged_sandbox(ctx.config, &ctx.workspace.roots())?;
+    let sandbox = crate::nibash::broker::rules::judged_sandbox(ctx.config, &ctx.workspace.roots())?;
     let env = [(OsString::from("LC_ALL"), OsString::from("C"))];
     let worker = sandbox.spawn(&argv, cwd, &env).map_err(|e| e.to_string())?;
     let out = worker.wait(Some(GIT_TIMEOUT));

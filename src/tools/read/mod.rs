@@ -3,7 +3,7 @@
 //! For each path: split off its selector ([`selector`]), stat it through
 //! [`crate::fs`], then print lines, an outline, the first rows, a skip notice, a
 //! listing, or a refusal. Blocks are fitted into the 40 KiB cap
-//! ([`super::output::fit`]) and the anchored rows that survive are recorded as
+//! ([`crate::blocks::fit`]) and the anchored rows that survive are recorded as
 //! seen. Declarations, versions, revisions, images and SQLite come with later
 //! issues and fail clearly until then.
 
@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use super::OUTPUT_CAP;
-use super::output::{self, Block, Row, SeenTarget};
+use crate::blocks::{Block, Row, SeenTarget};
 use crate::context::args::{ArgError, Args};
 use crate::context::{Ctx, ToolOutput};
 use crate::filekind::{self, Shape};
@@ -121,7 +121,7 @@ pub fn read_paths(
         .iter()
         .flat_map(|p| read_arg(p, opts, ctx, now, &mut notes))
         .collect();
-    output::fit(&mut blocks, OUTPUT_CAP);
+    crate::blocks::fit(&mut blocks, OUTPUT_CAP);
     ctx.with_seen(|seen| {
         for b in &blocks {
             if let Some(t) = &b.seen {
@@ -137,7 +137,7 @@ pub fn read_paths(
     let is_error = blocks.iter().all(|b| b.error);
     let images = blocks.iter_mut().filter_map(|b| b.image.take()).collect();
     ToolOutput {
-        text: output::render(&blocks, &notes),
+        text: crate::blocks::render(&blocks, &notes),
         is_error,
         approval: None,
         images,

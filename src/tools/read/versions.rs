@@ -15,10 +15,10 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
+use crate::blocks::Row;
 use crate::hashline::{self, Tag};
 use crate::state::Seen;
 use crate::text::{self, Text};
-use crate::tools::output::Row;
 
 /// Rows for the differences from `old` to `new`, with one line of context.
 /// A new-side line is an anchor only when `anchor(n, text)` says the current

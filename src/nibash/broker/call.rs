@@ -18,13 +18,13 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
 use super::Nibash;
-use super::channel::{Ask, Channel, Event, Reply, Request};
 use super::cut;
 use super::jobs::{Entry, ending_words};
 use super::warm::Started;
 use crate::context::{Ctx, ToolOutput};
 use crate::fs::Scope;
 use crate::hashline::Tag;
+use crate::nibash::channel::{Ask, Channel, Event, Reply, Request, end_mark};
 use crate::text::Text;
 use crate::workspace::Workspace;
 
@@ -436,13 +436,6 @@ impl Consumer {
     }
 }
 
-/// The bytes a worker writes to its output when the command line is done,
-/// before it says so on the channel: everything before them in the pipe is
-/// the call's output (the channel and the pipe are not ordered otherwise).
-pub fn end_mark(token: &str) -> Vec<u8> {
-    format!("\u{0}nib-end:{token}\u{0}").into_bytes()
-}
-
 /// How many bytes at the end of `held` could be the start of `mark`.
 fn partial_mark(held: &[u8], mark: &[u8]) -> usize {
     (1..mark.len().min(held.len() + 1))
@@ -564,7 +557,7 @@ pub fn run(ctx: &Ctx, nib: &Arc<Nibash>, args: CallArgs) -> ToolOutput {
         masked,
         judge,
     } = gate;
-    let started_at = super::changes::start(ctx);
+    let started_at = super::changes::start(ctx, nib);
     let entry = nib.jobs.start(&args.command, args.description.clone());
     let cwd = ctx.workspace.project_dir().to_path_buf();
     let request = Request {
@@ -581,7 +574,7 @@ pub fn run(ctx: &Ctx, nib: &Arc<Nibash>, args: CallArgs) -> ToolOutput {
         mark: crate::fs::unique_id(),
         rules: runtime,
     };
-    let started = match start_worker(ctx, &request, &cwd, masked, judge) {
+    let started = match start_worker(ctx, &nib.warm, &request, &cwd, masked, judge) {
         Ok(s) => s,
         Err(e) => {
             nib.jobs.remove(entry.id);
@@ -671,7 +664,7 @@ pub fn run(ctx: &Ctx, nib: &Arc<Nibash>, args: CallArgs) -> ToolOutput {
         out.network_refused = proxy.proxy.log().take_call(&token);
     }
     if let Some(r) = refill {
-        ctx.nibash.warm.refill(r.key, r.policy, r.cwd);
+        nib.warm.refill(r.key, r.policy, r.cwd);
     }
     out
 }
@@ -682,6 +675,7 @@ pub fn run(ctx: &Ctx, nib: &Arc<Nibash>, args: CallArgs) -> ToolOutput {
 /// to start once the call has answered.
 fn start_worker(
     ctx: &Ctx,
+    warm: &super::warm::Warm,
     request: &Request,
     cwd: &Path,
     masked: Vec<PathBuf>,
@@ -691,7 +685,6 @@ fn start_worker(
     let plain = judge.is_none() && masked.is_empty() && ctx.config.warm;
     policy.masked = masked;
     let key = super::warm::key(&policy, cwd);
-    let warm = &ctx.nibash.warm;
     let taken = if plain { warm.take(&key) } else { None };
     let mut started = match taken {
         Some(s) => s,
@@ -866,6 +859,7 @@ fn answer(
     }
     out.push_str(&super::changes::report(
         ctx,
+        nib,
         &started_at,
         &consumer.asker.trashed,
     ));

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use super::Nibash;
 use crate::context::Ctx;
 use crate::hashline::{self, Tag};
 use crate::text::Text;
@@ -75,8 +76,8 @@ pub struct Start {
 }
 
 /// Notes the start of a call (a watcher mark, and the file clock for a walk).
-pub fn start(ctx: &Ctx) -> Start {
-    let watch = ctx.nibash.watcher(&ctx.workspace.roots()).map(|w| {
+pub fn start(ctx: &Ctx, shell: &Nibash) -> Start {
+    let watch = shell.watcher(&ctx.workspace.roots()).map(|w| {
         let m = w.mark();
         (w, m)
     });
@@ -87,18 +88,18 @@ pub fn start(ctx: &Ctx) -> Start {
 }
 
 /// The answer's section on changed files (empty when none changed).
-pub fn report(ctx: &Ctx, start: &Start, skip: &[PathBuf]) -> String {
+pub fn report(ctx: &Ctx, shell: &Nibash, start: &Start, skip: &[PathBuf]) -> String {
     use std::sync::atomic::Ordering;
     let watched = start.watch.as_ref().and_then(|(w, m)| w.changed_since(*m));
     let (paths, cut_short) = match watched {
         Some(p) => (p, false),
-        None if ctx.nibash.walk_too_big.load(Ordering::Relaxed) => {
+        None if shell.walk_too_big.load(Ordering::Relaxed) => {
             return "[changed files are not listed: the roots are too large to watch or walk after each call]\n".into();
         }
         None => {
             let (p, cut) = changed_since(&ctx.workspace.roots(), start.time);
             if cut {
-                ctx.nibash.walk_too_big.store(true, Ordering::Relaxed);
+                shell.walk_too_big.store(true, Ordering::Relaxed);
             }
             (p, cut)
         }

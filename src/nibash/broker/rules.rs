@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use nib_policy::{Rules, Verdict};
 
-use super::channel::RuntimeRule;
 use super::exec_judge::ProgramJudge;
+use crate::nibash::channel::RuntimeRule;
 
 /// What a call that may run carries.
 #[derive(Default)]

@@ -6,24 +6,13 @@
 //! failing test names, panics and assertion messages, compiler errors.
 //! Skimming the same file again with the same expect shows only lines added
 //! since; with another expect, rows already shown are left out. The memory
-//! is per agent ([`Skims`], kept in its state).
+//! is per agent (`state::Skims`, kept in its state; its methods are here).
 
-use std::collections::{BTreeSet, HashMap};
-use std::path::{Path, PathBuf};
+use std::collections::BTreeSet;
+use std::path::Path;
 
 use super::cut;
-
-/// What one agent has skimmed.
-#[derive(Clone, Debug, Default)]
-pub struct Skims {
-    files: HashMap<PathBuf, FileSkims>,
-}
-
-#[derive(Clone, Debug, Default)]
-struct FileSkims {
-    shown: BTreeSet<usize>,
-    read_to: HashMap<String, usize>,
-}
+pub use crate::state::Skims;
 
 /// Rows that report how a build or test run went.
 pub fn is_summary(row: &str) -> bool {
