@@ -42,6 +42,11 @@ pub const NIB_SANDBOX_HIDE: &str = "NIB_SANDBOX_HIDE";
 /// anyway; the others are withheld under `NIB_SANDBOX=1`.
 pub const NIB_SANDBOX_ENV: &str = "NIB_SANDBOX_ENV";
 
+/// The memory a call's programs may use together (`8G`, `512M`, bytes;
+/// default 8G): a memory cgroup where one can be made, and each process's
+/// private memory (RLIMIT_DATA) everywhere.
+pub const NIB_SANDBOX_MEMORY: &str = "NIB_SANDBOX_MEMORY";
+
 /// `0` turns nibash (and skim, nibash_status) off.
 pub const NIB_SHELL: &str = "NIB_SHELL";
 
@@ -109,6 +114,8 @@ pub struct Config {
     pub sandbox_hide: Vec<PathBuf>,
     /// [`NIB_SANDBOX_ENV`] names.
     pub sandbox_env: Vec<String>,
+    /// [`NIB_SANDBOX_MEMORY`] in bytes, when set to a size.
+    pub sandbox_memory: Option<u64>,
     /// nibash is on ([`NIB_SHELL`] is not `0`).
     pub shell: bool,
     /// [`NIB_CHANNEL`] is on.
@@ -158,7 +165,14 @@ impl Config {
             pass_env: self.sandbox_env.clone(),
             network: self.sandbox_network,
             protected,
-            limits: nib_sandbox::Limits::default(),
+            limits: match self.sandbox_memory {
+                Some(bytes) => nib_sandbox::Limits {
+                    memory_bytes: bytes,
+                    tree_memory_bytes: bytes,
+                    ..nib_sandbox::Limits::default()
+                },
+                None => nib_sandbox::Limits::default(),
+            },
             use_bwrap: self.sandbox_bwrap,
             masked: Vec::new(),
             supervise_exec: false,
@@ -325,6 +339,24 @@ fn project_hides(project: &std::path::Path, home: Option<&std::path::Path>) -> V
         .unwrap_or_default()
 }
 
+/// A size as people write it: bytes, or a number with K, M or G (powers of
+/// 1024; a trailing `B`/`iB` is allowed). `None` for anything else, and for 0.
+pub fn parse_size(text: &str) -> Option<u64> {
+    let t = text.trim().to_ascii_uppercase();
+    let t = t
+        .strip_suffix("IB")
+        .or_else(|| t.strip_suffix('B'))
+        .unwrap_or(&t);
+    let (digits, shift) = match t.char_indices().last() {
+        Some((i, 'K')) => (&t[..i], 10),
+        Some((i, 'M')) => (&t[..i], 20),
+        Some((i, 'G')) => (&t[..i], 30),
+        _ => (t, 0),
+    };
+    let n: u64 = digits.trim().parse().ok()?;
+    n.checked_mul(1u64 << shift).filter(|&b| b > 0)
+}
+
 fn flag(name: &str) -> bool {
     std::env::var(name).is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true"))
 }
@@ -421,6 +453,15 @@ impl Config {
                         .collect()
                 })
                 .unwrap_or_default(),
+            sandbox_memory: std::env::var(NIB_SANDBOX_MEMORY).ok().and_then(|v| {
+                let size = parse_size(&v);
+                if size.is_none() {
+                    tracing::warn!(
+                        "{NIB_SANDBOX_MEMORY}={v:?} is not a size (8G, 512M or bytes): the default 8G applies"
+                    );
+                }
+                size
+            }),
             approval_timeout: std::time::Duration::from_millis(
                 std::env::var(NIB_APPROVAL_TIMEOUT_MS)
                     .ok()
@@ -438,5 +479,22 @@ impl Config {
             config_dir: config_dir(),
             model: crate::model::Settings::from_env(&config_dir()),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_read_as_people_write_them() {
+        assert_eq!(parse_size("8G"), Some(8 << 30));
+        assert_eq!(parse_size("512m"), Some(512 << 20));
+        assert_eq!(parse_size(" 64 KiB"), Some(64 << 10));
+        assert_eq!(parse_size("4096"), Some(4096));
+        assert_eq!(parse_size("2GB"), Some(2 << 30));
+        for bad in ["", "0", "G", "-1G", "1.5G", "8T", "lots"] {
+            assert_eq!(parse_size(bad), None, "{bad}");
+        }
     }
 }

@@ -16,6 +16,7 @@ mod git_dirs;
 mod grep;
 mod lang;
 mod layers;
+mod limits;
 mod names;
 mod network;
 mod nibash;

@@ -1,8 +1,9 @@
-//! Layer 1: resource limits. rlimits on memory, file size and core dumps
-//! (and processes, which the kernel does not apply to root), plus a pids
-//! cgroup where one can be made, which contains a fork bomb even for root.
-//! The cgroup is made by the broker before the worker starts and removed
-//! (its processes killed) when the worker ends.
+//! Layer 1: resource limits. rlimits on each process's private memory,
+//! file size and core dumps (and processes, which the kernel does not apply
+//! to root), plus, where they can be made, a pids cgroup, which contains a
+//! fork bomb even for root, and a memory cgroup, which caps what the whole
+//! tree uses. The cgroups are made by the broker before the worker starts
+//! and removed (their processes killed) when the worker ends.
 
 use std::path::{Path, PathBuf};
 
@@ -45,54 +46,139 @@ pub fn pids_cgroup_available() -> bool {
     pids_cgroup_root().is_some()
 }
 
-/// A pids cgroup for one worker.
-#[derive(Debug)]
-pub struct PidsCgroup {
-    dir: PathBuf,
+/// This process's own cgroup of the v1 `memory` hierarchy, or of the v2
+/// hierarchy when it offers the memory controller: where a worker's
+/// memory cgroup is nested, so the limits above nib's still hold over it.
+fn memory_root() -> Option<PathBuf> {
+    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let mut candidates = Vec::new();
+    for line in own.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (Some(id), Some(controllers), Some(path)) = (parts.next(), parts.next(), parts.next())
+        else {
+            continue;
+        };
+        let path = path.trim_start_matches('/');
+        if controllers.split(',').any(|c| c == "memory") {
+            candidates.push(Path::new("/sys/fs/cgroup/memory").join(path));
+        } else if id == "0" && controllers.is_empty() {
+            for mount in ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"] {
+                let base = Path::new(mount);
+                let offers = std::fs::read_to_string(base.join("cgroup.controllers"))
+                    .is_ok_and(|c| c.split_whitespace().any(|w| w == "memory"));
+                if offers {
+                    candidates.push(base.join(path));
+                }
+            }
+        }
+    }
+    candidates.into_iter().find(|dir| {
+        let test = dir.join(format!("nib-probe-{}", std::process::id()));
+        if std::fs::create_dir(&test).is_err() {
+            return false;
+        }
+        let ok = memory_limit_file(&test).is_some();
+        let _ = std::fs::remove_dir(&test);
+        ok
+    })
 }
 
-impl PidsCgroup {
-    /// Makes a cgroup capped at `max` processes, if the machine allows.
-    pub fn create(max: u64) -> Option<PidsCgroup> {
-        static ROOT: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
-        let root = ROOT
-            .get_or_init(|| {
-                let root = pids_root()?;
-                // Once, in the background: the cgroups of brokers killed
-                // before they could remove them, and whatever still runs in
-                // them (a bubblewrap child left waiting for a parent that
-                // was gone mid-start held its broker's pipes for hours).
-                let base = root.clone();
-                std::thread::spawn(move || {
+/// The file that caps a memory cgroup's usage: `memory.max` (v2) or
+/// `memory.limit_in_bytes` (v1).
+fn memory_limit_file(dir: &Path) -> Option<PathBuf> {
+    ["memory.max", "memory.limit_in_bytes"]
+        .into_iter()
+        .map(|name| dir.join(name))
+        .find(|f| f.exists())
+}
+
+/// Where nib's memory cgroups are made, if they can be.
+pub fn memory_cgroup_root() -> Option<PathBuf> {
+    static ROOT: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    ROOT.get_or_init(memory_root).clone()
+}
+
+/// Whether a memory cgroup can be made here.
+pub fn memory_cgroup_available() -> bool {
+    memory_cgroup_root().is_some()
+}
+
+/// The cgroups of one worker's tree: a pids cgroup capping its processes
+/// and a memory cgroup capping the memory they use together, each where
+/// the machine allows. The tree joins both before its first exec.
+#[derive(Debug)]
+pub struct TreeCgroups {
+    dirs: Vec<PathBuf>,
+}
+
+impl TreeCgroups {
+    /// Makes the cgroups `limits` asks for that this machine allows;
+    /// `None` when it allows neither.
+    pub fn create(limits: &Limits) -> Option<TreeCgroups> {
+        static SWEPT: std::sync::Once = std::sync::Once::new();
+        SWEPT.call_once(|| {
+            // Once, in the background: the cgroups of brokers killed before
+            // they could remove them, and whatever still runs in them (a
+            // bubblewrap child left waiting for a parent that was gone
+            // mid-start held its broker's pipes for hours).
+            let roots: Vec<PathBuf> = [pids_cgroup_root(), memory_cgroup_root()]
+                .into_iter()
+                .flatten()
+                .collect();
+            std::thread::spawn(move || {
+                for base in roots {
                     crate::leftovers::sweep(
                         &base,
                         "nib-",
                         std::time::Duration::ZERO,
                         kill_and_remove,
-                    )
-                });
-                Some(root)
-            })
-            .as_ref()?;
+                    );
+                }
+            });
+        });
         static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = root.join(format!("nib-{}-{n}", std::process::id()));
-        std::fs::create_dir(&dir).ok()?;
-        if std::fs::write(dir.join("pids.max"), max.to_string()).is_err() {
-            let _ = std::fs::remove_dir(&dir);
-            return None;
+        let name = format!("nib-{}-{n}", std::process::id());
+        let mut dirs = Vec::new();
+        if let Some(root) = pids_cgroup_root() {
+            let dir = root.join(&name);
+            if std::fs::create_dir(&dir).is_ok() {
+                if std::fs::write(dir.join("pids.max"), limits.processes.to_string()).is_ok() {
+                    dirs.push(dir);
+                } else {
+                    let _ = std::fs::remove_dir(&dir);
+                }
+            }
         }
-        Some(PidsCgroup { dir })
+        if let Some(root) = memory_cgroup_root() {
+            let dir = root.join(&name);
+            if std::fs::create_dir(&dir).is_ok() {
+                let capped = memory_limit_file(&dir).is_some_and(|file| {
+                    std::fs::write(file, limits.tree_memory_bytes.to_string()).is_ok()
+                });
+                if capped {
+                    // No swap beyond the cap either, where v2 can say so.
+                    let _ = std::fs::write(dir.join("memory.swap.max"), "0");
+                    dirs.push(dir);
+                } else {
+                    let _ = std::fs::remove_dir(&dir);
+                }
+            }
+        }
+        (!dirs.is_empty()).then_some(TreeCgroups { dirs })
     }
 
-    /// The file a process writes its pid to, to join.
-    pub fn procs_file(&self) -> PathBuf {
-        self.dir.join("cgroup.procs")
+    /// The files a process writes its pid to, to join.
+    pub fn procs_files(&self) -> Vec<PathBuf> {
+        self.dirs.iter().map(|d| d.join("cgroup.procs")).collect()
     }
 
-    /// Kills every process in the cgroup, repeatedly until it is empty, then removes it.
+    /// Kills every process in the cgroups, repeatedly until they are
+    /// empty, then removes them.
     pub fn kill_all(&self) {
-        let _ = kill_and_remove(&self.dir);
+        for dir in &self.dirs {
+            let _ = kill_and_remove(dir);
+        }
     }
 }
 
@@ -127,7 +213,7 @@ fn kill_and_remove(dir: &Path) -> std::io::Result<()> {
     std::fs::remove_dir(dir)
 }
 
-impl Drop for PidsCgroup {
+impl Drop for TreeCgroups {
     fn drop(&mut self) {
         self.kill_all();
     }
@@ -152,7 +238,10 @@ pub fn apply_rlimits_raw(limits: &Limits) -> Result<(), i32> {
                 .unwrap_or(libc::EIO))
         }
     };
-    set(libc::RLIMIT_AS, limits.memory_bytes)?;
+    // Private writable memory, not address space: runtimes reserve large
+    // ranges they never touch (V8's WebAssembly guard regions, Go's heap
+    // arenas, the JVM's), which RLIMIT_AS counts and RLIMIT_DATA does not.
+    set(libc::RLIMIT_DATA, limits.memory_bytes)?;
     set(libc::RLIMIT_FSIZE, limits.file_size_bytes)?;
     set(libc::RLIMIT_CORE, 0)?;
     set(libc::RLIMIT_NPROC, limits.processes)?;

@@ -12,8 +12,13 @@ use crate::Reads;
 pub struct Limits {
     /// Processes (a pids cgroup where one can be made, else RLIMIT_NPROC).
     pub processes: u64,
-    /// Address space per process, bytes.
+    /// Private writable memory per process (RLIMIT_DATA), bytes: runtimes'
+    /// untouched reservations do not count, what they write does.
     pub memory_bytes: u64,
+    /// Memory the whole tree uses together (a memory cgroup where one can
+    /// be made), bytes.
+    #[serde(default = "default_tree_memory")]
+    pub tree_memory_bytes: u64,
     /// Largest file a process may write, bytes.
     pub file_size_bytes: u64,
     /// Output (stdout and stderr together) read before the tree is killed.
@@ -25,10 +30,15 @@ impl Default for Limits {
         Limits {
             processes: 512,
             memory_bytes: 8 << 30,
+            tree_memory_bytes: default_tree_memory(),
             file_size_bytes: 4 << 30,
             output_bytes: 64 << 20,
         }
     }
+}
+
+fn default_tree_memory() -> u64 {
+    8 << 30
 }
 
 /// Programs reach the network only through nib's filtering proxy.
@@ -93,6 +103,9 @@ pub struct Layers {
     pub pid_namespace: bool,
     /// A pids cgroup can be made (fork bombs are contained even for root).
     pub pids_cgroup: bool,
+    /// A memory cgroup can be made (the tree's memory together is capped).
+    #[serde(default)]
+    pub memory_cgroup: bool,
 }
 
 impl Layers {
@@ -100,7 +113,7 @@ impl Layers {
     pub fn describe(&self) -> String {
         let yes = |b: bool| if b { "yes" } else { "no" };
         format!(
-            "bubblewrap: {}\nLandlock ABI: {}\nseccomp: {}\nPID namespace: {}\npids cgroup: {}\n",
+            "bubblewrap: {}\nLandlock ABI: {}\nseccomp: {}\nPID namespace: {}\npids cgroup: {}\nmemory cgroup: {}\n",
             yes(self.bwrap),
             if self.landlock_abi == 0 {
                 "none".to_string()
@@ -109,7 +122,8 @@ impl Layers {
             },
             yes(self.seccomp),
             yes(self.pid_namespace),
-            yes(self.pids_cgroup)
+            yes(self.pids_cgroup),
+            yes(self.memory_cgroup)
         )
     }
 }

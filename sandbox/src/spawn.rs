@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use crate::exec_filter::SUPERVISOR_FD;
 use crate::exec_guard::{ConnectRule, ExecJudge, ExecLog, supervise};
 use crate::launch::{self, Launch, Namespace};
-use crate::limits::PidsCgroup;
+use crate::limits::TreeCgroups;
 use crate::{Policy, bwrap, env, lifetime, private_tmp, worker};
 
 /// Why a worker could not start.
@@ -61,7 +61,7 @@ pub struct Sandbox {
 #[derive(Debug)]
 pub struct Worker {
     child: Child,
-    cgroup: Option<Arc<PidsCgroup>>,
+    cgroup: Option<Arc<TreeCgroups>>,
     private_tmp: Option<PathBuf>,
     output_cap: u64,
     exec_log: Option<ExecLog>,
@@ -367,10 +367,12 @@ impl Sandbox {
                     .stderr(Stdio::piped());
             }
         }
-        let cgroup = PidsCgroup::create(self.policy.limits.processes).map(Arc::new);
-        let procs = cgroup.as_ref().and_then(|c| {
-            std::ffi::CString::new(c.procs_file().into_os_string().into_encoded_bytes()).ok()
-        });
+        let cgroup = TreeCgroups::create(&self.policy.limits).map(Arc::new);
+        let procs: Vec<std::ffi::CString> = cgroup
+            .iter()
+            .flat_map(|c| c.procs_files())
+            .filter_map(|f| std::ffi::CString::new(f.into_os_string().into_encoded_bytes()).ok())
+            .collect();
         let channel_fd = channel.as_ref().map(std::os::fd::AsRawFd::as_raw_fd);
         let output_fd = output.as_ref().map(std::os::fd::AsRawFd::as_raw_fd);
         // The supervisor socket: the worker sends its exec listener on it.
@@ -399,7 +401,7 @@ impl Sandbox {
             cmd.pre_exec(move || {
                 libc::setsid();
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
-                if let Some(path) = &procs {
+                for path in &procs {
                     let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
                     if fd >= 0 {
                         libc::write(fd, b"0".as_ptr().cast(), 1);
@@ -487,6 +489,7 @@ pub fn probe() -> crate::Layers {
         seccomp: crate::seccomp::available(),
         pid_namespace: lifetime::pid_namespace_available(),
         pids_cgroup: crate::limits::pids_cgroup_available(),
+        memory_cgroup: crate::limits::memory_cgroup_available(),
     }
 }
 
@@ -743,7 +746,7 @@ fn wait_readable(fd: &std::os::fd::OwnedFd, ms: i32) {
 #[derive(Clone, Debug)]
 pub struct Killer {
     pid: u32,
-    cgroup: Option<Arc<PidsCgroup>>,
+    cgroup: Option<Arc<TreeCgroups>>,
 }
 
 impl Killer {
@@ -787,6 +790,7 @@ mod tests {
             seccomp,
             pid_namespace: false,
             pids_cgroup: false,
+            memory_cgroup: false,
         }
     }
 

@@ -427,6 +427,7 @@ impl Library {
             sandbox_bind: Vec::new(),
             sandbox_hide: Vec::new(),
             sandbox_env: Vec::new(),
+            sandbox_memory: None,
             shell: true,
             channel: false,
             warm: false,
