@@ -24,6 +24,8 @@ pub enum Command {
     Version,
     /// Print usage.
     Help,
+    /// Print one verb's usage.
+    HelpFor(String),
     /// Report what the sandbox can apply here.
     Doctor,
     /// Answer a Claude Code hook event from stdin.
@@ -52,8 +54,10 @@ usage:
            [--no-ignore] [--skip N] [--replace R] PATTERN [PATH[:SELECTOR]...]
   nib find [--glob G]... [--min-size S] [--newer AGE] [--sort path|size|modified]
            [--no-ignore] [--skip N] [PATH...]
-  nib sh [--timeout T] [--background] [--expect TEXT] 'COMMAND'
-                                      run one nibash call
+  nib sh [--timeout T] [--expect TEXT] 'COMMAND'
+                                      run one nibash call; at the timeout the command is
+                                      stopped (exit 124): jobs end with this process
+  nib skim [--expect TEXT] PATH...    read long logs and reports for what TEXT asks
   nib shape --log PATH --purpose TEXT [--exit N] [--command TEXT]
                                       print what nibash would show of a saved log
   nib doctor                          which sandbox layers this machine offers
@@ -83,7 +87,7 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
     // `--json` after a tool verb: the answer as one JSON object.
     let json = matches!(
         first.as_str(),
-        "read" | "write" | "grep" | "find" | "sh" | "edit"
+        "read" | "write" | "grep" | "find" | "sh" | "edit" | "skim"
     ) && args[1..].iter().any(|a| a == "--json");
     if json {
         let rest: Vec<String> = args.iter().filter(|a| *a != "--json").cloned().collect();
@@ -96,6 +100,11 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
         };
     }
     let rest = &args[1..];
+    if rest.iter().any(|a| a == "--help" || a == "-h")
+        && let Some(usage) = verb_usage(first)
+    {
+        return Ok(Command::HelpFor(usage));
+    }
     match first.as_str() {
         "--version" | "-V" | "version" => Ok(Command::Version),
         "doctor" => Ok(Command::Doctor),
@@ -108,6 +117,7 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
         "grep" => parse_grep(rest),
         "find" => parse_find(rest),
         "sh" => parse_sh(rest),
+        "skim" => parse_skim(rest),
         "shape" => parse_shape(rest),
         "edit" => match rest.first() {
             None => Ok(Command::Tool("edit", Map::new())),
@@ -158,7 +168,12 @@ fn parse_sh(rest: &[String]) -> Result<Command, UsageError> {
                 map.insert("timeout".into(), json!(value(&mut it, "--timeout")?));
             }
             "--background" => {
-                map.insert("background".into(), json!(true));
+                return Err(UsageError(
+                    "sh has no --background: nib sh keeps no server, so a job it started would end \
+                     with this process; run the command in the foreground, with your own shell's `&`, \
+                     or through an MCP session, where jobs outlive the call"
+                        .into(),
+                ));
             }
             "--expect" => {
                 map.insert("expect".into(), json!(value(&mut it, "--expect")?));
@@ -174,6 +189,46 @@ fn parse_sh(rest: &[String]) -> Result<Command, UsageError> {
     let command = command.ok_or_else(|| UsageError("sh needs a COMMAND".into()))?;
     map.insert("command".into(), json!(command));
     Ok(Command::Tool("nibash", map))
+}
+
+/// `nib skim [--expect TEXT] PATH...`.
+fn parse_skim(rest: &[String]) -> Result<Command, UsageError> {
+    let mut map = Map::new();
+    let mut paths = Vec::new();
+    let mut it = rest.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--expect" => {
+                map.insert("expect".into(), json!(value(&mut it, "--expect")?));
+            }
+            "--" => paths.extend(it.by_ref().cloned()),
+            flag if flag.starts_with("--") => {
+                return Err(UsageError(format!("skim has no option {flag}")));
+            }
+            path => paths.push(path.to_string()),
+        }
+    }
+    if paths.is_empty() {
+        return Err(UsageError("skim needs at least one PATH".into()));
+    }
+    map.insert("paths".into(), json!(paths));
+    Ok(Command::Tool("skim", map))
+}
+
+/// One verb's lines of [`USAGE`] (its synopsis and the lines that continue
+/// it), or `None` for a word that is not a verb.
+pub fn verb_usage(verb: &str) -> Option<String> {
+    let head = format!("  nib {verb}");
+    let mut lines = USAGE.lines().skip_while(|l| {
+        !(l.starts_with(&head) && l[head.len()..].chars().next().is_none_or(|c| c == ' '))
+    });
+    let first = lines.next()?;
+    let mut out = format!("usage:\n{first}\n");
+    for l in lines.take_while(|l| l.starts_with("    ") && !l.trim().is_empty()) {
+        out.push_str(l);
+        out.push('\n');
+    }
+    Some(out)
 }
 
 /// `nib shape --log PATH --purpose TEXT [--exit N] [--command TEXT]`.

@@ -61,7 +61,7 @@ fn main() -> std::process::ExitCode {
     }
     let args: Vec<String> = std::env::args().skip(1).collect();
     // The hook runs on every tool call of the client: answer it first, with no setup.
-    if args.first().is_some_and(|a| a == "hook") {
+    if args.first().is_some_and(|a| a == "hook") && args.len() == 1 {
         let mut input = Vec::new();
         let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut input);
         let answer = nib::hook::run(&config::state_dir(), &input);
@@ -82,6 +82,10 @@ fn main() -> std::process::ExitCode {
         }
         cli::Command::Help => {
             let _ = write!(std::io::stdout(), "{}", cli::USAGE);
+            return std::process::ExitCode::SUCCESS;
+        }
+        cli::Command::HelpFor(usage) => {
+            let _ = write!(std::io::stdout(), "{usage}");
             return std::process::ExitCode::SUCCESS;
         }
         _ => {}
@@ -123,7 +127,9 @@ fn main() -> std::process::ExitCode {
             nib::netproxy::remove_socket_folder();
             std::process::ExitCode::from(code as u8)
         }
-        cli::Command::Version | cli::Command::Help => std::process::ExitCode::SUCCESS,
+        cli::Command::Version | cli::Command::Help | cli::Command::HelpFor(_) => {
+            std::process::ExitCode::SUCCESS
+        }
         cli::Command::Serve(providers) => {
             config.cli_providers = providers;
             nib::memory::limit_arenas();

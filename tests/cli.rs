@@ -389,3 +389,94 @@ fn answers_to_a_terminal_show_control_bytes_and_pipes_get_them() {
     );
     assert!(shown.contains("title \\x1b]0;owned\\x07"), "{shown:?}");
 }
+
+/// Every verb answers `--help` with its own usage (it answered "has no
+/// option --help"); `skim` is a verb like the other tools.
+#[test]
+fn every_verb_prints_its_usage_for_help_and_skim_is_a_verb() {
+    let dir = project();
+    for verb in [
+        "read",
+        "write",
+        "edit",
+        "grep",
+        "find",
+        "sh",
+        "skim",
+        "shape",
+        "doctor",
+        "statusline",
+        "setup",
+        "hook",
+    ] {
+        for flag in ["--help", "-h"] {
+            let (out, err, code) = nib(dir.path(), &[verb, flag], None);
+            assert_eq!(code, 0, "nib {verb} {flag}: {out}{err}");
+            assert!(
+                out.starts_with("usage:\n") && out.contains(&format!("  nib {verb}")),
+                "nib {verb} {flag}: {out}"
+            );
+        }
+    }
+    std::fs::write(
+        dir.path().join("build.log"),
+        "Compiling app\nerror[E0308]: mismatched types\n --> src/main.rs:3:5\nerror: could not compile `app`\n",
+    )
+    .unwrap();
+    let (out, err, code) = nib(
+        dir.path(),
+        &["skim", "--expect", "did the build pass", "build.log"],
+        None,
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("mismatched types"), "{out}");
+}
+
+/// `nib sh` keeps no server: `--background` is refused saying why, and at
+/// `--timeout` the command is stopped (exit 124) — it did say a job
+/// started, and the job died with the process. What the line leaves
+/// running with `&` is waited for, as `bash -c` leaves it to finish.
+#[test]
+fn nib_sh_stops_at_its_timeout_and_refuses_background() {
+    let dir = project();
+    let (out, err, code) = nib(dir.path(), &["sh", "--background", "touch bg.txt"], None);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("no --background"), "{err}");
+    assert!(!dir.path().join("bg.txt").exists());
+
+    let (out, err, code) = nib(
+        dir.path(),
+        &[
+            "sh",
+            "--timeout",
+            "1",
+            "echo started; sleep 3; touch late.txt",
+        ],
+        None,
+    );
+    assert_eq!(code, 124, "{out}{err}");
+    assert!(
+        out.starts_with("started\n") && out.contains("[stopped after 1s"),
+        "{out}"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(3500));
+    assert!(
+        !dir.path().join("late.txt").exists(),
+        "the command went on after nib sh said it stopped"
+    );
+
+    let (out, err, code) = nib(
+        dir.path(),
+        &[
+            "sh",
+            "sh -c 'sleep 1; echo done > later.txt; exit 4' & echo fg",
+        ],
+        None,
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.starts_with("fg\n"), "{out}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("later.txt")).unwrap(),
+        "done\n"
+    );
+}

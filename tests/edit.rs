@@ -200,12 +200,35 @@ async fn sub_applies_nearby_and_asks_before_applying_further_away() {
     let patch = format!("[s.txt#{tag}]\nSUB 1: l9\n+nine\n");
     let t = nib.err("edit", json!({"input": patch.clone()})).await;
     assert!(
-        t.contains("once in the file, on line 9") && t.contains("send the same patch again"),
+        t.contains("it is on line 9") && t.contains("send the same patch again"),
         "{t}"
     );
     assert!(content(&nib, "s.txt").contains("l9"));
     nib.ok("edit", json!({"input": patch})).await;
     assert!(content(&nib, "s.txt").contains("nine") && !content(&nib, "s.txt").contains("l9"));
+    nib.stop().await;
+}
+
+/// The tolerance applies the nearest occurrence within 2 lines even when
+/// OLD also occurs further away (it was refused as "not once in the file").
+#[tokio::test]
+async fn sub_takes_the_nearest_occurrence_though_it_occurs_again_further_away() {
+    let dir = project();
+    let text = "[package]\nname = \"demo\"\nversion = \"0.1.0\"\n\n[dependencies]\nserde = \"1\"\n\n[dev-dependencies]\nversion-sync = \"0.9\"\n";
+    std::fs::write(dir.path().join("Cargo.toml"), text).unwrap();
+    let nib = start(Era::Handshake, dir.path()).await;
+    let tag = header_tag(&nib.ok("read", json!({"paths": ["Cargo.toml"]})).await);
+    let t = nib
+        .ok(
+            "edit",
+            json!({"input": format!("[Cargo.toml#{tag}]\nSUB 2: version\n+release\n")}),
+        )
+        .await;
+    assert!(t.contains("is on line 3, not 2; applied there"), "{t}");
+    assert_eq!(
+        content(&nib, "Cargo.toml"),
+        text.replace("version = ", "release = ")
+    );
     nib.stop().await;
 }
 

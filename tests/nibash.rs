@@ -636,6 +636,30 @@ async fn jobs_that_ended_are_reported_at_the_next_call() {
     nib.stop().await;
 }
 
+/// A line that leaves `cmd &` running is a job whose status is the
+/// command's, as `wait` gives it in bash (it was reported as `exited 0`),
+/// and `wait %N` still gives that status once the end was reported.
+#[tokio::test]
+async fn a_background_commands_status_is_its_jobs_and_wait_gives_it_after_the_report() {
+    for env in MODES {
+        let dir = project();
+        let nib = start_mode(dir.path(), env).await;
+        let started = sh(&nib, "sh -c 'sleep 1; exit 4' &").await;
+        let id = job_id(&started);
+        tokio::time::sleep(Duration::from_millis(1600)).await;
+        let next = sh(&nib, "echo next").await;
+        assert!(
+            next.starts_with(&format!("[job %{id} exited 4: ")),
+            "{env:?} {next}"
+        );
+        let waited = sh(&nib, &format!("wait %{id}; echo \"status $?\"")).await;
+        assert!(waited.ends_with("status 4\n"), "{env:?} {waited}");
+        let listed = sh(&nib, "jobs; echo listed").await;
+        assert_eq!(listed, "listed\n", "{env:?}: an ended job is listed again");
+        nib.stop().await;
+    }
+}
+
 #[tokio::test]
 async fn git_rm_git_clean_and_find_delete_move_files_to_the_trash() {
     for env in MODES {

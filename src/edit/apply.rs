@@ -198,7 +198,28 @@ pub fn plan(text: &Text, hunks: &[Hunk], subs: &dyn SubPolicy) -> Result<Plan, P
                     let single = (holders.len() == 1
                         && line(holders[0]).matches(old.as_str()).count() == 1)
                         .then(|| holders[0]);
-                    match single {
+                    // The documented tolerance: the nearest line within 2
+                    // that holds OLD once, when no other is as near — even
+                    // if OLD also occurs further away.
+                    let near: Vec<usize> = holders
+                        .iter()
+                        .copied()
+                        .filter(|&n| {
+                            n.abs_diff(*at) <= 2 && line(n).matches(old.as_str()).count() == 1
+                        })
+                        .collect();
+                    let nearest = near
+                        .iter()
+                        .copied()
+                        .min_by_key(|&n| n.abs_diff(*at))
+                        .filter(|&n| {
+                            near.iter()
+                                .filter(|&&m| m.abs_diff(*at) == n.abs_diff(*at))
+                                .count()
+                                == 1
+                        });
+                    let candidate = nearest.or(single);
+                    match candidate {
                         Some(found) if on_line == 0 && subs.allow(idx, *at, found) => {
                             plan.notes.push(format!(
                                 "SUB {at}: \"{old}\" is on line {found}, not {at}; applied there"
@@ -211,7 +232,7 @@ pub fn plan(text: &Text, hunks: &[Hunk], subs: &dyn SubPolicy) -> Result<Plan, P
                                 line: *at,
                                 old: old.clone(),
                                 on_line,
-                                found: single,
+                                found: candidate,
                             });
                         }
                     }
@@ -510,6 +531,20 @@ mod tests {
         assert!(matches!(
             run(FIVE, "[f#0000]\nSUB 5: wo\n+X\n"),
             Err(Problem::SubNotOnLine { found: Some(2), .. })
+        ));
+        // OLD on the next line and once more far away: the near one.
+        assert_eq!(
+            run(
+                "a\nkey = 1\nb\nc\nd\ne\nkey = 2\n",
+                "[f#0000]\nSUB 1: key\n+KEY\n"
+            )
+            .unwrap(),
+            "a\nKEY = 1\nb\nc\nd\ne\nkey = 2\n"
+        );
+        // Two lines as near as each other: neither is chosen.
+        assert!(matches!(
+            run("key\nx\nkey\n", "[f#0000]\nSUB 2: key\n+K\n"),
+            Err(Problem::SubNotOnLine { found: None, .. })
         ));
         assert!(matches!(
             run("aa\n", "[f#0000]\nSUB 1: a\n+X\n"),

@@ -578,7 +578,7 @@ fn plan_section(
                 }) => {
                     let (rows, ls) = rows_of(&cur.text, &[line, found]);
                     let msg = format!(
-                        "patch line {patch_line}: SUB {line}: \"{old}\" is not on line {line}; it is once in the file, on line {found}:\n{}\n{}",
+                        "patch line {patch_line}: SUB {line}: \"{old}\" is not on line {line}; it is on line {found}:\n{}\n{}",
                         hashline::header(&shown, cur.tag),
                         rows.join("\n")
                     );

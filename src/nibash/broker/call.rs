@@ -654,11 +654,48 @@ pub fn run(ctx: &Ctx, nib: &Arc<Nibash>, args: CallArgs) -> ToolOutput {
             break;
         }
     }
+    // A one-call `nib sh` keeps no server for jobs to outlive the call in:
+    // what the line left running is waited for until the timeout, then
+    // stopped (exit 124, as timeout(1) says it).
+    let one_shot = ctx.live.is_none();
+    let mut stopped = false;
+    if one_shot && !consumer.cancelled {
+        loop {
+            let (ended, done) = {
+                let s = entry.state();
+                (s.ended(), s.command_done())
+            };
+            if ended || (done && !entry.state().background && consumer.done_at.is_some()) {
+                break;
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                stopped = entry.kill();
+                let until = Instant::now() + Duration::from_secs(2);
+                while !entry.state().ended() && Instant::now() < until {
+                    if !consumer.step(Some(until), None) {
+                        break;
+                    }
+                }
+                break;
+            }
+            if !consumer.step(deadline, deadline) {
+                break;
+            }
+        }
+    }
     // Take what is already queued (output written just before the end).
     while let Ok(msg) = consumer.rx.try_recv() {
         consumer.handle(msg, deadline);
     }
-    let mut out = answer(ctx, nib, &args, consumer, finished_jobs, started_at);
+    let mut out = answer(
+        ctx,
+        nib,
+        &args,
+        consumer,
+        finished_jobs,
+        started_at,
+        OneShot { one_shot, stopped },
+    );
     // The hosts the proxy refused this call's programs (not another's).
     if let (Some(token), Some(proxy)) = (proxy_token, crate::netproxy::current()) {
         out.network_refused = proxy.proxy.log().take_call(&token);
@@ -717,8 +754,15 @@ struct Refill {
     cwd: PathBuf,
 }
 
+/// How a one-call `nib sh` ended: `one_shot` (no server: nothing becomes
+/// a job), `stopped` (still running at the timeout, so ended).
+struct OneShot {
+    one_shot: bool,
+    stopped: bool,
+}
+
 /// Builds the answer from what the call printed, and leaves a job running
-/// when the call did not end.
+/// when the call did not end (in a server).
 fn answer(
     ctx: &Ctx,
     nib: &Arc<Nibash>,
@@ -726,6 +770,7 @@ fn answer(
     consumer: Consumer,
     finished_jobs: String,
     started_at: super::changes::Start,
+    how: OneShot,
 ) -> ToolOutput {
     let mut consumer = consumer;
     let entry = Arc::clone(&consumer.entry);
@@ -746,11 +791,18 @@ fn answer(
         let mut s = entry.state();
         // A command line that is done is answered, even when a leftover
         // process still holds the pipe after the grace.
-        let is_job = !(s.call_finished() || s.command_done()) || s.background;
+        let is_job = (!(s.call_finished() || s.command_done()) || s.background) && !how.one_shot;
         s.is_job = is_job;
         let bytes = s.output.clone();
         s.shown = s.output.len();
-        (bytes, s.code(), is_job, s.hidden.clone(), s.dropped)
+        // Without a server the line's own status is the answer's, as
+        // `bash -c` gives it, whatever its `&` jobs ended with.
+        let code = if how.one_shot && s.background {
+            s.done
+        } else {
+            s.code()
+        };
+        (bytes, code, is_job, s.hidden.clone(), s.dropped)
     };
     let text = hide_captures(String::from_utf8_lossy(&bytes).into_owned());
     let mut out = finished_jobs;
@@ -889,6 +941,14 @@ fn answer(
             id = entry.id
         ));
         std::thread::spawn(move || consumer.finish());
+    } else if how.stopped {
+        nib.jobs.remove(entry.id);
+        exit = Some(124);
+        out.push_str(&format!(
+            "[stopped after {}s, the timeout: nib sh keeps no server for a job to outlive it; exit 124 — \
+             give it a longer --timeout, or run it through an MCP session, where it would go on as a job]\n",
+            args.timeout.as_secs()
+        ));
     } else {
         nib.jobs.remove(entry.id);
         exit = code;

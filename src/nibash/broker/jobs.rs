@@ -193,6 +193,9 @@ impl Entry {
     }
 }
 
+/// How many jobs whose end was reported stay for `wait %N`.
+pub const REPORTED_KEPT: usize = 32;
+
 /// The table of calls and jobs.
 #[derive(Default)]
 pub struct Jobs {
@@ -226,9 +229,18 @@ impl Jobs {
         self.table().get(&id).cloned()
     }
 
-    /// Every entry, oldest first.
+    /// Every entry, oldest first, but jobs whose end was already reported
+    /// (kept only so that `wait %N` still gives their status, as bash's
+    /// `wait` does for a job that ended).
     pub fn all(&self) -> Vec<Arc<Entry>> {
-        self.table().values().cloned().collect()
+        self.table()
+            .values()
+            .filter(|e| {
+                let s = e.state();
+                !(s.ended() && s.reported)
+            })
+            .cloned()
+            .collect()
     }
 
     /// The jobs (entries whose call returned while they ran), oldest first.
@@ -244,8 +256,9 @@ impl Jobs {
         self.table().remove(&id);
     }
 
-    /// Lines for jobs that ended since they were last reported, and forgets
-    /// them (their output stays readable through `wait` until then).
+    /// Lines for jobs that ended since they were last reported. A reported
+    /// job leaves the listings but stays for `wait %N` (its status, and its
+    /// unread output), the last [`REPORTED_KEPT`] of them.
     pub fn take_finished_report(&self) -> String {
         let mut out = String::new();
         for e in self.jobs() {
@@ -267,11 +280,22 @@ impl Jobs {
                         String::new()
                     }
                 ));
-                if unread == 0 {
-                    drop(s);
-                    self.remove(e.id);
-                }
             }
+        }
+        let mut table = self.table();
+        let reported: Vec<u32> = table
+            .iter()
+            .filter(|(_, e)| {
+                let s = e.state();
+                s.ended() && s.reported
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        for id in reported
+            .iter()
+            .take(reported.len().saturating_sub(REPORTED_KEPT))
+        {
+            table.remove(id);
         }
         out
     }

@@ -362,7 +362,21 @@ async fn run(ready: Option<Shell<Se>>, req: &Request) -> (i32, bool, Option<Stri
     let hidden = captures
         .report(code)
         .or_else(|| hidden_failure(&shell, code));
-    let _ = shell.jobs_mut().poll();
+    // The job the line left is the call's: its status is the last
+    // background command's, as `wait $!` would give it in bash.
+    let mut last_job: Option<(usize, i32)> = None;
+    let mut note = |id: usize, r: &brush_core::ExecutionResult| {
+        if last_job.is_none_or(|(seen, _)| id > seen) {
+            last_job = Some((id, i32::from(u8::from(r.exit_code))));
+        }
+    };
+    if let Ok(ended) = shell.jobs_mut().poll() {
+        for (job, result) in &ended {
+            if let Ok(r) = result {
+                note(job.id, r);
+            }
+        }
+    }
     let background = !shell.jobs().jobs.is_empty();
     if background {
         // The broker answers the call now; the worker stays as the job.
@@ -372,6 +386,11 @@ async fn run(ready: Option<Shell<Se>>, req: &Request) -> (i32, bool, Option<Stri
             background,
             hidden: hidden.clone(),
         });
+        for job in shell.jobs_mut().jobs.iter_mut() {
+            if let Ok(r) = job.wait().await {
+                note(job.id, &r);
+            }
+        }
         let _ = shell.jobs_mut().wait_all().await;
         // Background commands that failed with their stderr discarded are
         // named at the end of the job's output.
@@ -382,6 +401,10 @@ async fn run(ready: Option<Shell<Se>>, req: &Request) -> (i32, bool, Option<Stri
             let _ = out.flush();
         }
     }
+    let code = match last_job {
+        Some((_, status)) if background => status,
+        _ => code,
+    };
     (code, background, hidden)
 }
 
