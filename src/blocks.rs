@@ -70,6 +70,8 @@ pub struct Block {
     pub extra_seen: Vec<usize>,
     /// Image content (base64 data, MIME type) instead of rows.
     pub image: Option<(String, String)>,
+    /// The rows are an outline: a cut one continues as an outline.
+    pub outline: bool,
 }
 
 impl Block {
@@ -111,6 +113,12 @@ impl Block {
         let last_anchor = self.rows.iter().rev().find_map(|r| r.anchor);
         let kib = cap / 1024;
         let note = match last_anchor {
+            Some(l) if l < self.total_lines && self.outline => format!(
+                "[outline cut at the {kib} KiB output limit after line {l} of {}; read {}:{}- with outline: true (nib read --outline) for the rest of the outline, or :A-B for the lines between]",
+                self.total_lines,
+                self.shown_path,
+                l + 1
+            ),
             Some(l) if l < self.total_lines => format!(
                 "[cut at the {kib} KiB output limit after line {l} of {}; read {}:{}- for the rest]",
                 self.total_lines,

@@ -47,7 +47,7 @@ nib: hashline file tools for coding agents, as an MCP server or on the command l
 usage:
   nib [--provider NAME=PROGRAM]...    serve MCP on stdio (for a client such as Claude Code),
                                       offering each provider's tools as NAME_TOOL
-  nib read [--plain] [--info] [--max-line-length N] PATH[:SELECTOR]...
+  nib read [--plain] [--info] [--outline] [--max-line-length N] PATH[:SELECTOR]...
   nib write [--tag TAG] PATH          content on stdin
   nib edit                            a patch on stdin (see the edit tool)
   nib grep [-i] [-F] [-A N] [-B N] [-C N] [--glob G]... [--mode files|count]
@@ -330,6 +330,9 @@ fn parse_read(rest: &[String]) -> Result<Command, UsageError> {
             }
             "--info" => {
                 map.insert("info".into(), json!(true));
+            }
+            "--outline" => {
+                map.insert("outline".into(), json!(true));
             }
             "--max-line-length" => {
                 let n = it

@@ -512,8 +512,8 @@ fn start_row(lang: Lang, node: Node) -> (usize, usize) {
             break;
         }
     }
-    let head = top.start_position().row;
-    let mut start = head;
+    let mut start = top.start_position().row;
+    let head = signature_row(top);
     let mut prev = top.prev_sibling();
     while let Some(p) = prev {
         let k = p.kind();
@@ -531,6 +531,36 @@ fn start_row(lang: Lang, node: Node) -> (usize, usize) {
         }
     }
     (start, head)
+}
+
+/// Whether a node kind is an annotation or decorator (Java's `@Override`,
+/// `@Deprecated(since = "3")`, Kotlin's, Python's and TypeScript's `@x`).
+fn is_annotation(kind: &str) -> bool {
+    matches!(kind, "annotation" | "marker_annotation" | "decorator")
+}
+
+/// The row a declaration's signature starts on: its first token that is
+/// not an annotation, decorator or comment (Java and Kotlin keep
+/// annotations in the declaration's `modifiers`; a wrapper such as
+/// Python's `decorated_definition` holds its decorators).
+fn signature_row(node: Node) -> usize {
+    let skipped = |n: &Node| is_annotation(n.kind()) || n.kind().contains("comment");
+    let mut cursor = node.walk();
+    for child in node.children(&mut cursor) {
+        if skipped(&child) {
+            continue;
+        }
+        if child.kind() == "modifiers" {
+            let mut inner = child.walk();
+            let first = child.children(&mut inner).find(|m| !skipped(m));
+            match first {
+                Some(m) => return m.start_position().row,
+                None => continue,
+            }
+        }
+        return child.start_position().row;
+    }
+    node.start_position().row
 }
 
 /// Every declaration of a file, in order (computed once per version).
@@ -830,7 +860,7 @@ fn find_outline(lang: Lang, src: &[u8]) -> Vec<usize> {
         if child.kind().contains("comment") {
             continue;
         }
-        lines.push(child.start_position().row + 1);
+        lines.push(signature_row(child) + 1);
     }
     for d in declarations(lang, src).iter() {
         if d.depth <= 1 {

@@ -358,3 +358,151 @@ async fn each_language_outlines_from_the_tree() {
     }
     nib.stop().await;
 }
+
+/// A file of the JDK's own sources (Debian's openjdk-17-source, which
+/// `.ci/run` installs), copied into `dir`; `None` where no JDK source
+/// archive is installed (CI requires one: NIB_REQUIRE_THIRD_PARTY).
+fn jdk_source(dir: &std::path::Path, member: &str) -> Option<std::path::PathBuf> {
+    let archive = std::fs::read_dir("/usr/lib/jvm")
+        .ok()?
+        .flatten()
+        .map(|e| e.path().join("lib/src.zip"))
+        .find(|p| p.is_file());
+    let Some(archive) = archive else {
+        assert!(
+            std::env::var_os("NIB_REQUIRE_THIRD_PARTY").is_none(),
+            "no JDK source archive (/usr/lib/jvm/*/lib/src.zip): install openjdk-17-source"
+        );
+        eprintln!("no JDK source archive here: the test of real Java sources is skipped");
+        return None;
+    };
+    let out = dir.join(member.rsplit('/').next().unwrap());
+    let ok = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import sys, zipfile; open(sys.argv[3], 'wb').write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))",
+        ])
+        .arg(&archive)
+        .arg(member)
+        .arg(&out)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "{member} is not in {}", archive.display());
+    Some(out)
+}
+
+/// A Java outline shows each declaration's signature line, not the
+/// annotation above it (`@Deprecated` hid `getYear`; a class showed as
+/// its annotation): on java.util.Date, whose deprecated members are
+/// annotated on lines of their own.
+#[tokio::test]
+async fn java_outlines_show_signatures_not_annotations_on_real_sources() {
+    let dir = project();
+    let Some(date) = jdk_source(dir.path(), "java.base/java/util/Date.java") else {
+        return;
+    };
+    let text = std::fs::read_to_string(&date).unwrap();
+    let nib = start(Era::Handshake, dir.path()).await;
+    let outline = nib.ok("read", json!({"paths": ["Date.java"]})).await;
+    let rows: Vec<(usize, &str)> = outline
+        .lines()
+        .filter_map(|l| {
+            let (n, t) = l.split_once(':')?;
+            Some((n.parse().ok()?, t))
+        })
+        .collect();
+    assert!(rows.len() > 30, "{outline}");
+    for (n, row) in &rows {
+        assert!(
+            !row.trim_start().starts_with('@'),
+            "row {n} is an annotation:\n{outline}"
+        );
+    }
+    // Every method the file marks deprecated on a line of its own is in
+    // the outline by its signature, the line after the annotation.
+    let lines: Vec<&str> = text.lines().collect();
+    let mut checked = 0;
+    for (i, l) in lines.iter().enumerate() {
+        let next = lines.get(i + 1).map(|s| s.trim_start()).unwrap_or("");
+        if l.trim() == "@Deprecated" && next.starts_with("public ") && next.contains('(') {
+            assert!(
+                rows.iter().any(|(n, _)| *n == i + 2),
+                "line {} ({next}) is not in the outline:\n{outline}",
+                i + 2
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 10, "only {checked} deprecated methods found");
+    // Reading a method by name starts at its annotations.
+    let get_year = nib
+        .ok(
+            "read",
+            json!({"paths": ["Date.java:getYear"], "full": true}),
+        )
+        .await;
+    let first_row = get_year.lines().nth(1).unwrap_or("");
+    assert!(
+        first_row.contains("/**") || first_row.contains('@'),
+        "{get_year}"
+    );
+    nib.stop().await;
+}
+
+/// A cut outline's hint continues the outline (it returned raw source):
+/// three large JDK files read at once share the output cap, so their
+/// outlines are cut; the hint's form gives the rest of the outline.
+#[tokio::test]
+async fn a_cut_outline_continues_as_an_outline_on_real_sources() {
+    let dir = project();
+    let mut files = Vec::new();
+    for member in [
+        "java.desktop/java/awt/Component.java",
+        "java.desktop/javax/swing/JTable.java",
+        "java.base/java/util/concurrent/ConcurrentHashMap.java",
+    ] {
+        match jdk_source(dir.path(), member) {
+            Some(p) => files.push(p.file_name().unwrap().to_string_lossy().into_owned()),
+            None => return,
+        }
+    }
+    let nib = start(Era::Handshake, dir.path()).await;
+    let all = nib.ok("read", json!({"paths": files})).await;
+    let hint = all
+        .lines()
+        .find(|l| l.starts_with("[outline cut at"))
+        .unwrap_or_else(|| panic!("no outline was cut:\n{all}"));
+    // "read Component.java:2965- with outline: true …"
+    let range = hint
+        .split("; read ")
+        .nth(1)
+        .and_then(|r| r.split(" with outline: true").next())
+        .unwrap_or_else(|| panic!("{hint}"));
+    let from: usize = range
+        .rsplit(':')
+        .next()
+        .and_then(|n| n.trim_end_matches('-').parse().ok())
+        .unwrap_or_else(|| panic!("{hint}"));
+    let rest = nib
+        .ok("read", json!({"paths": [range], "outline": true}))
+        .await;
+    let rows: Vec<usize> = rest
+        .lines()
+        .filter_map(|l| l.split_once(':')?.0.parse().ok())
+        .collect();
+    let path = range.rsplit_once(':').unwrap().0;
+    let total = std::fs::read_to_string(dir.path().join(path))
+        .unwrap()
+        .lines()
+        .count();
+    assert!(rows.len() > 20, "{rest}");
+    assert!(rows.iter().all(|&n| n >= from), "{rest}");
+    assert!(
+        rows.len() * 5 < total - from,
+        "{} rows for {} lines: raw source, not an outline\n{rest}",
+        rows.len(),
+        total - from
+    );
+    nib.stop().await;
+}

@@ -95,6 +95,7 @@ pub fn definitions() -> Vec<ToolDef> {
                     "plain": {"type": "boolean", "description": "Lines without numbers or tag, colors stripped, repeats collapsed; no size cap."},
                     "info": {"type": "boolean", "description": "One line of facts per file: lines, size, longest line, line endings, age."},
                     "full": {"type": "boolean", "description": "Print lines you already saw whole instead of collapsing them."},
+                    "outline": {"type": "boolean", "description": "The outline whatever the size; with PATH:A-B, of those lines (continues a cut outline)."},
                     "collapse": {"type": "boolean", "description": "false: print seen, unchanged lines as N~TEXT rows instead of one row per run."}
                 },
                 "required": ["paths"]

@@ -50,6 +50,9 @@ pub struct ReadOptions {
     pub info: bool,
     /// How lines already seen and unchanged print.
     pub collapse: versions::Collapse,
+    /// The outline, whatever the file's size (of the selected lines only,
+    /// when lines are selected): how a cut outline is continued.
+    pub outline: bool,
 }
 
 /// Runs `read`.
@@ -93,7 +96,9 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
     let info = args.bool("info")?.unwrap_or(false);
     let full = args.bool("full")?.unwrap_or(false);
     let collapse_runs = args.bool("collapse")?.unwrap_or(true);
+    let outline = args.bool("outline")?.unwrap_or(false);
     let opts = ReadOptions {
+        outline,
         max_line_length,
         plain,
         info,
@@ -340,6 +345,10 @@ fn rows_for(
                 ));
             }
         };
+        if opts.outline {
+            let within = |n: usize| spans.iter().any(|&(a, b)| a <= n && n <= b);
+            return outline_rows(block, path, shown, text, file, opts, &within);
+        }
         for (a, b) in spans {
             for n in a..=b {
                 block
@@ -362,6 +371,9 @@ fn rows_for(
     }
     let shape = filekind::shape(path);
     let (max_lines, max_bytes) = shape.limits();
+    if opts.outline {
+        return outline_rows(block, path, shown, text, file, opts, &|_| true);
+    }
     if text.len() <= max_lines && file.stat.size <= max_bytes {
         for n in 1..=text.len() {
             block
@@ -383,11 +395,29 @@ fn rows_for(
         ));
         return block;
     }
+    outline_rows(block, path, shown, text, file, opts, &|_| true)
+}
+
+/// A file's outline rows (those of lines `within` allows): the syntax
+/// tree's top-level and first-level declarations where the language is
+/// parsed, else the indentation outline.
+fn outline_rows(
+    mut block: Block,
+    path: &Path,
+    shown: &str,
+    text: &Text,
+    file: &fs::FileBytes,
+    opts: ReadOptions,
+    within: &dyn Fn(usize) -> bool,
+) -> Block {
+    let shape = filekind::shape(path);
     let parsed = crate::lang::Lang::of(path).map(|l| crate::lang::outline(l, &file.bytes));
-    let lines = match &parsed {
+    let mut lines = match &parsed {
         Some(o) => o.lines.clone(),
         None => outline::outline(&text.lines, shape),
     };
+    lines.retain(|&n| within(n));
+    block.outline = true;
     let runs = parsed.map(|o| o.import_runs.clone()).unwrap_or_default();
     let mut run_iter = runs.iter().peekable();
     for &n in &lines {
