@@ -12,6 +12,9 @@ use std::sync::Arc;
 use crate::hashline::Tag;
 use crate::text::Text;
 
+/// The per-call output cap of read and grep, shared between files.
+pub const OUTPUT_CAP: usize = 40 * 1024;
+
 /// One printed row.
 #[derive(Clone, Debug)]
 pub struct Row {

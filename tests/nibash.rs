@@ -1159,3 +1159,117 @@ async fn find_and_ls_r_write_each_folder_once() {
     }
     nib.stop().await;
 }
+
+/// nibash `cat` of a large real file is cut once, by read's output cap,
+/// with file line numbers and read's own hint (it was cut twice, giving
+/// rows like `9|8:import sys`), and its rows count as seen for an edit.
+#[tokio::test]
+async fn cat_of_a_large_file_is_cut_once_with_one_numbering() {
+    let dir = project();
+    let Some(file) = jdk_source(dir.path(), "java.desktop/java/awt/Component.java") else {
+        return;
+    };
+    let lines = std::fs::read_to_string(&file).unwrap().lines().count();
+    assert!(lines > 3000);
+    let nib = start_mode(dir.path(), &[]).await;
+    let out = sh(&nib, "cat Component.java").await;
+    let first = out.lines().next().unwrap_or("");
+    assert!(
+        first.starts_with("[Component.java#") && first.ends_with(']'),
+        "{first}"
+    );
+    assert!(
+        !out.lines().any(|l| {
+            let (n, rest) = l.split_once('|').unwrap_or(("", ""));
+            !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) && rest.contains(':')
+        }),
+        "rows were numbered twice:\n{}",
+        &out[..out.len().min(2000)]
+    );
+    assert!(
+        out.contains("[cut at the 40 KiB output limit after line")
+            && out.contains("read Component.java:"),
+        "{}",
+        &out[out.len().saturating_sub(500)..]
+    );
+    // The rows shown are anchors: an edit on one of them is taken.
+    let tag = first
+        .trim_start_matches("[Component.java#")
+        .trim_end_matches(']');
+    nib.ok(
+        "edit",
+        json!({"input": format!("[Component.java#{tag}]\nPUT 30:\n+// edited\n")}),
+    )
+    .await;
+    nib.stop().await;
+}
+
+/// A long `git diff` cut by the decider keeps, for every row it keeps,
+/// the `[PATH#TAG]` header of the file the row is from (kept rows did not
+/// say which file they were in). Real sources, a real repository.
+#[tokio::test]
+async fn a_cut_git_diff_keeps_each_kept_rows_file_header() {
+    let dir = project();
+    let p = dir.path();
+    let mut names = Vec::new();
+    for member in [
+        "java.desktop/java/awt/Component.java",
+        "java.desktop/javax/swing/JTable.java",
+        "java.base/java/util/concurrent/ConcurrentHashMap.java",
+    ] {
+        match jdk_source(p, member) {
+            Some(f) => names.push(f.file_name().unwrap().to_string_lossy().into_owned()),
+            None => return,
+        }
+    }
+    git(p, &["init", "-q", "-b", "main"]);
+    git(p, &["add", "-A"]);
+    git(p, &["commit", "-qm", "jdk sources"]);
+    for name in &names {
+        let text = std::fs::read_to_string(p.join(name)).unwrap();
+        std::fs::write(
+            p.join(name),
+            text.replace("        return ", "        return /* checked */ "),
+        )
+        .unwrap();
+    }
+    let nib = start_mode(p, &[]).await;
+    let out = sh(&nib, "git diff").await;
+    let log = out
+        .lines()
+        .next()
+        .and_then(|l| l.split(", whole in ").nth(1))
+        .map(|l| l.trim_end_matches(']'))
+        .unwrap_or_else(|| panic!("the diff was not cut:\n{}", &out[..out.len().min(1000)]));
+    let whole = std::fs::read_to_string(log).unwrap();
+    let mut file_of = Vec::new();
+    let mut current = String::new();
+    for l in whole.lines() {
+        if l.starts_with('[') && l.contains(".java#") {
+            current = l.to_string();
+        }
+        file_of.push(current.clone());
+    }
+    let mut shown_header = String::new();
+    let mut checked = 0;
+    for l in out.lines().skip(1) {
+        let Some((n, row)) = l.split_once('|') else {
+            continue;
+        };
+        let Ok(n) = n.parse::<usize>() else {
+            continue;
+        };
+        if row.starts_with('[') && row.contains(".java#") {
+            shown_header = row.to_string();
+            continue;
+        }
+        assert_eq!(
+            shown_header,
+            file_of[n - 1],
+            "row {n} ({row}) is shown under the wrong header"
+        );
+        checked += 1;
+    }
+    assert!(checked > 50, "{out}");
+    nib.stop().await;
+}

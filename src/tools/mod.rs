@@ -22,8 +22,7 @@ use crate::context::args::{ArgError, Args};
 use crate::context::{Ctx, ToolOutput};
 use crate::nibash::broker::Nibash;
 
-/// The per-call output cap of read (and later grep), shared between files.
-pub const OUTPUT_CAP: usize = 40 * 1024;
+pub use crate::blocks::OUTPUT_CAP;
 
 /// A call that cannot be routed or whose arguments cannot be read.
 #[derive(Debug, thiserror::Error)]

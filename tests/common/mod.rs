@@ -609,3 +609,36 @@ pub fn git_as(dir: &Path, name: &str, email: &str, args: &[&str]) -> String {
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
+
+/// A file of the JDK's own sources (Debian's openjdk-17-source, which
+/// `.ci/run` installs), copied into `dir`; `None` where no JDK source
+/// archive is installed (CI requires one: NIB_REQUIRE_THIRD_PARTY).
+pub fn jdk_source(dir: &std::path::Path, member: &str) -> Option<std::path::PathBuf> {
+    let archive = std::fs::read_dir("/usr/lib/jvm")
+        .ok()?
+        .flatten()
+        .map(|e| e.path().join("lib/src.zip"))
+        .find(|p| p.is_file());
+    let Some(archive) = archive else {
+        assert!(
+            std::env::var_os("NIB_REQUIRE_THIRD_PARTY").is_none(),
+            "no JDK source archive (/usr/lib/jvm/*/lib/src.zip): install openjdk-17-source"
+        );
+        eprintln!("no JDK source archive here: the test of real Java sources is skipped");
+        return None;
+    };
+    let out = dir.join(member.rsplit('/').next().unwrap());
+    let ok = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import sys, zipfile; open(sys.argv[3], 'wb').write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))",
+        ])
+        .arg(&archive)
+        .arg(member)
+        .arg(&out)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "{member} is not in {}", archive.display());
+    Some(out)
+}

@@ -806,7 +806,9 @@ fn answer(
     };
     let text = hide_captures(String::from_utf8_lossy(&bytes).into_owned());
     let mut out = finished_jobs;
-    let long = cut::is_long(&text);
+    // nib's own commands (cat, head, grep …) already cut their rows to a
+    // tool's answer: one cut, one numbering.
+    let long = cut::is_long(&text) && !cut::is_own_rows(&text);
     let summarize = !ctx.config.model.summarizers.is_empty()
         && !nib.summaries_off.load(std::sync::atomic::Ordering::Relaxed)
         && super::summary::wanted(&text);

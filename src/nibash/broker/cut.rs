@@ -202,7 +202,65 @@ pub fn pick(rows: &[&str], decider: Decider, extra: &dyn Fn(&str) -> bool) -> BT
             }
         }
     }
+    keep_headers(rows, &mut keep);
     keep
+}
+
+/// Whether a row heads the rows of one file: nib's `[PATH#TAG]` (and
+/// `[PATH] (not in the working tree)`) or a raw diff's `diff --git`.
+fn is_file_header(row: &str) -> bool {
+    if row.starts_with("diff --git ") {
+        return true;
+    }
+    let Some(inner) = row.strip_prefix('[') else {
+        return false;
+    };
+    if row.ends_with("] (not in the working tree)") {
+        return true;
+    }
+    inner.strip_suffix(']').is_some_and(|i| {
+        i.rsplit_once('#').is_some_and(|(path, tag)| {
+            !path.is_empty() && tag.len() == 4 && tag.bytes().all(|b| b.is_ascii_hexdigit())
+        })
+    })
+}
+
+/// Every kept row keeps the header of the file it belongs to, so a cut
+/// diff or read still says which file each row is from.
+fn keep_headers(rows: &[&str], keep: &mut BTreeSet<usize>) {
+    let mut header_of = Vec::with_capacity(rows.len());
+    let mut current = None;
+    for (i, row) in rows.iter().enumerate() {
+        if is_file_header(row) {
+            current = Some(i + 1);
+        }
+        header_of.push(current);
+    }
+    let headers: Vec<usize> = keep
+        .iter()
+        .filter_map(|&k| header_of.get(k - 1).copied().flatten())
+        .collect();
+    keep.extend(headers);
+}
+
+/// Whether a call's output is nib's own anchored rows — `[PATH#TAG]`
+/// headers, `N:TEXT` rows and nib's bracketed notes — no larger than a
+/// tool's answer: its own commands already cut it once (with a hint that
+/// continues in file lines), so it is not cut again.
+pub fn is_own_rows(text: &str) -> bool {
+    if text.len() > crate::blocks::OUTPUT_CAP + 4096 {
+        return false;
+    }
+    let mut anchored = false;
+    for row in text.lines() {
+        let digits = row.bytes().take_while(u8::is_ascii_digit).count();
+        if digits > 0 && matches!(row.as_bytes().get(digits), Some(b':' | b'~')) {
+            anchored = true;
+        } else if !(row.starts_with('[') || row.is_empty()) {
+            return false;
+        }
+    }
+    anchored
 }
 
 /// Renders the kept rows as `N|TEXT` with one row per gap naming the log.
@@ -214,6 +272,12 @@ pub fn render(rows: &[&str], keep: &BTreeSet<usize>, log: Option<&Path>) -> Stri
         None => "not shown".to_string(),
     };
     for &k in keep {
+        // A gap of one row costs more to name than to show.
+        if k == next + 1 {
+            let row = rows.get(next - 1).copied().unwrap_or_default();
+            out.push_str(&format!("{next}|{}\n", clip(row)));
+            next = k;
+        }
         if k > next {
             out.push_str(&format!(
                 "[… lines {next}-{} cut; {} …]\n",
