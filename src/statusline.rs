@@ -2,7 +2,7 @@
 //! jobs, for Claude Code's `statusLine` setting. The calls live in the MCP
 //! server's memory, so each server publishes them: a small JSON file per
 //! server in the state folder's `status/` (named by the project and the
-//! server's pid), rewritten by a thread when what it shows changes and removed
+//! server's pid), rewritten by a thread as soon as what it shows changes and removed
 //! when the server ends. The command reads the files of its project whose
 //! server is still alive. What a call or job is belongs to `nibash`.
 
@@ -12,8 +12,11 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-/// How often a server looks at its calls for the status file.
+/// How often a server looks at its calls for the status file when
+/// nothing changes (the seconds shown).
 const EVERY: Duration = Duration::from_millis(1000);
+/// The least time between two looks that changed nothing.
+const SOONEST: Duration = Duration::from_millis(20);
 
 /// One running call or job, as published.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -85,6 +88,7 @@ pub fn publish(state_dir: &Path, project: &Path, nib: Arc<crate::nibash::broker:
         .name("nib-status".into())
         .spawn(move || {
             let mut last: Option<Vec<Running>> = None;
+            let mut seen = 0;
             while !s.load(std::sync::atomic::Ordering::Relaxed) {
                 let now = snapshot(&nib);
                 // Seconds tick: rewrite only when the set or a state changed,
@@ -98,11 +102,17 @@ pub fn publish(state_dir: &Path, project: &Path, nib: Arc<crate::nibash::broker:
                                 || b.seconds / 10 != a.seconds / 10
                         })
                 });
+                // Woken by a change of the table (a call started, became a
+                // job, ended), else once a second for the seconds; a wake
+                // that changed nothing shown (output streaming in) waits a
+                // little before the next look.
                 if changed {
                     write(&f, &now);
                     last = Some(now);
+                } else {
+                    std::thread::sleep(SOONEST);
                 }
-                std::thread::sleep(EVERY);
+                seen = nib.jobs.changes.wait_after(seen, EVERY);
             }
         });
     Guard { file, stop }

@@ -925,6 +925,13 @@ async fn the_status_line_names_running_calls_and_jobs_and_forgets_a_server_that_
         .ok("nibash", json!({"command": "sleep 30", "background": true}))
         .await;
     let id = job_id(&started);
+    // As soon as the call that started it has answered (it said idle for
+    // about a second).
+    let at_once = statusline();
+    assert!(
+        at_once.contains(&format!("%{id} sleep 30")),
+        "right after the call answered: {at_once}"
+    );
     let mut line = String::new();
     for _ in 0..30 {
         tokio::time::sleep(Duration::from_millis(200)).await;

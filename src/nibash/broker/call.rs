@@ -804,6 +804,8 @@ fn answer(
         };
         (bytes, code, is_job, s.hidden.clone(), s.dropped)
     };
+    // The status line names a job as soon as its call answers.
+    entry.touch();
     let text = hide_captures(String::from_utf8_lossy(&bytes).into_owned());
     let mut out = finished_jobs;
     // nib's own commands (cat, head, grep …) already cut their rows to a

@@ -107,6 +107,35 @@ pub struct Entry {
     state: Mutex<State>,
     changed: Condvar,
     killer: Mutex<Option<nib_sandbox::Killer>>,
+    table_changes: Arc<Changes>,
+}
+
+/// A count of the table's changes (an entry added, gone, or changed) that
+/// a watcher can wait on: the status file is rewritten at once, not at its
+/// next look a second later.
+#[derive(Debug, Default)]
+pub struct Changes {
+    count: Mutex<u64>,
+    changed: Condvar,
+}
+
+impl Changes {
+    /// Counts a change and wakes the watchers.
+    pub fn touch(&self) {
+        *self.count.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+        self.changed.notify_all();
+    }
+
+    /// Waits until the count differs from `seen` or `timeout` passes;
+    /// returns the count.
+    pub fn wait_after(&self, seen: u64, timeout: Duration) -> u64 {
+        let count = self.count.lock().unwrap_or_else(|p| p.into_inner());
+        let (count, _) = self
+            .changed
+            .wait_timeout_while(count, timeout, |c| *c == seen)
+            .unwrap_or_else(|p| p.into_inner());
+        *count
+    }
 }
 
 impl Entry {
@@ -120,6 +149,14 @@ impl Entry {
         let mut s = self.state();
         f(&mut s);
         self.changed.notify_all();
+        drop(s);
+        self.table_changes.touch();
+    }
+
+    /// Tells the table's watchers it changed (after a change made through
+    /// [`Entry::state`]).
+    pub fn touch(&self) {
+        self.table_changes.touch();
     }
 
     /// Waits until `pred` holds or `timeout` passes; returns whether it holds.
@@ -201,6 +238,8 @@ pub const REPORTED_KEPT: usize = 32;
 pub struct Jobs {
     next: AtomicU32,
     table: Mutex<BTreeMap<u32, Arc<Entry>>>,
+    /// Every change of the table and its entries, for the status file.
+    pub changes: Arc<Changes>,
 }
 
 impl Jobs {
@@ -219,8 +258,10 @@ impl Jobs {
             state: Mutex::new(State::default()),
             changed: Condvar::new(),
             killer: Mutex::new(None),
+            table_changes: Arc::clone(&self.changes),
         });
         self.table().insert(id, Arc::clone(&entry));
+        self.changes.touch();
         entry
     }
 
@@ -254,6 +295,7 @@ impl Jobs {
     /// Forgets an entry.
     pub fn remove(&self, id: u32) {
         self.table().remove(&id);
+        self.changes.touch();
     }
 
     /// Lines for jobs that ended since they were last reported. A reported
@@ -296,6 +338,10 @@ impl Jobs {
             .take(reported.len().saturating_sub(REPORTED_KEPT))
         {
             table.remove(id);
+        }
+        drop(table);
+        if !out.is_empty() {
+            self.changes.touch();
         }
         out
     }
