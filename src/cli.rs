@@ -622,6 +622,8 @@ pub fn run_tool(config: Config, name: &str, mut args: Map<String, Value>) -> i32
         }
     }
     let workspace = Workspace::with_project_names(config.project_dir.clone(), false);
+    // Names agents used in two sessions are the command line's too.
+    workspace.update_names(|n| crate::names::load_kept(&config.state_dir, &config.project_dir, n));
     // Tokens an earlier `nib grep --replace` or refused `nib edit` printed.
     let mut first = Agent::default();
     crate::cli_tokens::load(&config.state_dir, &mut first.tokens);

@@ -28,6 +28,19 @@ pub enum Source {
 }
 
 impl Source {
+    /// The source a [`Source::label`] names.
+    pub fn from_label(label: &str) -> Option<Source> {
+        [
+            Source::NibJson,
+            Source::Hash,
+            Source::Jvm,
+            Source::Auto,
+            Source::Kept,
+        ]
+        .into_iter()
+        .find(|s| s.label() == label)
+    }
+
     /// How the source is named in notes and listings.
     pub fn label(self) -> &'static str {
         match self {
@@ -64,6 +77,79 @@ pub struct Names {
     sightings: Option<std::collections::HashMap<PathBuf, u32>>,
     /// An automatic name was announced with the whole note already.
     auto_announced: bool,
+    /// The project's folder names, to keep automatic names unambiguous
+    /// (made when a name is first about to be given).
+    folders: Option<FolderIndex>,
+}
+
+/// How many folders of the project bear each last name, and each
+/// `parent/last` pair: a name several folders share would leave the agent
+/// guessing which one `~NAME` is.
+#[derive(Clone, Debug, Default)]
+struct FolderIndex {
+    root: PathBuf,
+    made: Option<std::time::Instant>,
+    last: std::collections::HashMap<String, u32>,
+    pair: std::collections::HashMap<(String, String), u32>,
+}
+
+/// At most this many folders are looked at for the index.
+const INDEX_FOLDERS: usize = 50_000;
+
+impl FolderIndex {
+    /// Counts the folders under `root`, leaving out hidden ones and the
+    /// usual dependency and build folders; made again after five minutes.
+    fn refresh(&mut self) {
+        let fresh = self
+            .made
+            .is_some_and(|m| m.elapsed() < std::time::Duration::from_secs(300));
+        if fresh {
+            return;
+        }
+        self.last.clear();
+        self.pair.clear();
+        let mut stack = vec![(self.root.clone(), 0usize)];
+        let mut seen = 0;
+        while let Some((dir, depth)) = stack.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            let parent = dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            for e in entries.flatten() {
+                if !e.file_type().is_ok_and(|t| t.is_dir()) {
+                    continue;
+                }
+                let name = e.file_name().to_string_lossy().into_owned();
+                if name.starts_with('.') || matches!(name.as_str(), "node_modules" | "target") {
+                    continue;
+                }
+                seen += 1;
+                *self.last.entry(name.clone()).or_default() += 1;
+                *self.pair.entry((parent.clone(), name)).or_default() += 1;
+                if depth < 16 && seen < INDEX_FOLDERS {
+                    stack.push((e.path(), depth + 1));
+                }
+            }
+        }
+        self.made = Some(std::time::Instant::now());
+    }
+
+    /// Whether `~last` (or `~parent-last`, with `parent`) names one folder only.
+    fn unique(&self, parent: Option<&str>, last: &str) -> bool {
+        match parent {
+            None => self.last.get(last).copied().unwrap_or(0) <= 1,
+            Some(p) => {
+                self.pair
+                    .get(&(p.to_string(), last.to_string()))
+                    .copied()
+                    .unwrap_or(0)
+                    <= 1
+            }
+        }
+    }
 }
 
 /// A folder may get an automatic name once paths in it were shown this
@@ -86,13 +172,27 @@ pub fn valid_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
 }
 
+/// Whether two names cannot both be defined: one is a prefix of the other.
+fn clashes(a: &str, b: &str) -> bool {
+    a.starts_with(b) || b.starts_with(a)
+}
+
 impl Names {
     /// A table of `(name, folder)` pairs the broker already accepted (what a
     /// worker receives with its request); pairs that clash are left out.
-    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a String, &'a PathBuf)>) -> Names {
+    /// `sources` gives each name's source by its label (`hash -d` when
+    /// missing).
+    pub fn from_pairs<'a>(
+        pairs: impl IntoIterator<Item = (&'a String, &'a PathBuf)>,
+        sources: &std::collections::BTreeMap<String, String>,
+    ) -> Names {
         let mut names = Names::default();
         for (name, dir) in pairs {
-            let _ = names.define(name, dir, Source::Hash);
+            let source = sources
+                .get(name)
+                .and_then(|l| Source::from_label(l))
+                .unwrap_or(Source::Hash);
+            let _ = names.define(name, dir, source);
         }
         names
     }
@@ -117,9 +217,14 @@ impl Names {
         self.notes.extend(notes.iter().cloned());
     }
 
-    /// Turns automatic names on (folders shown often get one).
-    pub fn enable_auto(&mut self) {
+    /// Turns automatic names on (folders shown often get one) for the
+    /// project at `root`.
+    pub fn enable_auto(&mut self, root: &Path) {
         self.sightings.get_or_insert_with(Default::default);
+        self.folders = Some(FolderIndex {
+            root: root.to_path_buf(),
+            ..FolderIndex::default()
+        });
     }
 
     /// Counts a sighting of `path` (absolute, normalized, in the project),
@@ -167,8 +272,24 @@ impl Names {
             .and_then(|p| p.file_name())
             .and_then(|n| n.to_str())
             .unwrap_or("");
-        let Some(name) = [last.to_string(), format!("{parent}-{last}")]
+        // A last name several folders share is qualified by its parent,
+        // and left unnamed when the pair is shared too: `~server` must not
+        // stand for packages/tests/server beside packages/server.
+        let index = self.folders.as_mut().map(|f| {
+            f.refresh();
+            &*f
+        });
+        let candidates = [
+            (last.to_string(), index.is_none_or(|f| f.unique(None, last))),
+            (
+                format!("{parent}-{last}"),
+                !parent.is_empty() && index.is_none_or(|f| f.unique(Some(parent), last)),
+            ),
+        ];
+        let Some(name) = candidates
             .into_iter()
+            .filter(|(_, unique)| *unique)
+            .map(|(name, _)| name)
             .find(|name| matches!(self.check(name, folder, Source::Auto), Ok(true)))
         else {
             return;
@@ -236,6 +357,11 @@ impl Names {
     /// same name for the same folder again is no change.
     pub fn define(&mut self, name: &str, dir: &Path, source: Source) -> Result<(), String> {
         if self.check(name, dir, source)? {
+            // An agent's own name takes the place of nib's guesses.
+            if source == Source::Hash {
+                self.list
+                    .retain(|n| !(n.source == Source::Auto && clashes(&n.name, name)));
+            }
             self.list.push(Name {
                 name: name.to_string(),
                 dir: dir.to_path_buf(),
@@ -266,7 +392,9 @@ impl Names {
                 crate::path_text::escape_control(&shown)
             ));
         }
-        if let Some(old) = self.list.iter().find(|n| n.name == name) {
+        // What `hash -d` may replace: a name nib made from sightings.
+        let yields = |n: &Name| source == Source::Hash && n.source == Source::Auto;
+        if let Some(old) = self.list.iter().find(|n| n.name == name && !yields(n)) {
             if old.dir == dir {
                 return Ok(false);
             }
@@ -281,7 +409,7 @@ impl Names {
         if let Some(other) = self
             .list
             .iter()
-            .find(|n| n.name.starts_with(name) || name.starts_with(n.name.as_str()))
+            .find(|n| clashes(&n.name, name) && n.name != name && !yields(n))
         {
             return Err(format!(
                 "~{name} and ~{} would be prefixes of each other; ~{name} was not defined",
@@ -748,7 +876,7 @@ mod tests {
     #[test]
     fn a_folder_gets_a_name_when_it_pays_for_its_note_and_later_notes_are_short() {
         let mut n = Names::default();
-        n.enable_auto();
+        n.enable_auto(Path::new("/p"));
         let deep = Path::new("/p/services/billing/internal/reconciliation");
         let shown = "services/billing/internal/reconciliation/f.txt";
         // 40 characters of folder, ~reconciliation saves 25 a path: the
@@ -784,7 +912,7 @@ mod tests {
         // (3 characters a path against a 94-character note); a folder whose
         // name is as long as its path never is.
         let mut short = Names::default();
-        short.enable_auto();
+        short.enable_auto(Path::new("/p"));
         for _ in 0..20 {
             short.saw(Path::new("/p/src/lib/x.rs"), "src/lib/x.rs");
         }

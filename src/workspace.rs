@@ -32,7 +32,7 @@ impl Workspace {
         let mut names = Names::default();
         crate::names::load_project(&project_dir, &mut names);
         if auto {
-            names.enable_auto();
+            names.enable_auto(&project_dir);
         }
         let w = Workspace::new(project_dir);
         w.set_names(names);
@@ -217,6 +217,31 @@ impl Workspace {
         } else {
             self.project_dir.join(p)
         }
+    }
+
+    /// For an argument `~NAME/…` whose NAME is no name here (and not `~`
+    /// or `~/…`, the home folder), what to say about it.
+    pub fn unknown_name(&self, arg: &str) -> Option<String> {
+        let rest = arg.strip_prefix('~')?;
+        let name = rest.split('/').next().unwrap_or(rest);
+        if name.is_empty() || !crate::names::valid_name(name) {
+            return None;
+        }
+        let known = self
+            .own
+            .iter()
+            .chain(std::iter::once(&self.names))
+            .any(|n| {
+                n.read()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .expand(&format!("~{name}"))
+                    .is_some()
+            });
+        (!known).then(|| {
+            format!(
+                "~{name} is not a name here: names come from nib.json's \"directories\", JVM source roots, hash -d, and the folders an agent kept seeing (those live in its MCP session, and are kept for the command line once used in two sessions); write the folder's path instead"
+            )
+        })
     }
 
     /// How a path is shown to the agent.

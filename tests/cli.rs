@@ -480,3 +480,42 @@ fn nib_sh_stops_at_its_timeout_and_refuses_background() {
         "done\n"
     );
 }
+
+/// Smaller defects of real use: a line range of a file over 8 MiB is read
+/// (it was refused outright), write onto a binary file says it is binary
+/// (it asked for a tag read cannot give), and an unknown `~NAME` is named
+/// as such (it was only "no such file or folder").
+#[test]
+fn large_files_binary_files_and_unknown_names_get_clear_answers() {
+    let dir = project();
+    let mut log = String::new();
+    let mut i = 0;
+    while log.len() < 9 << 20 {
+        i += 1;
+        log.push_str(&format!("request {i} served in {} ms\n", i % 97));
+    }
+    std::fs::write(dir.path().join("server.log"), &log).unwrap();
+    let (out, err, code) = nib(
+        dir.path(),
+        &["read", "server.log:100-102", "server.log:-1"],
+        None,
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("100|request 100 served in 3 ms\n101|")
+            && out.contains(&format!("{i}|request {i} served")),
+        "{out}"
+    );
+    let png = [&b"\x89PNG\r\n\x1a\n"[..], &[0u8; 64]].concat();
+    std::fs::write(dir.path().join("logo.png"), &png).unwrap();
+    let (out, _, code) = nib(dir.path(), &["write", "logo.png"], Some("text\n"));
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("is a PNG image") && !out.contains("pass the tag"),
+        "{out}"
+    );
+    assert_eq!(std::fs::read(dir.path().join("logo.png")).unwrap(), png);
+    let (out, _, code) = nib(dir.path(), &["read", "~time/DateUtils.java"], None);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("~time is not a name here"), "{out}");
+}

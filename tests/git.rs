@@ -458,3 +458,37 @@ async fn log_keeps_the_blank_lines_between_a_messages_paragraphs() {
     );
     nib.stop().await;
 }
+
+/// A commit shows the same local time in `read DIR@REV` and in nibash's
+/// `git log` (read showed the commit's own zone: 10:00 against 05:00).
+#[tokio::test]
+async fn a_commit_shows_one_local_time_in_read_and_in_git_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    git(&root, &["init", "-q", "-b", "main"]);
+    std::fs::write(root.join("a.txt"), "one\n").unwrap();
+    git(&root, &["add", "-A"]);
+    let ok = std::process::Command::new("git")
+        .args(["-c", "user.name=Far", "-c", "user.email=far@example.org"])
+        .args(["commit", "-qm", "from far away"])
+        .current_dir(&root)
+        .env("GIT_AUTHOR_DATE", "2026-01-01T10:00:00+05:00")
+        .env("GIT_COMMITTER_DATE", "2026-01-01T10:00:00+05:00")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+    let nib = start_with(
+        Era::Handshake,
+        &root,
+        TestClient::new(Roots::Undeclared),
+        &[("TZ", "UTC")],
+    )
+    .await;
+    let read = nib.ok("read", json!({"paths": [".@HEAD"]})).await;
+    let log = sh(&nib, "git log -1").await;
+    assert!(read.contains("2026-01-01 05:00"), "{read}");
+    assert!(log.contains("2026-01-01 05:00"), "{log}");
+    nib.stop().await;
+}

@@ -347,6 +347,68 @@ async fn folders_shown_often_get_a_name_once_unless_turned_off() {
     }
 }
 
+/// An automatic name never makes a path ambiguous: in a monorepo where
+/// `packages/server` exists, the folder seen often, `packages/tests/server`,
+/// is named `~tests-server`, not `~server`; and an agent's own `hash -d`
+/// takes an automatic name (it was refused as defined "from hash -d" while
+/// nibash_status said it came from sightings).
+#[tokio::test]
+async fn automatic_names_are_never_ambiguous_and_hash_d_takes_their_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let seen = "packages/tests/server/integration/fixtures";
+    for folder in ["packages/server/src", "packages/client/src", seen] {
+        std::fs::create_dir_all(root.join(folder)).unwrap();
+    }
+    // A second `fixtures` folder too: the last name alone is shared.
+    std::fs::create_dir_all(root.join("packages/client/fixtures")).unwrap();
+    for i in 0..3 {
+        std::fs::write(
+            root.join(seen).join(format!("case{i}.json")),
+            "{\"ledger\": 1}\n",
+        )
+        .unwrap();
+    }
+    let nib = start_with(Era::Modern, &root, TestClient::new(Roots::Undeclared), &[]).await;
+    let mut notes = String::new();
+    for _ in 0..8 {
+        notes.push_str(
+            &nib.ok(
+                "grep",
+                json!({"pattern": "ledger", "paths": ["packages/tests"]}),
+            )
+            .await,
+        );
+    }
+    assert!(
+        notes.contains(
+            "~integration-fixtures now stands for packages/tests/server/integration/fixtures"
+        ),
+        "{notes}"
+    );
+    assert!(!notes.contains("~fixtures "), "{notes}");
+    // The agent's own name for a folder takes the automatic name's place.
+    let out = nib
+        .ok(
+            "nibash",
+            json!({"command": "hash -d integration-fixtures=packages/client/fixtures && echo defined"}),
+        )
+        .await;
+    assert!(out.contains("defined"), "{out}");
+    let listed = nib
+        .ok(
+            "nibash",
+            json!({"command": "ls ~integration-fixtures/ | wc -l"}),
+        )
+        .await;
+    assert_eq!(
+        listed.trim(),
+        "0",
+        "the name still points at the old folder"
+    );
+    nib.stop().await;
+}
+
 #[tokio::test]
 async fn a_name_used_in_two_sessions_is_kept_for_the_next() {
     let (_keep, root) = project_with_names();

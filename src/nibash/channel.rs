@@ -33,6 +33,11 @@ pub struct Request {
     pub cwd: PathBuf,
     /// The named directories (`hash -d`), name → folder.
     pub names: BTreeMap<String, PathBuf>,
+    /// Where each was defined, as nibash_status labels it (`seen often`:
+    /// nib made it from what the agent was shown, and an agent's own
+    /// `hash -d` may take its name).
+    #[serde(default)]
+    pub name_sources: BTreeMap<String, String>,
     /// The job number this call gets if it leaves jobs running (`$!` is `%N`).
     pub job: u32,
     /// Program rules the interpreter enforces again as commands start.

@@ -107,8 +107,12 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
     } {
         let r = ws.resolve(&p);
         if !fs::exists(&ctx.scope, &r) {
+            let hint = ws
+                .unknown_name(&p)
+                .map(|h| format!("\nhint: {h}"))
+                .unwrap_or_default();
             return Ok(ToolOutput::error(format!(
-                "find: {}: no such file or folder. Nothing was listed.",
+                "find: {}: no such file or folder. Nothing was listed.{hint}",
                 ws.display(&r)
             )));
         }

@@ -156,8 +156,11 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
         };
         let path = ws.resolve(&p);
         if !fs::exists(&ctx.scope, &path) {
+            let hint = ws
+                .unknown_name(&p)
+                .unwrap_or_else(|| "grep without paths searches the project".into());
             return Ok(ToolOutput::error(format!(
-                "grep: {}: no such file or folder. Nothing was searched.\nhint: grep without paths searches the project",
+                "grep: {}: no such file or folder. Nothing was searched.\nhint: {hint}",
                 ws.display(&path)
             )));
         }

@@ -94,6 +94,21 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
         Err(e) => return Ok(fail(e.to_string(), "check the path and its permissions")),
     };
 
+    // A binary file has no tag to give (read shows none): say so, rather
+    // than ask for one.
+    if let Some(bytes) = old.as_deref()
+        && let Some(kind) = crate::filekind::binary_kind(&path, &bytes[..bytes.len().min(8192)])
+    {
+        return Ok(fail(
+            format!(
+                "the file exists and is {kind} ({}); write replaces text files only",
+                crate::human::size(bytes.len() as u64)
+            ),
+            &format!(
+                "to replace it with text, move it to the trash first (nibash: rm {shown}), then write"
+            ),
+        ));
+    }
     let old_text = old.as_deref().map(Text::decode);
     if let (Some(bytes), Some(old_text)) = (old.as_deref(), old_text.as_ref()) {
         let current = Tag::of(bytes);

@@ -560,15 +560,19 @@ pub fn run(ctx: &Ctx, nib: &Arc<Nibash>, args: CallArgs) -> ToolOutput {
     let started_at = super::changes::start(ctx, nib);
     let entry = nib.jobs.start(&args.command, args.description.clone());
     let cwd = ctx.workspace.project_dir().to_path_buf();
+    let names = ctx.workspace.names();
     let request = Request {
         command: args.command.clone(),
         cwd: cwd.clone(),
-        names: ctx
-            .workspace
-            .names()
+        names: names
             .list()
             .iter()
             .map(|n| (n.name.clone(), n.dir.clone()))
+            .collect(),
+        name_sources: names
+            .list()
+            .iter()
+            .map(|n| (n.name.clone(), n.source.label().to_string()))
             .collect(),
         job: entry.id,
         mark: crate::fs::unique_id(),

@@ -460,8 +460,12 @@ fn hash(ctx: ExecutionContext<'_, Se>, args: Vec<CommandArg>) -> Answer<'_> {
         }
         // The broker's table, to say at once what it would refuse (it
         // checks again: the worker is not trusted).
+        let sources = super::request()
+            .map(|r| r.name_sources.clone())
+            .unwrap_or_default();
         let mut table = crate::names::Names::from_pairs(
             super::request().map(|r| &r.names).into_iter().flatten(),
+            &sources,
         );
         for d in defs {
             let Some((name, dir)) = d.split_once('=') else {

@@ -706,7 +706,10 @@ pub fn with_tools<T>(f: impl FnOnce(&Ctx, &Workspace) -> T) -> Result<T, String>
     let workspace = Workspace::new(project);
     // The broker's names, so the rows' headers shorten as the tools' do.
     if let Some(req) = super::request() {
-        workspace.set_names(crate::names::Names::from_pairs(&req.names));
+        workspace.set_names(crate::names::Names::from_pairs(
+            &req.names,
+            &req.name_sources,
+        ));
     }
     let agent = Mutex::new(Agent::default());
     let ctx = Ctx {

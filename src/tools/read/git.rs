@@ -320,7 +320,7 @@ pub fn revision(ctx: &Ctx, path: &Path, rev: &str) -> Vec<Block> {
             "show",
             "-s",
             "--format=%h %an <%ae> %ad%n%s",
-            "--date=format:%Y-%m-%d %H:%M",
+            "--date=format-local:%Y-%m-%d %H:%M",
             "--end-of-options",
             rev,
         ],

@@ -216,7 +216,7 @@ fn read_one(
     };
     let stat = match fs::stat(&ctx.scope, &path) {
         Ok(s) => s,
-        Err(e) => return missing(&ctx.scope, &path, &shown, &e),
+        Err(e) => return missing(&ctx.scope, &path, &shown, &e, ws.unknown_name(&path_arg)),
     };
     match stat.kind {
         Kind::Dir => {
@@ -235,15 +235,18 @@ fn read_one(
         Kind::File => {}
     }
     if stat.size > TEXT_LIMIT {
+        if let Some(ranges) = &ranges {
+            return large_file_lines(ctx, &path, &shown, stat.size, ranges, opts);
+        }
         return Block::failure(format!(
             "{shown} is {}, over the 8 MiB limit for text files. Nothing was read.\n\
-             hint: look into it with nibash (head, tail, grep) once the shell is available, or split it",
+             hint: read a line range of it ({shown}:1-200, {shown}:-100), or grep it",
             human::size(stat.size)
         ));
     }
     let file = match fs::read_file(&ctx.scope, &path, TEXT_LIMIT) {
         Ok(f) => f,
-        Err(e) => return missing(&ctx.scope, &path, &shown, &e),
+        Err(e) => return missing(&ctx.scope, &path, &shown, &e, None),
     };
     let head = &file.bytes[..file.bytes.len().min(8192)];
     if let Some(kind) = filekind::binary_kind(&path, head) {
@@ -321,6 +324,97 @@ fn read_one(
         block.rows = rows;
         block.extra_seen = hidden;
     }
+    block
+}
+
+/// Lines of a file over the 8 MiB that nib holds whole: read as a stream
+/// (a count of its lines, then the selected ones), printed as `N|TEXT`
+/// rows that are not anchors — nib does not edit a file that size.
+fn large_file_lines(
+    ctx: &Ctx,
+    path: &Path,
+    shown: &str,
+    size: u64,
+    ranges: &[selector::LineRange],
+    opts: ReadOptions,
+) -> Block {
+    use std::io::{BufRead, BufReader, Seek};
+    let failed = |e: std::io::Error| Block::failure(format!("{shown}: {e}. Nothing was read."));
+    let mut file = match fs::open_regular(&ctx.scope, path) {
+        Ok(f) => f,
+        Err(e) => return missing(&ctx.scope, path, shown, &e, None),
+    };
+    let mut reader = BufReader::with_capacity(1 << 16, &mut file);
+    let mut len = 0usize;
+    let mut last_open = false;
+    loop {
+        let buf = match reader.fill_buf() {
+            Ok(b) => b,
+            Err(e) => return failed(e),
+        };
+        if buf.is_empty() {
+            break;
+        }
+        len += memchr::memchr_iter(b'\n', buf).count();
+        last_open = buf.last() != Some(&b'\n');
+        let n = buf.len();
+        reader.consume(n);
+    }
+    if last_open {
+        len += 1;
+    }
+    let spans = match selector::resolve(ranges, len) {
+        Ok(s) => s,
+        Err(e) => {
+            return Block::failure(format!(
+                "{shown}: {e}. Nothing was read.\nhint: read {shown}:-20 for the last lines"
+            ));
+        }
+    };
+    drop(reader);
+    if let Err(e) = file.rewind() {
+        return failed(e);
+    }
+    let mut block = Block {
+        head: format!(
+            "[{shown}] ({}, {len} lines: over the 8 MiB nib edits, so these rows are not anchors)",
+            human::size(size)
+        ),
+        shown_path: shown.to_string(),
+        total_lines: len,
+        ..Block::default()
+    };
+    let mut reader = BufReader::with_capacity(1 << 16, file);
+    let mut line = Vec::new();
+    let mut n = 0usize;
+    let mut bytes = 0usize;
+    let last_wanted = spans.last().map_or(0, |s| s.1);
+    while n < last_wanted {
+        line.clear();
+        match reader.read_until(b'\n', &mut line) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) => return failed(e),
+        }
+        n += 1;
+        if !spans.iter().any(|&(a, b)| a <= n && n <= b) {
+            continue;
+        }
+        let text = String::from_utf8_lossy(&line);
+        let text = text.trim_end_matches(['\n', '\r']);
+        let shown_text: String = text.chars().take(opts.max_line_length).collect();
+        bytes += shown_text.len() + 8;
+        if bytes > OUTPUT_CAP {
+            block.notes.push(format!(
+                "[cut at the {} KiB output limit after line {}; read {shown}:{n}- for the rest]",
+                OUTPUT_CAP / 1024,
+                n - 1
+            ));
+            break;
+        }
+        block.rows.push(Row::plain(format!("{n}|{shown_text}")));
+    }
+    block.uncapped = true;
     block
 }
 
@@ -683,7 +777,15 @@ fn database(ctx: &Ctx, db: &str, rest: Option<&str>) -> Block {
     let shown = ctx.workspace.display(&path);
     let file = match fs::open_regular(&ctx.scope, &path) {
         Ok(f) => f,
-        Err(e) => return missing(&ctx.scope, &path, &shown, &e),
+        Err(e) => {
+            return missing(
+                &ctx.scope,
+                &path,
+                &shown,
+                &e,
+                ctx.workspace.unknown_name(db),
+            );
+        }
     };
     let answer = match rest {
         None => {
@@ -717,9 +819,17 @@ fn refuse_binary(shown: &str, kind: &str, size: u64) -> Block {
     ))
 }
 
-fn missing(scope: &fs::Scope, path: &Path, shown: &str, e: &FsError) -> Block {
+fn missing(
+    scope: &fs::Scope,
+    path: &Path,
+    shown: &str,
+    e: &FsError,
+    unknown: Option<String>,
+) -> Block {
     let mut msg = format!("{shown}: {e}. Nothing was read.");
-    if matches!(e, FsError::NotFound) {
+    if let Some(why) = unknown.filter(|_| matches!(e, FsError::NotFound)) {
+        msg.push_str(&format!("\nhint: {why}"));
+    } else if matches!(e, FsError::NotFound) {
         let parent = path.parent().unwrap_or(path);
         let name = path
             .file_name()
