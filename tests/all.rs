@@ -29,4 +29,5 @@ mod read_git;
 mod read_more;
 mod reads;
 mod replay;
+mod runners;
 mod write;

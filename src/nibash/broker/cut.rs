@@ -10,6 +10,8 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use super::runners::RowKind;
+
 /// Rows over which output is cut.
 pub const MAX_ROWS: usize = 400;
 /// Bytes over which output is cut.
@@ -25,10 +27,12 @@ const ROW_CHARS: usize = 500;
 /// How rows are picked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Decider {
-    /// The first 10 and last 30 rows, plus rows naming errors or failures
-    /// (and assertion details) with 3 rows around each, and rows naming a
-    /// place a failure row names (a backtrace's frame). Chosen on the corpus
-    /// in `bench/corpus/`: every must-see line at 12.8% of the characters.
+    /// The first 10 and last 30 rows that are not passing tests', rows
+    /// naming errors or failures and runners' failure details (first),
+    /// with 3 rows around each (then, nearest first), and rows naming a
+    /// place a failure row names (a backtrace's frame). Chosen on the
+    /// corpus in `bench/corpus/` (real runs of 14 tools): every must-see
+    /// line at 10.4% of the characters.
     Keywords,
     /// The first 100 and last 200 rows.
     Fixed,
@@ -158,58 +162,107 @@ pub fn is_long(text: &str) -> bool {
 pub fn pick(rows: &[&str], decider: Decider, extra: &dyn Fn(&str) -> bool) -> BTreeSet<usize> {
     let n = rows.len();
     let (head, tail) = decider.head_tail();
-    let mut keep: BTreeSet<usize> = (1..=head.min(n)).collect();
-    keep.extend(n.saturating_sub(tail) + 1..=n);
+    let mut keep: BTreeSet<usize> = BTreeSet::new();
     if decider == Decider::Keywords {
-        let mut budget = KEYWORD_BUDGET;
-        // Where failures point (`panicked at src/main.rs:5:22`): the rows
-        // that name the same place (a backtrace's frame) stay too.
-        let mut places: Vec<&str> = Vec::new();
-        // A row repeated (`yes`, a progress line) is judged once.
-        let mut last: Option<(&str, bool)> = None;
-        for (i, row) in rows.iter().enumerate() {
-            if budget == 0 {
-                break;
-            }
-            let failure = match last {
-                Some((r, v)) if r == *row => v,
-                _ => {
-                    let v = names_failure(row) || extra(row);
-                    last = Some((row, v));
-                    v
-                }
-            };
-            if failure {
-                places.extend(locations(row));
-                let line = i + 1;
-                for k in line.saturating_sub(AROUND).max(1)..=(line + AROUND).min(n) {
-                    if keep.insert(k) {
-                        budget = budget.saturating_sub(1);
-                    }
-                }
-            }
-        }
-        places.sort_unstable();
-        places.dedup();
-        if !places.is_empty() {
-            for (i, row) in rows.iter().enumerate() {
-                if budget == 0 {
-                    break;
-                }
-                if places.iter().any(|p| row.contains(p)) && keep.insert(i + 1) {
-                    budget -= 1;
-                }
-            }
-        }
+        keyword_rows(rows, extra, head, tail, &mut keep);
+    } else {
+        keep.extend(1..=head.min(n));
+        keep.extend(n.saturating_sub(tail) + 1..=n);
     }
     keep_headers(rows, &mut keep);
     keep
 }
 
+/// The keyword decider's rows: first every row that names a failure or
+/// carries one's detail in a runner's shape (passing tests' rows never
+/// count, whatever their names hold), in order; then the rows around
+/// them, nearest first; then rows naming a place a failure row names (a
+/// backtrace's frame) — all within [`KEYWORD_BUDGET`]. Rows that merely
+/// hold a keyword early on no longer crowd out the failures printed later.
+fn keyword_rows(
+    rows: &[&str],
+    extra: &dyn Fn(&str) -> bool,
+    head: usize,
+    tail: usize,
+    keep: &mut BTreeSet<usize>,
+) {
+    let n = rows.len();
+    let outline = super::runners::Outline::of(rows);
+    let mut reader = super::runners::Reader::default();
+    let mut cores: Vec<usize> = Vec::new();
+    let mut kinds: Vec<RowKind> = Vec::with_capacity(n);
+    let mut places: Vec<&str> = Vec::new();
+    // A row repeated (`yes`, a progress line) is judged once.
+    let mut last: Option<(&str, RowKind)> = None;
+    for (i, row) in rows.iter().enumerate() {
+        let kind = match last {
+            Some((r, k)) if r == *row => k,
+            _ => {
+                let k = match reader.kind(&outline, row) {
+                    RowKind::Pass => RowKind::Pass,
+                    RowKind::Detail => RowKind::Detail,
+                    RowKind::Plain if names_failure(row) || extra(row) => RowKind::Detail,
+                    RowKind::Plain => RowKind::Plain,
+                };
+                last = Some((row, k));
+                k
+            }
+        };
+        if kind == RowKind::Detail {
+            if places.len() < 64 {
+                places.extend(locations(row));
+            }
+            cores.push(i + 1);
+        }
+        kinds.push(kind);
+    }
+    // The first and last rows that are not passing tests' (a verbose
+    // runner's first rows are all passes); all of them when too few.
+    let telling: Vec<usize> = (1..=n).filter(|&k| kinds[k - 1] != RowKind::Pass).collect();
+    if telling.len() < head + tail {
+        keep.extend(1..=head.min(n));
+        keep.extend(n.saturating_sub(tail) + 1..=n);
+    }
+    keep.extend(telling.iter().take(head));
+    keep.extend(telling.iter().rev().take(tail));
+    // Rows of passing tests are no failure's context.
+    let context = |k: usize| k >= 1 && kinds.get(k - 1).is_some_and(|&c| c != RowKind::Pass);
+    let mut budget = KEYWORD_BUDGET;
+    let mut take = |k: usize, keep: &mut BTreeSet<usize>| {
+        if budget > 0 && (1..=n).contains(&k) && keep.insert(k) {
+            budget -= 1;
+        }
+        budget > 0
+    };
+    for &c in &cores {
+        if !take(c, keep) {
+            return;
+        }
+    }
+    for d in 1..=AROUND {
+        for &c in &cores {
+            for k in [c.saturating_sub(d), c + d] {
+                if context(k) && !take(k, keep) {
+                    return;
+                }
+            }
+        }
+    }
+    places.sort_unstable();
+    places.dedup();
+    if !places.is_empty() {
+        for (i, row) in rows.iter().enumerate() {
+            if places.iter().any(|p| row.contains(p)) && !take(i + 1, keep) {
+                return;
+            }
+        }
+    }
+}
+
 /// Whether a row heads the rows of one file: nib's `[PATH#TAG]` (and
 /// `[PATH] (not in the working tree)`) or a raw diff's `diff --git`.
 fn is_file_header(row: &str) -> bool {
-    if row.starts_with("diff --git ") {
+    if row.starts_with("diff --git ") || super::runners::is_path_header(row) {
         return true;
     }
     let Some(inner) = row.strip_prefix('[') else {

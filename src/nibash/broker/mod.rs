@@ -29,6 +29,7 @@ pub mod decide;
 pub mod exec_judge;
 pub mod jobs;
 pub mod rules;
+pub mod runners;
 pub mod skim;
 pub mod summary;
 pub mod warm;
