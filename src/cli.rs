@@ -208,11 +208,20 @@ fn parse_skim(rest: &[String]) -> Result<Command, UsageError> {
             path => paths.push(path.to_string()),
         }
     }
+    tool_with_paths("skim", map, paths)
+}
+
+/// A tool verb that needs at least one PATH, with its paths.
+fn tool_with_paths(
+    verb: &'static str,
+    mut map: Map<String, Value>,
+    paths: Vec<String>,
+) -> Result<Command, UsageError> {
     if paths.is_empty() {
-        return Err(UsageError("skim needs at least one PATH".into()));
+        return Err(UsageError(format!("{verb} needs at least one PATH")));
     }
     map.insert("paths".into(), json!(paths));
-    Ok(Command::Tool("skim", map))
+    Ok(Command::Tool(verb, map))
 }
 
 /// One verb's lines of [`USAGE`] (its synopsis and the lines that continue
@@ -348,11 +357,7 @@ fn parse_read(rest: &[String]) -> Result<Command, UsageError> {
             path => paths.push(path.to_string()),
         }
     }
-    if paths.is_empty() {
-        return Err(UsageError("read needs at least one PATH".into()));
-    }
-    map.insert("paths".into(), json!(paths));
-    Ok(Command::Tool("read", map))
+    tool_with_paths("read", map, paths)
 }
 
 fn parse_setup(rest: &[String]) -> Result<Command, UsageError> {
