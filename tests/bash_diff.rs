@@ -166,6 +166,22 @@ const SCRIPTS: &[(&str, &str)] = &[
         "set -e; if false; then echo no; fi; false || echo handled; echo end",
     ),
     ("exit status of the last command", "true; false"),
+    (
+        "nib's plumbing is not among the commands",
+        "compgen -A command | grep -c __nib; compgen -A function | grep -c __nib; enable | grep -c __nib; true",
+    ),
+    (
+        "nib's stand-ins for programs are not builtins",
+        "compgen -b | grep -c -x -e cat -e grep -e sed -e head -e ls; compgen -A builtin ec",
+    ),
+    (
+        "command -v -p takes the standard PATH",
+        "command -v -p cat; command -p cat /dev/null && echo ran",
+    ),
+    (
+        "type says a hash -p path is hashed",
+        "hash -p /bin/ls ls; type ls; type -t ls",
+    ),
 ];
 
 /// The project each run starts from.

@@ -36,7 +36,55 @@ pub fn builtins() -> Vec<(&'static str, CommandExecuteFunc<Se>)> {
         ("type", type_),
         ("command", type_),
         ("enable", enable),
+        ("compgen", compgen),
     ]
+}
+
+/// Whether a builtin is nib's own plumbing, never shown to a script.
+fn internal(name: &str) -> bool {
+    name.starts_with("__nib_")
+}
+
+/// `compgen`: brush's, with nib's own plumbing (`__nib_discarded`) left out
+/// of what it lists.
+fn compgen(ctx: ExecutionContext<'_, Se>, args: Vec<CommandArg>) -> Answer<'_> {
+    Box::pin(async move {
+        use std::io::{Read, Seek};
+        let Ok(fd) = rustix::fs::memfd_create("nib-compgen", rustix::fs::MemfdFlags::CLOEXEC)
+        else {
+            return call_original(ctx, args).await;
+        };
+        let mut listed = std::fs::File::from(fd);
+        let Ok(copy) = listed.try_clone() else {
+            return call_original(ctx, args).await;
+        };
+        let mut params = ctx.params.clone();
+        params.set_fd(1, brush_core::openfiles::OpenFile::File(copy));
+        let inner = ExecutionContext {
+            shell: ctx.shell,
+            command_name: ctx.command_name.clone(),
+            params,
+        };
+        // Asked for builtins only (`-b`, `-A builtin`): nib's stand-ins for
+        // programs are not bash builtins either.
+        let argv = strings(&args);
+        let builtins_only = argv.iter().skip(1).any(|a| a == "-b")
+            || argv.windows(2).any(|w| w[0] == "-A" && w[1] == "builtin");
+        let other_actions = argv.iter().skip(1).any(|a| {
+            a.starts_with('-') && a.len() > 1 && a != "-b" && a != "-A" && !a.starts_with("-A")
+        }) || argv.windows(2).any(|w| w[0] == "-A" && w[1] != "builtin");
+        let result = call_original(inner, args).await?;
+        let mut text = String::new();
+        if listed.rewind().is_ok() {
+            let _ = listed.read_to_string(&mut text);
+        }
+        let mut out = ctx.stdout();
+        let stand_in = |l: &str| builtins_only && !other_actions && STAND_INS.contains(&l);
+        for line in text.lines().filter(|l| !internal(l) && !stand_in(l)) {
+            let _ = writeln!(out, "{line}");
+        }
+        Ok(result)
+    })
 }
 
 fn strings(args: &[CommandArg]) -> Vec<String> {
@@ -507,6 +555,7 @@ fn enable(ctx: ExecutionContext<'_, Se>, args: Vec<CommandArg>) -> Answer<'_> {
         }
         let hidden = |n: &str| {
             STAND_INS.contains(&n)
+                || internal(n)
                 || super::request().is_some_and(|r| {
                     r.rules
                         .iter()
@@ -568,11 +617,11 @@ fn type_(mut ctx: ExecutionContext<'_, Se>, args: Vec<CommandArg>) -> Answer<'_>
             .skip(1)
             .partition(|a| a.starts_with('-') && a.len() > 1);
         let letters: String = flags.iter().flat_map(|f| f.chars().skip(1)).collect();
-        let known = if is_command { "vV" } else { "tpPaf" };
+        let known = if is_command { "vVp" } else { "tpPaf" };
         if names.is_empty()
             || !names.iter().any(|n| STAND_INS.contains(&n.as_str()))
             || !letters.chars().all(|c| known.contains(c))
-            || (is_command && letters.is_empty())
+            || (is_command && !letters.contains('v') && !letters.contains('V'))
         {
             return call_original(ctx, args).await;
         }
@@ -588,11 +637,24 @@ fn type_(mut ctx: ExecutionContext<'_, Se>, args: Vec<CommandArg>) -> Answer<'_>
                 }
                 continue;
             }
-            let paths: Vec<std::path::PathBuf> = if letters.contains('a') {
+            // `command -p`: the standard PATH, as bash takes it from confstr.
+            let standard = |n: &str| {
+                ["/bin", "/usr/bin"]
+                    .iter()
+                    .map(|d| std::path::Path::new(d).join(n))
+                    .find(|p| p.is_file())
+            };
+            let hashed = ctx.shell.program_location_cache().get(n.as_str());
+            let paths: Vec<std::path::PathBuf> = if is_command && letters.contains('p') {
+                standard(n).into_iter().collect()
+            } else if letters.contains('a') {
                 ctx.shell.find_executables_in_path(n).collect()
             } else {
-                ctx.shell
-                    .find_first_executable_in_path_using_cache(n)
+                // The hashed path when there is one; looking does not hash
+                // (bash hashes a program when it runs it).
+                hashed
+                    .clone()
+                    .or_else(|| ctx.shell.find_first_executable_in_path(n))
                     .into_iter()
                     .collect()
             };
@@ -608,6 +670,8 @@ fn type_(mut ctx: ExecutionContext<'_, Se>, args: Vec<CommandArg>) -> Answer<'_>
                     "file".to_string()
                 } else if letters.contains('v') || letters.contains('p') || letters.contains('P') {
                     p.display().to_string()
+                } else if hashed.as_ref() == Some(&p) && !letters.contains('a') {
+                    format!("{n} is hashed ({})", p.display())
                 } else {
                     format!("{n} is {}", p.display())
                 };

@@ -1,11 +1,13 @@
 //! stderr sent to `/dev/null`, kept aside: before the command line runs, each
 //! `2>/dev/null` (and `2>>/dev/null`) in its syntax tree is pointed at a
 //! capture file of its own in the worker's temp folder instead, and the
-//! command it belongs to is wrapped as `{ CMD 2>>CAPTURE; __nib_discarded N $?; }`
+//! command it belongs to is wrapped as `{ CMD 2>>CAPTURE; __nib_discarded N $? T; }`
 //! so its status is known (the builtin records it and returns it unchanged:
 //! `$?`, `set -e`, `if` and `||` see what they would have seen). Every such
 //! command that failed — whatever the call's own status — is named in the
-//! closing line with the first line it wrote there
+//! closing line with the first line it wrote there, unless the script tests
+//! its status itself (T is 1: an `if`, `while` or `until` condition, `!`, the
+//! left of `&&`/`||`), as bash would say nothing of it
 //! (`[exit 0; cat exited 1, its stderr discarded: "…"]`); the output itself
 //! stays without it, as the command line asked.
 //!
@@ -16,23 +18,26 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use brush_parser::ast::{
-    Command, CommandPrefixOrSuffixItem, IoFileRedirectKind, IoFileRedirectTarget, IoRedirect,
-    Program,
+    AndOr, Command, CommandPrefixOrSuffixItem, CompoundCommand, CompoundList, IoFileRedirectKind,
+    IoFileRedirectTarget, IoRedirect, Program,
 };
 
 /// The builtin a wrapped command reports its status to.
 pub const BUILTIN: &str = "__nib_discarded";
 
-/// The statuses wrapped commands ended with, by capture index (the last run).
-static STATUSES: Mutex<Vec<Option<i32>>> = Mutex::new(Vec::new());
+/// The statuses wrapped commands ended with, by capture index (the last
+/// run), and whether the script tests that status itself.
+static STATUSES: Mutex<Vec<Option<(i32, bool)>>> = Mutex::new(Vec::new());
 
-/// Records that the command of capture `index` ended with `status`.
-pub fn record(index: usize, status: i32) {
+/// Records that the command of capture `index` ended with `status`;
+/// `tested`: its status decides what the script does next (`if`, `while`,
+/// `!`, the left of `&&`/`||`), so its failure is the script's to handle.
+pub fn record(index: usize, status: i32, tested: bool) {
     let mut s = STATUSES.lock().unwrap_or_else(|p| p.into_inner());
     if s.len() <= index {
         s.resize(index + 1, None);
     }
-    s[index] = Some(status);
+    s[index] = Some((status, tested));
 }
 
 /// How many failures the closing line names before it only counts.
@@ -69,6 +74,9 @@ impl Captures {
     /// its command so its status is recorded.
     pub fn rewrite(&mut self, program: &mut Program) {
         nib_policy::ast::walk(program, self);
+        for list in &mut program.complete_commands {
+            tested_list(list, false);
+        }
     }
 
     /// The capture index of a redirection this rewrite made, if it is one.
@@ -82,10 +90,91 @@ impl Captures {
     }
 }
 
-/// The wrapper `{ :; __nib_discarded N $?; }`, parsed, so its nodes are
-/// whatever brush-parser makes of that text.
+/// Marks the wrappers whose command's status the script tests: the last
+/// pipeline of a list whose status is tested, every pipeline but the last
+/// of an `&&`/`||` chain, a `!` pipeline, an `if`/`while`/`until`
+/// condition. Bodies of loops, cases and functions are not tested.
+fn tested_list(list: &mut CompoundList, tested: bool) {
+    let n = list.0.len();
+    for (i, item) in list.0.iter_mut().enumerate() {
+        let and_or = &mut item.0;
+        let count = 1 + and_or.additional.len();
+        let pipelines = std::iter::once(&mut and_or.first).chain(and_or.additional.iter_mut().map(
+            |a| match a {
+                AndOr::And(p) | AndOr::Or(p) => p,
+            },
+        ));
+        for (k, p) in pipelines.enumerate() {
+            let tested = p.bang || k + 1 < count || (tested && i + 1 == n);
+            let last = p.seq.len().saturating_sub(1);
+            for (j, c) in p.seq.iter_mut().enumerate() {
+                tested_command(c, tested && j == last);
+            }
+        }
+    }
+}
+
+fn tested_command(c: &mut Command, tested: bool) {
+    let Command::Compound(compound, _) = c else {
+        return;
+    };
+    match compound {
+        CompoundCommand::BraceGroup(g) => {
+            if let Some(flag) = wrapper_flag(&mut g.list) {
+                if tested {
+                    flag.value = "1".into();
+                }
+                if let Some(item) = g.list.0.first_mut() {
+                    for inner in &mut item.0.first.seq {
+                        tested_command(inner, tested);
+                    }
+                }
+            } else {
+                tested_list(&mut g.list, tested);
+            }
+        }
+        CompoundCommand::Subshell(s) => tested_list(&mut s.list, tested),
+        CompoundCommand::IfClause(i) => {
+            tested_list(&mut i.condition, true);
+            tested_list(&mut i.then, tested);
+            for e in i.elses.iter_mut().flatten() {
+                if let Some(cond) = &mut e.condition {
+                    tested_list(cond, true);
+                }
+                tested_list(&mut e.body, tested);
+            }
+        }
+        CompoundCommand::WhileClause(w) | CompoundCommand::UntilClause(w) => {
+            tested_list(&mut w.0, true);
+            tested_list(&mut w.1.list, false);
+        }
+        _ => {}
+    }
+}
+
+/// In a wrapper's list (`CMD; __nib_discarded N $? 0`), the word that says
+/// whether CMD's status is tested.
+fn wrapper_flag(list: &mut CompoundList) -> Option<&mut brush_parser::ast::Word> {
+    if list.0.len() != 2 {
+        return None;
+    }
+    let Command::Simple(s) = list.0.get_mut(1)?.0.first.seq.first_mut()? else {
+        return None;
+    };
+    if s.word_or_name.as_ref()?.value != BUILTIN {
+        return None;
+    }
+    s.suffix.as_mut()?.0.iter_mut().rev().find_map(|i| match i {
+        CommandPrefixOrSuffixItem::Word(w) => Some(w),
+        _ => None,
+    })
+}
+
+/// The wrapper `{ :; __nib_discarded N $? 0; }`, parsed, so its nodes are
+/// whatever brush-parser makes of that text (the `0` becomes `1` where the
+/// script tests the command's status).
 fn wrapper(index: usize) -> Option<Command> {
-    let text = format!("{{ :; {BUILTIN} {index} $?; }}");
+    let text = format!("{{ :; {BUILTIN} {index} $? 0; }}");
     let mut parser = brush_parser::Parser::new(
         std::io::BufReader::new(text.as_bytes()),
         &brush_parser::ParserOptions::default(),
@@ -214,10 +303,14 @@ impl Captures {
     /// `code`.
     pub fn report(&self, code: i32) -> Option<String> {
         let statuses = STATUSES.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        // A failure the script tests is the script's to handle, as in bash.
         let failed: Vec<(usize, i32)> = statuses
             .iter()
             .enumerate()
-            .filter_map(|(i, s)| s.filter(|&s| s != 0).map(|s| (i, s)))
+            .filter_map(|(i, s)| {
+                s.filter(|&(s, tested)| s != 0 && !tested)
+                    .map(|(s, _)| (i, s))
+            })
             .collect();
         if failed.is_empty() {
             // A failure that ended the line before its status was recorded

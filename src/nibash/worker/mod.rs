@@ -162,8 +162,9 @@ fn ls(
     })
 }
 
-/// `__nib_discarded N STATUS`: a command whose stderr went to a capture
-/// ended with STATUS; returns it unchanged.
+/// `__nib_discarded N STATUS TESTED`: a command whose stderr went to a
+/// capture ended with STATUS (TESTED 1: the script tests it); returns it
+/// unchanged.
 fn discarded_status(
     _ctx: brush_core::ExecutionContext<'_, Se>,
     args: Vec<brush_core::commands::CommandArg>,
@@ -172,7 +173,7 @@ fn discarded_status(
         let n = |i: usize| args.get(i).and_then(|a| a.to_string().parse::<i32>().ok());
         let status = n(2).unwrap_or(0);
         if let Some(index) = n(1).and_then(|i| usize::try_from(i).ok()) {
-            discarded::record(index, status);
+            discarded::record(index, status, n(3) == Some(1));
         }
         Ok(brush_core::ExecutionResult::new(
             u8::try_from(status & 0xff).unwrap_or(1),
