@@ -182,6 +182,10 @@ const SCRIPTS: &[(&str, &str)] = &[
         "type says a hash -p path is hashed",
         "hash -p /bin/ls ls; type ls; type -t ls",
     ),
+    (
+        "$_ after a command whose stderr is discarded",
+        "value=world\nbuiltin missing=$value 2>/dev/null\nprintf 'status=%s last=<%s>\\n' \"$?\" \"$_\"\nls nothing-here 2>/dev/null\necho \"[$_]\"",
+    ),
 ];
 
 /// The project each run starts from.

@@ -1,7 +1,7 @@
 //! stderr sent to `/dev/null`, kept aside: before the command line runs, each
 //! `2>/dev/null` (and `2>>/dev/null`) in its syntax tree is pointed at a
 //! capture file of its own in the worker's temp folder instead, and the
-//! command it belongs to is wrapped as `{ CMD 2>>CAPTURE; __nib_discarded N $? T; }`
+//! command it belongs to is wrapped as `{ CMD 2>>CAPTURE; __nib_discarded N $? T "$_"; }`
 //! so its status is known (the builtin records it and returns it unchanged:
 //! `$?`, `set -e`, `if` and `||` see what they would have seen). Every such
 //! command that failed — whatever the call's own status — is named in the
@@ -152,8 +152,8 @@ fn tested_command(c: &mut Command, tested: bool) {
     }
 }
 
-/// In a wrapper's list (`CMD; __nib_discarded N $? 0`), the word that says
-/// whether CMD's status is tested.
+/// In a wrapper's list (`CMD; __nib_discarded N $? 0 "$_"`), the word that
+/// says whether CMD's status is tested.
 fn wrapper_flag(list: &mut CompoundList) -> Option<&mut brush_parser::ast::Word> {
     if list.0.len() != 2 {
         return None;
@@ -164,17 +164,23 @@ fn wrapper_flag(list: &mut CompoundList) -> Option<&mut brush_parser::ast::Word>
     if s.word_or_name.as_ref()?.value != BUILTIN {
         return None;
     }
-    s.suffix.as_mut()?.0.iter_mut().rev().find_map(|i| match i {
-        CommandPrefixOrSuffixItem::Word(w) => Some(w),
-        _ => None,
-    })
+    s.suffix
+        .as_mut()?
+        .0
+        .iter_mut()
+        .filter_map(|i| match i {
+            CommandPrefixOrSuffixItem::Word(w) => Some(w),
+            _ => None,
+        })
+        .nth(2)
 }
 
-/// The wrapper `{ :; __nib_discarded N $? 0; }`, parsed, so its nodes are
-/// whatever brush-parser makes of that text (the `0` becomes `1` where the
-/// script tests the command's status).
+/// The wrapper `{ :; __nib_discarded N $? 0 "$_"; }`, parsed, so its nodes
+/// are whatever brush-parser makes of that text (the `0` becomes `1` where
+/// the script tests the command's status; `"$_"` last keeps `$_` what the
+/// command left, as the wrapper's own last word would otherwise be).
 fn wrapper(index: usize) -> Option<Command> {
-    let text = format!("{{ :; {BUILTIN} {index} $? 0; }}");
+    let text = format!("{{ :; {BUILTIN} {index} $? 0 \"$_\"; }}");
     let mut parser = brush_parser::Parser::new(
         std::io::BufReader::new(text.as_bytes()),
         &brush_parser::ParserOptions::default(),
