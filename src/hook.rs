@@ -9,7 +9,8 @@
 //! - SessionStart (startup, compact, clear) and PostCompact: what the session's
 //!   agents saw stops counting ([`crate::agents::record_reset`]); a SessionStart
 //!   that names a parent session records a fork ([`crate::agents::record_fork`]).
-//! - UserPromptSubmit and SessionStart: a one-line reminder of nib's tools.
+//! - UserPromptSubmit and SessionStart: a one-line reminder of nib's tools
+//!   (a session's first prompt gets none: SessionStart's is in the same request).
 //!
 //! It runs on every tool call, so it does little: no runtime, a few small
 //! files under the state folder.
@@ -53,6 +54,14 @@ fn quiet() -> HookAnswer {
 
 fn context(event: &str) -> HookAnswer {
     answer(json!({"hookSpecificOutput": {"hookEventName": event, "additionalContext": REMINDER}}))
+}
+
+/// The mark a session's SessionStart reminder leaves for its first prompt.
+fn reminded_mark(state: &Path, session: &str) -> std::path::PathBuf {
+    state.join("hook").join("reminded").join(format!(
+        "{:016x}",
+        xxhash_rust::xxh3::xxh3_64(session.as_bytes())
+    ))
 }
 
 /// Whether nib reads this file as text (so the built-in Read is refused once).
@@ -162,6 +171,14 @@ pub fn run(state: &Path, input: &[u8]) -> HookAnswer {
             {
                 let _ = agents::record_fork(state, &session, &parent);
             }
+            // The first prompt of the session gets no second copy.
+            if !session.is_empty() {
+                let mark = reminded_mark(state, &session);
+                if let Some(dir) = mark.parent() {
+                    let _ = std::fs::create_dir_all(dir);
+                }
+                let _ = std::fs::write(&mark, b"");
+            }
             context("SessionStart")
         }
         "PostCompact" => {
@@ -170,7 +187,14 @@ pub fn run(state: &Path, input: &[u8]) -> HookAnswer {
             }
             quiet()
         }
-        "UserPromptSubmit" => context("UserPromptSubmit"),
+        "UserPromptSubmit" => {
+            // Right after SessionStart's reminder, the same text would reach
+            // the model twice in one request.
+            if !session.is_empty() && std::fs::remove_file(reminded_mark(state, &session)).is_ok() {
+                return quiet();
+            }
+            context("UserPromptSubmit")
+        }
         _ => quiet(),
     }
 }

@@ -6,10 +6,16 @@
 //! In a project: `.mcp.json` (the nib stdio server), `.claude/settings.local.json`
 //! (approval of that server, nib's hook for Read, nib's own tools, SessionStart,
 //! PostCompact and UserPromptSubmit, deny rules for Bash, Grep, Glob, Edit and
-//! Write, an allow rule for `mcp__nib__nibash_status`), and `opencode.json` when
-//! the project has one. With `--user`: the Claude config folder's
-//! `settings.json` ($CLAUDE_CONFIG_DIR, else ~/.claude), the server at user
-//! scope in `~/.claude.json`, and OpenCode's user `opencode.json` if it exists.
+//! Write, an allow rule for `mcp__nib__nibash_status`), and `opencode.json` (or
+//! `opencode.jsonc`) when the project has one — else a note with what to add.
+//! With `--user`: the Claude config folder's `settings.json`
+//! ($CLAUDE_CONFIG_DIR, else ~/.claude), the server at user scope in
+//! `~/.claude.json`, and OpenCode's user `opencode.json` if it exists, all
+//! naming this binary by its path (Claude Code started from an IDE has
+//! another PATH). It says which files it created and which it updated, names
+//! allow rules nib's deny rules stop, gives what to paste into a file it
+//! cannot edit, and the trust, `-p` and channel hints once, when nib's server
+//! entry is first written.
 //! Options (`--provider`, `--decider`, `--summary`, `--opencode`) are kept in
 //! `~/.config/nib/setup.json` ($XDG_CONFIG_HOME); an empty value clears one.
 
@@ -43,6 +49,8 @@ pub struct Change {
     pub before: String,
     /// Its text after setup.
     pub after: String,
+    /// The file was there before.
+    pub existed: bool,
 }
 
 /// Where setup writes.
@@ -59,6 +67,11 @@ pub struct Places {
     /// How to name the nib binary: `nib` when PATH finds this binary, else
     /// its absolute path (see [`command_name`]).
     pub nib: PathBuf,
+    /// This binary's absolute path: what the user's configuration names
+    /// (Claude Code started from an IDE has another PATH).
+    pub exe: PathBuf,
+    /// Another `nib` that PATH finds first, if any.
+    pub other_nib: Option<PathBuf>,
 }
 
 impl Places {
@@ -73,13 +86,18 @@ impl Places {
             .unwrap_or_else(|| home.join(".claude"));
         let config_dir = crate::config::config_dir();
         let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("nib"));
-        let nib = command_name(&exe, std::env::var_os("PATH").as_deref());
+        let exe = std::fs::canonicalize(&exe).unwrap_or(exe);
+        let path = std::env::var_os("PATH");
+        let nib = command_name(&exe, path.as_deref());
+        let other_nib = first_on_path(path.as_deref()).filter(|p| !same_file(p, &exe));
         Places {
             project: project.to_path_buf(),
             home,
             claude_dir,
             config_dir,
             nib,
+            exe,
+            other_nib,
         }
     }
 }
@@ -88,19 +106,26 @@ impl Places {
 /// this very binary (so the files can be shared, say through the
 /// repository), else the binary's absolute path.
 pub fn command_name(exe: &Path, path: Option<&std::ffi::OsStr>) -> PathBuf {
-    use std::os::unix::fs::MetadataExt;
-    let same = |a: &Path, b: &Path| match (std::fs::metadata(a), std::fs::metadata(b)) {
-        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
-        _ => false,
-    };
-    let on_path = path
-        .into_iter()
+    match first_on_path(path) {
+        Some(p) if same_file(&p, exe) => PathBuf::from("nib"),
+        _ => exe.to_path_buf(),
+    }
+}
+
+/// The `nib` that PATH finds first.
+fn first_on_path(path: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
+    path.into_iter()
         .flat_map(std::env::split_paths)
         .map(|d| d.join("nib"))
-        .find(|p| p.is_file());
-    match on_path {
-        Some(p) if same(&p, exe) => PathBuf::from("nib"),
-        _ => exe.to_path_buf(),
+        .find(|p| p.is_file())
+}
+
+/// Whether two paths are the same file.
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => false,
     }
 }
 
@@ -217,9 +242,9 @@ pub fn mcp_server(config: &mut Value, nib: &Path) {
         return;
     };
     let command = nib.display().to_string();
-    let entry = servers.entry("nib".to_string()).or_insert_with(
-        || json!({"type": "stdio", "command": command, "args": [], "alwaysLoad": true}),
-    );
+    let entry = servers
+        .entry("nib".to_string())
+        .or_insert_with(|| nib_server(nib));
     let ours = entry
         .get("command")
         .and_then(Value::as_str)
@@ -228,6 +253,46 @@ pub fn mcp_server(config: &mut Value, nib: &Path) {
         m.insert("command".into(), json!(command));
         m.insert("alwaysLoad".into(), json!(true));
     }
+}
+
+/// Claude Code's entry for the nib server.
+fn nib_server(nib: &Path) -> Value {
+    json!({"type": "stdio", "command": nib.display().to_string(), "args": [], "alwaysLoad": true})
+}
+
+/// What `opencode` adds, as JSON to paste into a file setup cannot edit.
+fn opencode_snippet(nib: &Path) -> String {
+    let mut v = json!({});
+    opencode(&mut v, nib);
+    serde_json::to_string(&v).unwrap_or_default()
+}
+
+/// The tools whose bare deny nib adds, and allow rules that name them with
+/// a pattern (`Bash(ls:*)`): Claude Code lets the deny win, so such a rule
+/// stops working; said so, naming each.
+fn shadowed_allows(settings: &Value, path: &Path) -> Vec<String> {
+    let allows = settings
+        .get("permissions")
+        .and_then(|p| p.get("allow"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    allows
+        .iter()
+        .filter_map(Value::as_str)
+        .filter(|rule| {
+            ["Bash(", "Grep(", "Glob(", "Edit(", "Write("]
+                .iter()
+                .any(|t| rule.starts_with(t))
+        })
+        .map(|rule| {
+            let tool = rule.split('(').next().unwrap_or(rule);
+            format!(
+                "{}: the allow rule {rule} stops working under the deny rule {tool} that nib adds (Claude Code lets a deny win); nib's tools do that work now (nibash for Bash), or remove {tool} from permissions.deny to keep it",
+                path.display()
+            )
+        })
+        .collect()
 }
 
 /// OpenCode: the nib server as a local MCP server, and deny rules for its own tools.
@@ -289,8 +354,19 @@ pub fn remember(saved: &mut Value, args: &SetupArgs) {
 /// Plans every change: (file, what to do to its JSON, create it when missing).
 pub fn plan(places: &Places, args: &SetupArgs) -> (Vec<Change>, Vec<String>) {
     type Edit<'a> = Box<dyn Fn(&mut Value) + 'a>;
-    let nib = &places.nib;
+    // The user's configuration serves every project, whatever PATH Claude
+    // Code starts with (an IDE's may lack the nib a terminal finds): it
+    // names this binary by its path. A project's may be shared: `nib` when
+    // PATH finds this very binary.
+    let nib = if args.user { &places.exe } else { &places.nib };
     let mut targets: Vec<(PathBuf, Edit, bool)> = Vec::new();
+    let opencode_file = |dir: &Path| {
+        ["opencode.json", "opencode.jsonc"]
+            .iter()
+            .map(|n| dir.join(n))
+            .find(|p| p.exists())
+    };
+    let mut notes = Vec::new();
     if args.user {
         targets.push((
             places.claude_dir.join("settings.json"),
@@ -302,8 +378,13 @@ pub fn plan(places: &Places, args: &SetupArgs) -> (Vec<Change>, Vec<String>) {
             Box::new(|v| mcp_server(v, nib)),
             true,
         ));
-        let oc = places.home.join(".config/opencode/opencode.json");
-        targets.push((oc, Box::new(|v| opencode(v, nib)), false));
+        match opencode_file(&places.home.join(".config/opencode")) {
+            Some(oc) => targets.push((oc, Box::new(|v| opencode(v, nib)), false)),
+            None => notes.push(format!(
+                "OpenCode: no ~/.config/opencode/opencode.json, so nib was not added there; to use nib with OpenCode, create it with {{}} and run nib setup --user again, or add this to it: {}",
+                opencode_snippet(nib)
+            )),
+        }
     } else {
         targets.push((
             places.project.join(".mcp.json"),
@@ -315,11 +396,13 @@ pub fn plan(places: &Places, args: &SetupArgs) -> (Vec<Change>, Vec<String>) {
             Box::new(|v| claude_settings(v, nib, true)),
             true,
         ));
-        targets.push((
-            places.project.join("opencode.json"),
-            Box::new(|v| opencode(v, nib)),
-            false,
-        ));
+        match opencode_file(&places.project) {
+            Some(oc) => targets.push((oc, Box::new(|v| opencode(v, nib)), false)),
+            None => notes.push(format!(
+                "OpenCode: this project has no opencode.json, so nib was not added for OpenCode; to use it there, create opencode.json with {{}} and run nib setup again, or add this to it: {}",
+                opencode_snippet(nib)
+            )),
+        }
     }
     let remembered = !args.providers.is_empty()
         || args.decider.is_some()
@@ -333,7 +416,7 @@ pub fn plan(places: &Places, args: &SetupArgs) -> (Vec<Change>, Vec<String>) {
         ));
     }
     let mut changes = Vec::new();
-    let mut warnings = Vec::new();
+    let mut warnings = notes;
     for (path, edit, create) in targets {
         let before = std::fs::read_to_string(&path).ok();
         if before.is_none() && !create {
@@ -345,8 +428,19 @@ pub fn plan(places: &Places, args: &SetupArgs) -> (Vec<Change>, Vec<String>) {
             Some(text) => match serde_json::from_str::<Value>(text) {
                 Ok(v) if v.is_object() => v,
                 _ => {
+                    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+                    let paste = if name.starts_with("opencode") {
+                        opencode_snippet(nib)
+                    } else if name == ".mcp.json" || name == ".claude.json" {
+                        serde_json::to_string(&json!({"mcpServers": {"nib": nib_server(nib)}}))
+                            .unwrap_or_default()
+                    } else {
+                        let mut v = json!({});
+                        claude_settings(&mut v, nib, !args.user);
+                        serde_json::to_string(&v).unwrap_or_default()
+                    };
                     warnings.push(format!(
-                        "{} is not plain JSON (comments or trailing commas?); left alone: add nib to it by hand",
+                        "{} is not plain JSON (comments or trailing commas?); left alone: add this to it by hand: {paste}",
                         path.display()
                     ));
                     continue;
@@ -355,6 +449,7 @@ pub fn plan(places: &Places, args: &SetupArgs) -> (Vec<Change>, Vec<String>) {
         };
         let original = value.clone();
         edit(&mut value);
+        warnings.extend(shadowed_allows(&original, &path));
         if before.is_some() && value == original {
             continue;
         }
@@ -362,6 +457,7 @@ pub fn plan(places: &Places, args: &SetupArgs) -> (Vec<Change>, Vec<String>) {
         after.push('\n');
         changes.push(Change {
             path,
+            existed: before.is_some(),
             before: before.unwrap_or_default(),
             after,
         });
@@ -386,9 +482,16 @@ pub fn run(places: &Places, args: &SetupArgs) -> (String, i32) {
     for w in &warnings {
         out.push_str(&format!("warning: {w}\n"));
     }
-    if places.nib.is_absolute() && !changes.is_empty() {
+    if !args.user && places.nib.is_absolute() && !changes.is_empty() {
+        let found = match &places.other_nib {
+            Some(other) => format!(
+                "the nib PATH finds first is another binary, {}",
+                other.display()
+            ),
+            None => "PATH finds no nib".to_string(),
+        };
         out.push_str(&format!(
-            "note: nib is named by its path, {}, because the nib found on PATH (if any) is another binary; a file shared through the repository then works only where that path exists. Put this nib on PATH and run nib setup again to name it `nib`\n",
+            "note: nib is named by its path, {}, because {found}; a file shared through the repository then works only where that path exists. Put this nib on PATH and run nib setup again to name it `nib`\n",
             places.nib.display()
         ));
     }
@@ -402,8 +505,9 @@ pub fn run(places: &Places, args: &SetupArgs) -> (String, i32) {
             continue;
         }
         let written = crate::fs::write_atomic(&crate::fs::Scope::Open, &c.path, c.after.as_bytes());
+        let verb = if c.existed { "updated" } else { "created" };
         match written {
-            Ok(_) => out.push_str(&format!("updated {}\n", c.path.display())),
+            Ok(_) => out.push_str(&format!("{verb} {}\n", c.path.display())),
             Err(e) => {
                 out.push_str(&format!("could not write {}: {e}\n", c.path.display()));
                 return (out, 1);
@@ -412,9 +516,24 @@ pub fn run(places: &Places, args: &SetupArgs) -> (String, i32) {
     }
     if args.dry_run {
         out.push_str("nib setup --dry-run: nothing was written\n");
+        return (out, 0);
     }
-    out.push_str(
-        "tip: to have jobs that end wake the agent, add \"env\": {\"NIB_CHANNEL\": \"1\"} to nib's server entry and start Claude Code with `claude --dangerously-load-development-channels server:nib`\n",
-    );
+    // Said once, when nib's server entry is first written.
+    let first = changes.iter().any(|c| {
+        !c.existed
+            && c.path
+                .file_name()
+                .is_some_and(|n| n == ".mcp.json" || n == ".claude.json")
+    }) || changes
+        .iter()
+        .any(|c| c.after.contains("\"mcpServers\"") && !c.before.contains("\"nib\""));
+    if first {
+        out.push_str(
+            "next: start claude in the project and accept its folder-trust question (until then `claude mcp list` shows nib as pending approval); `claude -p` asks nobody, so pass --allowedTools mcp__nib there\n",
+        );
+        out.push_str(
+            "tip: to have jobs that end wake the agent, add \"env\": {\"NIB_CHANNEL\": \"1\"} to nib's server entry and start Claude Code with `claude --dangerously-load-development-channels server:nib`\n",
+        );
+    }
     (out, 0)
 }

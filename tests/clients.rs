@@ -468,3 +468,113 @@ async fn agents_are_told_apart_reset_by_compaction_and_kept_across_restarts() {
     );
     nib.stop().await;
 }
+
+/// The rough edges a new user met (issue 36): created files say so; the
+/// channel tip and the trust/`-p` hint come once, never with --dry-run;
+/// OpenCode's absence is said with what to paste, opencode.jsonc is used,
+/// a commented file gets what to paste; an allow rule the bare deny stops
+/// is named; the note names the other nib PATH finds; --user names this
+/// binary by its path whatever PATH has.
+#[test]
+fn setup_says_what_it_did_and_what_it_could_not() {
+    let e = env();
+    let (out, code) = run(&e, &["setup", "--dry-run"], "");
+    assert_eq!(code, 0, "{out}");
+    assert!(!out.contains("tip:") && !out.contains("next:"), "{out}");
+    // Another nib first on PATH: the note names it.
+    let other = e.home.join("bin");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("nib"), "#!/bin/sh\nexit 0\n").unwrap();
+    let path = std::env::join_paths(
+        std::iter::once(other.clone())
+            .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),
+    )
+    .unwrap();
+    std::fs::create_dir_all(e.project.join(".claude")).unwrap();
+    std::fs::write(
+        e.project.join(".claude/settings.local.json"),
+        r#"{"permissions": {"allow": ["Bash(ls:*)", "Read"]}}"#,
+    )
+    .unwrap();
+    let (out, code) = run_with_path(&e, &["setup"], "", path.clone());
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains(&format!(
+            "created {}",
+            e.project.join(".mcp.json").display()
+        )) && out.contains(&format!(
+            "updated {}",
+            e.project.join(".claude/settings.local.json").display()
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains(&other.join("nib").display().to_string()),
+        "{out}"
+    );
+    assert!(out.contains("Bash(ls:*) stops working"), "{out}");
+    assert!(
+        out.contains("no opencode.json") && out.contains("\"mcp\""),
+        "{out}"
+    );
+    assert!(
+        out.contains("tip:")
+            && out.contains("folder-trust")
+            && out.contains("--allowedTools mcp__nib"),
+        "{out}"
+    );
+    // Run again: the tip is not repeated.
+    std::fs::write(e.project.join("opencode.jsonc"), "{}\n").unwrap();
+    let (out, _) = run_with_path(&e, &["setup"], "", path.clone());
+    assert!(!out.contains("tip:"), "{out}");
+    assert!(
+        json_file(&e.project.join("opencode.jsonc"))["mcp"]["nib"].is_object(),
+        "{out}"
+    );
+    // A commented opencode.json is left alone with what to paste.
+    std::fs::remove_file(e.project.join("opencode.jsonc")).unwrap();
+    std::fs::write(e.project.join("opencode.json"), "// mine\n{}\n").unwrap();
+    let (out, _) = run_with_path(&e, &["setup"], "", path.clone());
+    assert!(
+        out.contains("opencode.json is not plain JSON")
+            && out.contains("add this to it by hand: {\"mcp\""),
+        "{out}"
+    );
+    // --user with this nib on PATH still names it by its path.
+    let bin_dir = nib_bin().parent().unwrap().to_path_buf();
+    let path = std::env::join_paths(
+        std::iter::once(bin_dir).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),
+    )
+    .unwrap();
+    let (out, code) = run_with_path(&e, &["setup", "--user"], "", path);
+    assert_eq!(code, 0, "{out}");
+    let exe = std::fs::canonicalize(nib_bin())
+        .unwrap()
+        .display()
+        .to_string();
+    assert_eq!(
+        json_file(&e.home.join(".claude.json"))["mcpServers"]["nib"]["command"],
+        json!(exe)
+    );
+    let settings = json_file(&e.home.join(".claude/settings.json"));
+    assert_eq!(
+        settings["hooks"]["SessionStart"][0]["hooks"][0]["command"],
+        json!(format!("{exe} hook"))
+    );
+}
+
+/// The reminder reaches the model once in a session's first request:
+/// SessionStart carries it, the first prompt does not; later prompts do.
+#[test]
+fn the_reminder_is_not_sent_twice_in_the_first_request() {
+    let e = env();
+    let event = |name: &str| {
+        json!({"hook_event_name": name, "session_id": "S9", "source": "startup"}).to_string()
+    };
+    let (start, _) = run(&e, &["hook"], &event("SessionStart"));
+    assert!(start.contains("additionalContext"), "{start}");
+    let (first, _) = run(&e, &["hook"], &event("UserPromptSubmit"));
+    assert!(!first.contains("additionalContext"), "{first}");
+    let (second, _) = run(&e, &["hook"], &event("UserPromptSubmit"));
+    assert!(second.contains("additionalContext"), "{second}");
+}
