@@ -38,6 +38,8 @@ pub enum Command {
     Tool(&'static str, Map<String, Value>),
     /// Shape a saved log as nibash would show it.
     Shape(Shape),
+    /// Put a change of nib's back (`None`: list them).
+    Undo(Option<usize>),
 }
 
 /// Usage text.
@@ -60,6 +62,8 @@ usage:
   nib skim [--expect TEXT] PATH...    read long logs and reports for what TEXT asks
   nib shape --log PATH --purpose TEXT [--exit N] [--command TEXT]
                                       print what nibash would show of a saved log
+  nib undo [--list] [N]               put back nib's last change in this project (or change N
+                                      of the list), file by file, where files still hold it
   nib doctor                          which sandbox layers this machine offers
   nib statusline                      one line about the project's running nibash calls and jobs
   nib setup [--user] [--dry-run] [--provider NAME=PROGRAM] [--decider KIND]
@@ -119,6 +123,23 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
         "sh" => parse_sh(rest),
         "skim" => parse_skim(rest),
         "shape" => parse_shape(rest),
+        "undo" => match rest {
+            [] => Ok(Command::Undo(Some(1))),
+            [flag] if flag == "--list" || flag == "-l" => Ok(Command::Undo(None)),
+            [n] => n
+                .parse::<usize>()
+                .ok()
+                .filter(|&n| n > 0)
+                .map(|n| Command::Undo(Some(n)))
+                .ok_or_else(|| {
+                    UsageError(format!(
+                        "undo takes --list or a change's number; got \"{n}\""
+                    ))
+                }),
+            _ => Err(UsageError(
+                "undo takes --list or one change's number".into(),
+            )),
+        },
         "edit" => match rest.first() {
             None => Ok(Command::Tool("edit", Map::new())),
             Some(extra) => Err(UsageError(format!(
@@ -598,6 +619,34 @@ fn json_answer(out: &crate::context::ToolOutput, code: i32) -> String {
         v["needs_approval"] = json!(req.place);
     }
     format!("{v}\n")
+}
+
+/// `nib undo`: lists nib's recorded changes, or puts one back; returns the
+/// exit status (1 when a file could not be put back).
+pub fn undo(config: &Config, which: Option<usize>) -> i32 {
+    let workspace = Workspace::with_project_names(config.project_dir.clone(), false);
+    let shown = |p: &std::path::Path| workspace.display(p);
+    let stdout = std::io::stdout();
+    let tty = std::io::IsTerminal::is_terminal(&stdout);
+    let (text, code) = match which {
+        None => (
+            crate::undo::list(&config.state_dir, &config.project_dir, shown),
+            0,
+        ),
+        Some(n) => {
+            let scope = match workspace.scope(config.sandbox, config.confirm_outside_roots) {
+                Ok(s) => s,
+                Err(e) => return fail(&format!("nib undo: {e}; nothing was changed")),
+            };
+            let (text, all) =
+                crate::undo::revert(&config.state_dir, &config.project_dir, &scope, n, shown);
+            (text, i32::from(!all))
+        }
+    };
+    let _ = stdout
+        .lock()
+        .write_all(crate::terminal::for_stream(&text, tty).as_bytes());
+    code
 }
 
 /// Runs a tool verb and returns the process exit status.

@@ -39,5 +39,6 @@ pub mod stdio;
 pub mod terminal;
 pub mod text;
 pub mod tools;
+pub mod undo;
 pub mod validate;
 pub mod workspace;

@@ -116,6 +116,9 @@ fn main() -> std::process::ExitCode {
             std::process::ExitCode::SUCCESS
         }
         cli::Command::Shape(s) => std::process::ExitCode::from(cli::shape(&s)),
+        cli::Command::Undo(which) => {
+            std::process::ExitCode::from(u8::try_from(cli::undo(&config, which)).unwrap_or(1))
+        }
         cli::Command::Setup(args) => {
             let places = nib::setup::Places::from_env(&config.project_dir);
             let (out, code) = nib::setup::run(&places, &args);

@@ -520,3 +520,71 @@ fn large_files_binary_files_and_unknown_names_get_clear_answers() {
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("~time is not a name here"), "{out}");
 }
+
+/// `nib undo` puts nib's last change back, file by file, only where the file
+/// still holds what nib wrote (a file nib made goes to the trash); `--list`
+/// numbers the changes; an edit against the tag an undone change gave is
+/// refused, not rebased.
+#[test]
+fn nib_undo_puts_back_what_nib_wrote_and_only_that() {
+    let dir = project();
+    let home = tempfile::tempdir().unwrap();
+    let env: &[(&str, &std::path::Path)] = &[
+        ("NIB_STATE_DIR", &home.path().join("state")),
+        ("HOME", home.path()),
+        ("XDG_DATA_HOME", &home.path().join("data")),
+    ];
+    let original = "[package]\nname = \"demo\"\nversion = \"0.1.0\"\n";
+    std::fs::write(dir.path().join("Cargo.toml"), original).unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "keep\n").unwrap();
+    let tag_of = |out: &str| out.split('#').nth(1).unwrap()[..4].to_string();
+    let (out, _, _) = nib_with(dir.path(), &["read", "Cargo.toml", "notes.txt"], None, env);
+    let tags: Vec<String> = out
+        .lines()
+        .filter(|l| l.starts_with('['))
+        .map(tag_of)
+        .collect();
+    // One edit changes two files; a write makes a third.
+    let patch = format!(
+        "[Cargo.toml#{}]\nSUB 3: 0.1.0\n+0.2.0\n[notes.txt#{}]\nPUT 1:\n+changed by nib\n",
+        tags[0], tags[1]
+    );
+    let (out, _, code) = nib_with(dir.path(), &["edit"], Some(&patch), env);
+    assert_eq!(code, 0, "{out}");
+    let edited_tag = tag_of(&out);
+    let (out, _, code) = nib_with(dir.path(), &["write", "made.txt"], Some("by nib\n"), env);
+    assert_eq!(code, 0, "{out}");
+    let (list, _, _) = nib_with(dir.path(), &["undo", "--list"], None, env);
+    assert!(
+        list.starts_with("1: write ") && list.contains("made.txt") && list.contains("2: edit "),
+        "{list}"
+    );
+    // Someone changes notes.txt after nib.
+    std::fs::write(dir.path().join("notes.txt"), "changed by a person\n").unwrap();
+    let (out, _, code) = nib_with(dir.path(), &["undo"], None, env);
+    assert_eq!(code, 0, "{out}");
+    assert!(!dir.path().join("made.txt").exists(), "{out}");
+    let (out, _, code) = nib_with(dir.path(), &["undo"], None, env);
+    assert_eq!(code, 1, "one file was left: {out}");
+    assert!(
+        out.contains("notes.txt: changed since nib wrote it"),
+        "{out}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("Cargo.toml")).unwrap(),
+        original
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(),
+        "changed by a person\n"
+    );
+    // The tag nib's edit gave is refused now, with the current rows.
+    let patch = format!("[Cargo.toml#{edited_tag}]\nPUT 2:\n+name = \"other\"\n");
+    let (out, _, code) = nib_with(dir.path(), &["edit"], Some(&patch), env);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("was put back by nib undo"), "{out}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("Cargo.toml")).unwrap(),
+        original
+    );
+}

@@ -220,6 +220,7 @@ fn apply_sections(
     }
 
     let steps: Vec<Step> = ready.iter().flat_map(|r| r.steps.iter().cloned()).collect();
+    let undo_files = undo_files(&ctx.scope, &steps);
     if let Err(e) = journal::commit_all(
         &ctx.config.state_dir,
         steps,
@@ -232,6 +233,12 @@ fn apply_sections(
         };
         return ToolOutput::error(format!("edit failed while writing: {e}; {what}."));
     }
+    crate::undo::record(
+        &ctx.config.state_dir,
+        ctx.workspace.project_dir(),
+        "edit",
+        undo_files,
+    );
     ctx.consume_approvals(
         ready
             .iter()
@@ -537,6 +544,28 @@ fn plan_section(
                     }
                 }
             });
+            // A version nib wrote and `nib undo` has since put back is not
+            // rebased onto: the agent reads the file again.
+            if given != cur.tag
+                && crate::undo::was_undone(
+                    &ctx.config.state_dir,
+                    ctx.workspace.project_dir(),
+                    &cur.canonical,
+                    &given.to_string(),
+                )
+            {
+                let lines = around(&hunk_lines(section), 2, cur.text.len());
+                let (rows, ls) = rows_of(&cur.text, &lines);
+                return Err(Refusal::Hard(
+                    format!(
+                        "{shown}#{given} was put back by nib undo: {shown} is now #{}. Its current lines around the edit:\n{}\n{}\nhint: edit against these rows with the new tag",
+                        cur.tag,
+                        hashline::header(&shown, cur.tag),
+                        rows.join("\n")
+                    ),
+                    Some(cur.shown(ls)),
+                ));
+            }
             let (base_text, base_seen, stale) = match base {
                 Ok(b) => b,
                 Err(collision) => {
@@ -1057,6 +1086,30 @@ fn rebase(
         changed.dedup();
         Err(changed)
     }
+}
+
+/// What `nib undo` needs of the steps about to be committed: each file's
+/// bytes now and what it will hold (nothing for a file moved away).
+pub fn undo_files(scope: &fs::Scope, steps: &[Step]) -> Vec<crate::undo::FileChange> {
+    steps
+        .iter()
+        .map(|s| {
+            let (target, after) = match s {
+                Step::Place { target, bytes, .. } => (target, Some(bytes.clone())),
+                Step::Trash(target) | Step::Remove(target) => (target, None),
+            };
+            let before = target
+                .old
+                .as_ref()
+                .and_then(|_| fs::read_file(scope, &target.path, crate::context::TEXT_LIMIT).ok())
+                .map(|f| f.bytes);
+            crate::undo::FileChange {
+                path: target.path.clone(),
+                before,
+                after,
+            }
+        })
+        .collect()
 }
 
 /// Turns a planning problem into a refusal that quotes the file.

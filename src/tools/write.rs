@@ -184,6 +184,11 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
     } else {
         Written::Created
     };
+    let undo_files = vec![crate::undo::FileChange {
+        path: target.path.clone(),
+        before: old.clone(),
+        after: Some(bytes.clone()),
+    }];
     let step = crate::edit::journal::Step::Place {
         target,
         bytes: bytes.clone(),
@@ -192,6 +197,12 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
     if let Err(e) = crate::edit::journal::commit_all(&ctx.config.state_dir, vec![step], None) {
         return Ok(fail(e.message, "check the path and its permissions"));
     }
+    crate::undo::record(
+        &ctx.config.state_dir,
+        ctx.workspace.project_dir(),
+        "write",
+        undo_files,
+    );
     ctx.consume_approvals([path.as_path()]);
 
     let tag = Tag::of(&bytes);
