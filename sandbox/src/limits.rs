@@ -157,8 +157,13 @@ impl TreeCgroups {
                     std::fs::write(file, limits.tree_memory_bytes.to_string()).is_ok()
                 });
                 if capped {
-                    // No swap beyond the cap either, where v2 can say so.
+                    // No swap beyond the cap either: v2's swap of its own,
+                    // v1's memory and swap together.
                     let _ = std::fs::write(dir.join("memory.swap.max"), "0");
+                    let _ = std::fs::write(
+                        dir.join("memory.memsw.limit_in_bytes"),
+                        limits.tree_memory_bytes.to_string(),
+                    );
                     dirs.push(dir);
                 } else {
                     let _ = std::fs::remove_dir(&dir);
