@@ -9,6 +9,8 @@
 //! - SessionStart (startup, compact, clear) and PostCompact: what the session's
 //!   agents saw stops counting ([`crate::agents::record_reset`]); a SessionStart
 //!   that names a parent session records a fork ([`crate::agents::record_fork`]).
+//! - PostToolUse of nib's edit and write: the change as a diff, a message
+//!   for the person (from [`crate::undo`]'s record), not for the model.
 //! - UserPromptSubmit and SessionStart: a one-line reminder of nib's tools
 //!   (a session's first prompt gets none: SessionStart's is in the same request).
 //!
@@ -154,6 +156,33 @@ pub fn run(state: &Path, input: &[u8]) -> HookAnswer {
                 "permissionDecision": "deny",
                 "permissionDecisionReason": reason
             }}))
+        }
+        "PostToolUse" => {
+            // nib's edit and write, shown to the person as a diff (a
+            // message for the user: the agent's context does not grow).
+            let tool = match s("tool_name").as_str() {
+                "mcp__nib__edit" => "edit",
+                "mcp__nib__write" => "write",
+                _ => return quiet(),
+            };
+            let cwd = s("cwd");
+            let project = if cwd.is_empty() {
+                std::env::current_dir().unwrap_or_default()
+            } else {
+                std::path::PathBuf::from(cwd)
+            };
+            let project = std::fs::canonicalize(&project).unwrap_or(project);
+            match crate::undo::latest_diff(
+                state,
+                &project,
+                tool,
+                std::time::Duration::from_secs(120),
+            ) {
+                Some(diff) => answer(json!({
+                    "systemMessage": format!("nib {tool}:\n{}", crate::terminal::visible(&diff))
+                })),
+                None => quiet(),
+            }
         }
         "SessionStart" => {
             if matches!(s("source").as_str(), "startup" | "compact" | "clear")

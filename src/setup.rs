@@ -4,8 +4,9 @@
 //! a diff and writes nothing.
 //!
 //! In a project: `.mcp.json` (the nib stdio server), `.claude/settings.local.json`
-//! (approval of that server, nib's hook for Read, nib's own tools, SessionStart,
-//! PostCompact and UserPromptSubmit, deny rules for Bash, Grep, Glob, Edit and
+//! (approval of that server, nib's hook for Read, nib's own tools (and after
+//! nib's edit and write, for their diff), SessionStart, PostCompact and
+//! UserPromptSubmit, deny rules for Bash, Grep, Glob, Edit and
 //! Write, an allow rule for `mcp__nib__nibash_status`), and `opencode.json` (or
 //! `opencode.jsonc`) when the project has one — else a note with what to add.
 //! With `--user`: the Claude config folder's `settings.json`
@@ -228,6 +229,12 @@ pub fn claude_settings(settings: &mut Value, nib: &Path, project: bool) {
     let cmd = hook_command(nib);
     add_hook(hooks, "PreToolUse", Some("Read"), &cmd);
     add_hook(hooks, "PreToolUse", Some("mcp__nib__.*"), &cmd);
+    add_hook(
+        hooks,
+        "PostToolUse",
+        Some("mcp__nib__edit|mcp__nib__write"),
+        &cmd,
+    );
     add_hook(hooks, "SessionStart", None, &cmd);
     add_hook(hooks, "PostCompact", None, &cmd);
     add_hook(hooks, "UserPromptSubmit", None, &cmd);

@@ -143,6 +143,78 @@ fn forget_blobs(dir: &Path, change: &ChangeRecord) {
     }
 }
 
+/// Rows of diff shown to a person for one change at most.
+const DIFF_ROWS: usize = 200;
+
+/// The newest change, when it is `tool`'s and at most `within` old, as a
+/// unified diff per file (paths relative to the project) — for the person
+/// watching, not the agent. Files that changed since nib wrote them are
+/// left out.
+pub fn latest_diff(
+    state_dir: &Path,
+    project: &Path,
+    tool: &str,
+    within: std::time::Duration,
+) -> Option<String> {
+    let dir = folder(state_dir, project);
+    let log = load(&dir);
+    let change = log.changes.last().filter(|c| c.tool == tool)?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    if now.saturating_sub(change.when) > within.as_secs() {
+        return None;
+    }
+    let mut out = String::new();
+    for f in &change.files {
+        let before = match &f.before {
+            Some(blob) => std::fs::read(dir.join("blobs").join(blob)).ok()?,
+            None => Vec::new(),
+        };
+        let after = std::fs::read(&f.path).unwrap_or_default();
+        let same = match f.after_hash {
+            Some(h) => xxhash_rust::xxh3::xxh3_64(&after) == h,
+            None => !f.path.exists(),
+        };
+        if !same {
+            continue;
+        }
+        let name = f
+            .path
+            .strip_prefix(project)
+            .unwrap_or(&f.path)
+            .display()
+            .to_string();
+        let (a, b) = (
+            String::from_utf8_lossy(&before),
+            String::from_utf8_lossy(&after),
+        );
+        out.push_str(
+            &similar::TextDiff::from_lines(a.as_ref(), b.as_ref())
+                .unified_diff()
+                .context_radius(2)
+                .header(&format!("a/{name}"), &format!("b/{name}"))
+                .to_string(),
+        );
+    }
+    let rows: Vec<&str> = out.lines().collect();
+    if rows.is_empty() {
+        return None;
+    }
+    let mut shown: String = rows
+        .iter()
+        .take(DIFF_ROWS)
+        .map(|r| format!("{r}\n"))
+        .collect();
+    if rows.len() > DIFF_ROWS {
+        shown.push_str(&format!(
+            "[… {} more rows; nib undo puts the change back]\n",
+            rows.len() - DIFF_ROWS
+        ));
+    }
+    Some(shown)
+}
+
 /// Whether `tag` is what nib wrote at `canonical` in a change since undone.
 pub fn was_undone(state_dir: &Path, project: &Path, canonical: &Path, tag: &str) -> bool {
     load(&folder(state_dir, project))

@@ -113,6 +113,7 @@ fn setup_writes_exactly_what_each_client_needs_once() {
             "permissions": {"allow": ["mcp__nib__nibash_status"], "deny": ["Bash", "Grep", "Glob", "Edit", "Write"]},
             "hooks": {
                 "PreToolUse": [group(Some("Read")), group(Some("mcp__nib__.*"))],
+                "PostToolUse": [group(Some("mcp__nib__edit|mcp__nib__write"))],
                 "SessionStart": [group(None)],
                 "PostCompact": [group(None)],
                 "UserPromptSubmit": [group(None)]
@@ -577,4 +578,46 @@ fn the_reminder_is_not_sent_twice_in_the_first_request() {
     assert!(!first.contains("additionalContext"), "{first}");
     let (second, _) = run(&e, &["hook"], &event("UserPromptSubmit"));
     assert!(second.contains("additionalContext"), "{second}");
+}
+
+/// After nib's edit, the hook shows the person the change as a diff — a
+/// message for the user, not context for the model — from what `nib undo`
+/// keeps; other tools get nothing.
+#[test]
+fn the_hook_shows_nibs_edits_to_the_person_as_a_diff() {
+    let e = env();
+    std::fs::write(
+        e.project.join("Cargo.toml"),
+        "[package]\nname = \"demo\"\nversion = \"0.1.0\"\n",
+    )
+    .unwrap();
+    let (out, _) = run(&e, &["read", "Cargo.toml"], "");
+    let tag = out.split('#').nth(1).unwrap()[..4].to_string();
+    let (out, code) = run(
+        &e,
+        &["edit"],
+        &format!("[Cargo.toml#{tag}]\nSUB 3: 0.1.0\n+0.2.0\n"),
+    );
+    assert_eq!(code, 0, "{out}");
+    let event = |tool: &str| {
+        json!({"hook_event_name": "PostToolUse", "session_id": "S", "tool_name": tool,
+               "cwd": e.project, "tool_input": {}, "tool_response": {}})
+        .to_string()
+    };
+    let (out, code) = run(&e, &["hook"], &event("mcp__nib__edit"));
+    assert_eq!(code, 0);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let msg = v["systemMessage"].as_str().unwrap();
+    assert!(
+        msg.contains("-version = \"0.1.0\"")
+            && msg.contains("+version = \"0.2.0\"")
+            && msg.contains("b/Cargo.toml"),
+        "{msg}"
+    );
+    assert!(
+        v.get("hookSpecificOutput").is_none(),
+        "nothing for the model: {out}"
+    );
+    let (out, _) = run(&e, &["hook"], &event("mcp__nib__read"));
+    assert_eq!(out, "");
 }
