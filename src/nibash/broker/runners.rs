@@ -152,11 +152,20 @@ impl Reader {
 
 /// A row that says a test passed or was skipped.
 fn is_pass(row: &str, t: &str) -> bool {
+    // pytest -v puts the outcome after the test id (`… PASSED   [ 3%]`),
+    // -rA before it; a failure's message may quote the word.
+    let pytest_outcome = |word: &str| {
+        row.split_once(word).is_some_and(|(id, rest)| {
+            id.contains("::")
+                && !id.contains(' ')
+                && (rest.trim().is_empty() || rest.trim_start().starts_with(['[', '(']))
+        })
+    };
     // pytest -v, -rA; unittest; cargo test; go test; jest/vitest; nextest; TAP.
     row.ends_with(" ... ok")
-        || row.contains(" PASSED")
-        || row.contains(" SKIPPED")
-        || row.contains(" XFAIL")
+        || pytest_outcome(" PASSED")
+        || pytest_outcome(" SKIPPED")
+        || pytest_outcome(" XFAIL")
         || t.starts_with("PASSED ")
         || t.starts_with("--- PASS")
         || t.starts_with("--- SKIP")
@@ -259,6 +268,19 @@ mod tests {
                  not ok 13 - error text"
             ),
             vec![Pass, Pass, Pass, Pass, Pass, Plain]
+        );
+    }
+
+    #[test]
+    fn a_failure_quoting_a_pass_word_is_no_pass() {
+        use RowKind::*;
+        assert_eq!(
+            kinds(
+                "FAILED tests/test_a.py::test_status - AssertionError: assert 'x PASSED' == 'FAILED'\n\
+                 tests/test_a.py::test_ok PASSED                                   [ 50%]\n\
+                 tests/test_a.py::test_slow SKIPPED (slow)                          [ 60%]"
+            ),
+            [Plain, Pass, Pass]
         );
     }
 
