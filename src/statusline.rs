@@ -90,6 +90,7 @@ pub fn publish(state_dir: &Path, project: &Path, nib: Arc<crate::nibash::broker:
             let mut last: Option<Vec<Running>> = None;
             let mut seen = 0;
             while !s.load(std::sync::atomic::Ordering::Relaxed) {
+                let at = nib.jobs.changes.count();
                 let now = snapshot(&nib);
                 // Seconds tick: rewrite only when the set or a state changed,
                 // or every ten seconds while something runs.
@@ -109,7 +110,9 @@ pub fn publish(state_dir: &Path, project: &Path, nib: Arc<crate::nibash::broker:
                 if changed {
                     write(&f, &now);
                     last = Some(now);
+                    nib.jobs.changes.mark_published(at);
                 } else {
+                    nib.jobs.changes.mark_published(at);
                     std::thread::sleep(SOONEST);
                 }
                 seen = nib.jobs.changes.wait_after(seen, EVERY);

@@ -808,8 +808,12 @@ fn answer(
         };
         (bytes, code, is_job, s.hidden.clone(), s.dropped)
     };
-    // The status line names a job as soon as its call answers.
+    // The status line names a job as soon as its call answers: the answer
+    // waits (briefly) for the status file to show it.
     entry.touch();
+    if is_job {
+        nib.jobs.changes.await_published(Duration::from_millis(300));
+    }
     let text = hide_captures(String::from_utf8_lossy(&bytes).into_owned());
     let mut out = finished_jobs;
     // nib's own commands (cat, head, grep …) already cut their rows to a

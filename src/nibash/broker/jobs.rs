@@ -117,6 +117,9 @@ pub struct Entry {
 pub struct Changes {
     count: Mutex<u64>,
     changed: Condvar,
+    /// The count the status file last showed (`None`: nothing publishes).
+    published: Mutex<Option<u64>>,
+    published_changed: Condvar,
 }
 
 impl Changes {
@@ -124,6 +127,29 @@ impl Changes {
     pub fn touch(&self) {
         *self.count.lock().unwrap_or_else(|p| p.into_inner()) += 1;
         self.changed.notify_all();
+    }
+
+    /// The count now.
+    pub fn count(&self) -> u64 {
+        *self.count.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The publisher showed the table as it was at count `at`.
+    pub fn mark_published(&self, at: u64) {
+        let mut p = self.published.lock().unwrap_or_else(|p| p.into_inner());
+        *p = Some(p.map_or(at, |old| old.max(at)));
+        self.published_changed.notify_all();
+    }
+
+    /// Waits (at most `timeout`) until a publisher has shown every change
+    /// made so far; returns at once when nothing publishes.
+    pub fn await_published(&self, timeout: Duration) {
+        let want = self.count();
+        let p = self.published.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = self
+            .published_changed
+            .wait_timeout_while(p, timeout, |p| p.is_some_and(|at| at < want))
+            .unwrap_or_else(|p| p.into_inner());
     }
 
     /// Waits until the count differs from `seen` or `timeout` passes;
