@@ -1313,3 +1313,72 @@ async fn a_discarded_failure_the_script_tests_is_not_named() {
     );
     nib.stop().await;
 }
+
+#[tokio::test]
+async fn the_status_as_json_names_calls_trash_names_usage_and_seen_lines_and_stops_a_job() {
+    let dir = project();
+    std::fs::write(dir.path().join("notes.txt"), "one\ntwo\nthree\n").unwrap();
+    let nib = start_mode(dir.path(), &[]).await;
+    nib.ok("read", json!({"paths": ["notes.txt:2"]})).await;
+    sh(&nib, "echo gone > old.txt; rm old.txt").await;
+    let started = nib
+        .ok(
+            "nibash",
+            json!({"command": "echo begun; sleep 3; touch canary", "background": true}),
+        )
+        .await;
+    let id = job_id(&started);
+    let text = nib.ok("nibash_status", json!({"format": "json"})).await;
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let call = doc["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == id)
+        .cloned()
+        .unwrap_or_else(|| panic!("no call {id} in {doc}"));
+    assert_eq!(call["state"], "job", "{doc}");
+    assert_eq!(call["command"], "echo begun; sleep 3; touch canary");
+    assert!(
+        doc["trash"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["path"].as_str().is_some_and(|p| p.ends_with("old.txt"))),
+        "{doc}"
+    );
+    let seen = doc["seen"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == "notes.txt")
+        .cloned()
+        .unwrap_or_else(|| panic!("notes.txt not seen in {doc}"));
+    assert_eq!(seen["seen"], json!([[2, 2]]), "{doc}");
+    assert_eq!(seen["lines"], 3);
+    assert!(
+        doc["usage"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|u| u["tool"] == "nibash" && u["chars"].as_u64() > Some(0)),
+        "{doc}"
+    );
+    assert!(doc["names"].is_array(), "{doc}");
+    // Stopping the job ends it before it writes.
+    let stopped = nib
+        .ok(
+            "nibash_status",
+            json!({"stop": format!("%{id}"), "format": "json"}),
+        )
+        .await;
+    assert!(stopped.contains(&format!("stopped %{id}")), "{stopped}");
+    std::thread::sleep(Duration::from_millis(3500));
+    assert!(!dir.path().join("canary").exists(), "a stopped job went on");
+    let again = nib.call("nibash_status", json!({"stop": "%999"})).await;
+    assert!(
+        again.1 && again.0.contains("nothing was stopped"),
+        "{again:?}"
+    );
+    nib.stop().await;
+}

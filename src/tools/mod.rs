@@ -213,14 +213,16 @@ pub fn definitions() -> Vec<ToolDef> {
         ToolDef {
             name: "nibash_status",
             description: "List running nibash calls and jobs with their last lines (tail), show one's output \
-                (view: %N), restore a trashed path (restore: PATH), and say which sandbox layers are in force.",
+                (view: %N), stop a job (stop: %N), restore a trashed path (restore: PATH), and say which sandbox layers are in force.",
             schema: json!({
                 "type": "object",
                 "properties": {
                     "tail": {"type": "integer", "minimum": 0, "description": "Last lines shown per call (default 5)."},
                     "view": {"type": "string", "description": "A call or job (%3) whose output to show."},
                     "restore": {"type": "string", "description": "A path to put back from the trash."},
-                    "summaries": {"type": "boolean", "description": "false turns summaries of long output off for this session, true back on."}
+                    "summaries": {"type": "boolean", "description": "false turns summaries of long output off for this session, true back on."},
+                    "stop": {"type": "string", "description": "A job (%3) to stop."},
+                    "format": {"type": "string", "enum": ["text", "json"], "description": "json: the same status as one JSON document (for a client's own interface)."}
                 }
             }),
             read_only: true,

@@ -130,8 +130,35 @@ pub fn status(mut args: Args, ctx: &Ctx, shell: &Arc<Nibash>) -> Result<ToolOutp
     let view = args.string("view")?;
     let restore = args.string("restore")?;
     let summaries = args.bool("summaries")?;
+    let stop = args.string("stop")?;
+    let format = args.string("format")?;
     let notes = args.finish();
+    let json = match format.as_deref() {
+        None | Some("text") => false,
+        Some("json") => true,
+        Some(other) => {
+            return Err(ArgError(format!(
+                "\"format\" is text or json, not {other:?}; nothing was changed"
+            )));
+        }
+    };
     let mut out = String::new();
+    if let Some(v) = stop {
+        let id: Option<u32> = v.trim_start_matches('%').parse().ok();
+        let Some(e) = id.and_then(|id| shell.jobs.get(id)) else {
+            return Ok(ToolOutput::error(format!(
+                "no call or job {v}; nothing was stopped. nibash_status without stop lists them\n"
+            )));
+        };
+        if e.kill() {
+            out.push_str(&format!("stopped %{}: {}\n", e.id, e.command));
+        } else {
+            out.push_str(&format!(
+                "%{} had already ended; nothing was stopped\n",
+                e.id
+            ));
+        }
+    }
     if let Some(path) = restore {
         let p = ctx.workspace.resolve(&path);
         match crate::fs::restore_entry(&ctx.scope, &p, false) {
@@ -155,6 +182,13 @@ pub fn status(mut args: Args, ctx: &Ctx, shell: &Arc<Nibash>) -> Result<ToolOutp
         });
     }
     let nib = shell;
+    if json {
+        let mut doc = status_json(ctx, nib, tail);
+        if !out.is_empty() {
+            doc["done"] = serde_json::Value::String(out);
+        }
+        return Ok(ToolOutput::ok(doc.to_string()));
+    }
     if let Some(v) = view {
         let id: Option<u32> = v.trim_start_matches('%').parse().ok();
         let Some(e) = id.and_then(|id| nib.jobs.get(id)) else {
@@ -242,6 +276,99 @@ pub fn status(mut args: Args, ctx: &Ctx, shell: &Arc<Nibash>) -> Result<ToolOutp
     }
     crate::context::push_notes(&mut out, &notes);
     Ok(ToolOutput::ok(out))
+}
+
+/// The status as one JSON document, for a client's own interface (the
+/// Claude Code mod draws its band and panes from it): calls and jobs with
+/// their last lines, the trash, the names, the characters returned per
+/// agent and tool, and the lines the calling agent has seen per file.
+fn status_json(ctx: &Ctx, nib: &Nibash, tail: usize) -> serde_json::Value {
+    use serde_json::json;
+    let calls: Vec<_> = nib
+        .jobs
+        .all()
+        .iter()
+        .map(|e| {
+            let s = e.state();
+            let text = String::from_utf8_lossy(&s.output);
+            let lines: Vec<&str> = text.lines().collect();
+            let state = if s.ended() {
+                "ended"
+            } else if s.is_job {
+                "job"
+            } else {
+                "running"
+            };
+            json!({
+                "id": e.id,
+                "command": e.command,
+                "description": e.description,
+                "seconds": e.age().as_secs(),
+                "state": state,
+                "ending": s.ended().then(|| ending_words(&s)),
+                "tail": lines[lines.len().saturating_sub(tail)..],
+            })
+        })
+        .collect();
+    let trash: Vec<_> = crate::fs::trash::list()
+        .unwrap_or_default()
+        .iter()
+        .rev()
+        .map(|t| {
+            json!({
+                "path": ctx.workspace.display(&t.original),
+                "deleted": t.deleted,
+            })
+        })
+        .collect();
+    let names: Vec<_> = ctx
+        .workspace
+        .names()
+        .list()
+        .iter()
+        .map(|n| {
+            json!({
+                "name": n.name,
+                "dir": ctx.workspace.display(&n.dir),
+                "source": n.source.label(),
+            })
+        })
+        .collect();
+    let usage: Vec<_> = nib
+        .usage
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .map(|((agent, tool), (calls, chars))| {
+            json!({"agent": agent, "tool": tool, "calls": calls, "chars": chars})
+        })
+        .collect();
+    let seen: Vec<_> = ctx.with_seen(|seen| {
+        let mut files = Vec::new();
+        let mut last: Option<&std::path::Path> = None;
+        for (path, version) in seen.all_versions() {
+            // The newest version of each file.
+            if last == Some(path) {
+                continue;
+            }
+            last = Some(path);
+            files.push(json!({
+                "path": ctx.workspace.display(path),
+                "tag": version.tag.to_string(),
+                "lines": version.text.lines.len(),
+                "seen": version.seen.ranges(),
+            }));
+        }
+        files
+    });
+    json!({
+        "sandbox": ctx.config.sandbox_mode().to_string(),
+        "calls": calls,
+        "trash": trash,
+        "names": names,
+        "usage": usage,
+        "seen": seen,
+    })
 }
 
 /// Runs `skim`.
