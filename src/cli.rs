@@ -40,6 +40,8 @@ pub enum Command {
     Shape(Shape),
     /// Put a change of nib's back (`None`: list them).
     Undo(Option<usize>),
+    /// `nib undo --diff`: the newest change as a diff.
+    UndoDiff,
 }
 
 /// Usage text.
@@ -62,8 +64,9 @@ usage:
   nib skim [--expect TEXT] PATH...    read long logs and reports for what TEXT asks
   nib shape --log PATH --purpose TEXT [--exit N] [--command TEXT]
                                       print what nibash would show of a saved log
-  nib undo [--list] [N]               put back nib's last change in this project (or change N
-                                      of the list), file by file, where files still hold it
+  nib undo [--list | --diff] [N]      put back nib's last change in this project (or change N
+                                      of the list), file by file, where files still hold it;
+                                      --diff shows the newest change as a diff
   nib doctor                          which sandbox layers this machine offers
   nib statusline                      one line about the project's running nibash calls and jobs
   nib setup [--user] [--dry-run] [--provider NAME=PROGRAM] [--decider KIND]
@@ -126,6 +129,7 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
         "undo" => match rest {
             [] => Ok(Command::Undo(Some(1))),
             [flag] if flag == "--list" || flag == "-l" => Ok(Command::Undo(None)),
+            [flag] if flag == "--diff" => Ok(Command::UndoDiff),
             [n] => n
                 .parse::<usize>()
                 .ok()
@@ -133,11 +137,11 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
                 .map(|n| Command::Undo(Some(n)))
                 .ok_or_else(|| {
                     UsageError(format!(
-                        "undo takes --list or a change's number; got \"{n}\""
+                        "undo takes --list, --diff or a change's number; got \"{n}\""
                     ))
                 }),
             _ => Err(UsageError(
-                "undo takes --list or one change's number".into(),
+                "undo takes --list, --diff or one change's number".into(),
             )),
         },
         "edit" => match rest.first() {
@@ -647,6 +651,27 @@ pub fn undo(config: &Config, which: Option<usize>) -> i32 {
         .lock()
         .write_all(crate::terminal::for_stream(&text, tty).as_bytes());
     code
+}
+
+/// `nib undo --diff`: the newest change as a unified diff (files changed
+/// since nib wrote them left out); exit 2 with a line on stderr when there
+/// is none to show.
+pub fn undo_diff(config: &Config) -> i32 {
+    match crate::undo::latest_diff(
+        &config.state_dir,
+        &config.project_dir,
+        None,
+        std::time::Duration::MAX,
+    ) {
+        Some(diff) => {
+            let tty = std::io::IsTerminal::is_terminal(&std::io::stdout());
+            let _ = std::io::stdout()
+                .lock()
+                .write_all(crate::terminal::for_stream(&diff, tty).as_bytes());
+            0
+        }
+        None => fail("nib undo --diff: no change of nib's whose files still hold what it wrote"),
+    }
 }
 
 /// Runs a tool verb and returns the process exit status.

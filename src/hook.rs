@@ -31,6 +31,14 @@ const PASS_THROUGH: &[&str] = &[
     "png", "jpg", "jpeg", "gif", "webp", "pdf", "ipynb", "svg", "bmp", "ico",
 ];
 
+/// nib's own tool a Claude Code tool name stands for: `mcp__nib__edit` as
+/// `nib setup` registers the server, `mcp__plugin_nib_nib__edit` as the
+/// nib plugin does.
+pub fn nib_tool(name: &str) -> Option<&str> {
+    name.strip_prefix("mcp__nib__")
+        .or_else(|| name.strip_prefix("mcp__plugin_nib_nib__"))
+}
+
 /// What the hook prints, and its exit status.
 #[derive(Debug, PartialEq, Eq)]
 pub struct HookAnswer {
@@ -107,7 +115,7 @@ pub fn run(state: &Path, input: &[u8]) -> HookAnswer {
     match s("hook_event_name").as_str() {
         "PreToolUse" => {
             let tool = s("tool_name");
-            if tool.starts_with("mcp__nib__") {
+            if nib_tool(&tool).is_some() {
                 let id = s("tool_use_id");
                 if !id.is_empty() {
                     let agent = match s("agent_id") {
@@ -160,9 +168,9 @@ pub fn run(state: &Path, input: &[u8]) -> HookAnswer {
         "PostToolUse" => {
             // nib's edit and write, shown to the person as a diff (a
             // message for the user: the agent's context does not grow).
-            let tool = match s("tool_name").as_str() {
-                "mcp__nib__edit" => "edit",
-                "mcp__nib__write" => "write",
+            let tool = match nib_tool(&s("tool_name")) {
+                Some("edit") => "edit",
+                Some("write") => "write",
                 _ => return quiet(),
             };
             let cwd = s("cwd");
@@ -175,7 +183,7 @@ pub fn run(state: &Path, input: &[u8]) -> HookAnswer {
             match crate::undo::latest_diff(
                 state,
                 &project,
-                tool,
+                Some(tool),
                 std::time::Duration::from_secs(120),
             ) {
                 Some(diff) => answer(json!({

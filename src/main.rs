@@ -116,6 +116,9 @@ fn main() -> std::process::ExitCode {
             std::process::ExitCode::SUCCESS
         }
         cli::Command::Shape(s) => std::process::ExitCode::from(cli::shape(&s)),
+        cli::Command::UndoDiff => {
+            std::process::ExitCode::from(u8::try_from(cli::undo_diff(&config)).unwrap_or(1))
+        }
         cli::Command::Undo(which) => {
             std::process::ExitCode::from(u8::try_from(cli::undo(&config, which)).unwrap_or(1))
         }

@@ -146,19 +146,22 @@ fn forget_blobs(dir: &Path, change: &ChangeRecord) {
 /// Rows of diff shown to a person for one change at most.
 const DIFF_ROWS: usize = 200;
 
-/// The newest change, when it is `tool`'s and at most `within` old, as a
-/// unified diff per file (paths relative to the project) — for the person
+/// The newest change, when it is `tool`'s (any tool's with `None`) and at
+/// most `within` old, as a unified diff per file (paths relative to the project) — for the person
 /// watching, not the agent. Files that changed since nib wrote them are
 /// left out.
 pub fn latest_diff(
     state_dir: &Path,
     project: &Path,
-    tool: &str,
+    tool: Option<&str>,
     within: std::time::Duration,
 ) -> Option<String> {
     let dir = folder(state_dir, project);
     let log = load(&dir);
-    let change = log.changes.last().filter(|c| c.tool == tool)?;
+    let change = log
+        .changes
+        .last()
+        .filter(|c| tool.is_none_or(|t| c.tool == t))?;
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());

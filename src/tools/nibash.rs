@@ -362,6 +362,9 @@ fn status_json(ctx: &Ctx, nib: &Nibash, tail: usize) -> serde_json::Value {
         files
     });
     json!({
+        // What a client runs for nib's command-line verbs (`nib undo`).
+        "exe": std::env::current_exe().ok(),
+        "project": ctx.workspace.project_dir(),
         "sandbox": ctx.config.sandbox_mode().to_string(),
         "calls": calls,
         "trash": trash,
