@@ -39,6 +39,20 @@ pub fn nib_tool(name: &str) -> Option<&str> {
         .or_else(|| name.strip_prefix("mcp__plugin_nib_nib__"))
 }
 
+/// Whether the user's Claude Code settings (`$CLAUDE_CONFIG_DIR`, else
+/// `~/.claude`) enable the nib plugin, whose mod shows each edit's diff in
+/// its row: the hook's message would repeat it.
+fn mod_enabled() -> bool {
+    let dir = std::env::var_os("CLAUDE_CONFIG_DIR")
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".claude")));
+    dir.and_then(|d| std::fs::read_to_string(d.join("settings.json")).ok())
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .and_then(|v| v.get("enabledPlugins")?.get("nib@nib")?.as_bool())
+        .unwrap_or(false)
+}
+
 /// What the hook prints, and its exit status.
 #[derive(Debug, PartialEq, Eq)]
 pub struct HookAnswer {
@@ -173,6 +187,10 @@ pub fn run(state: &Path, input: &[u8]) -> HookAnswer {
                 Some("write") => "write",
                 _ => return quiet(),
             };
+            // The nib mod draws the diff in the tool's own row.
+            if mod_enabled() {
+                return quiet();
+            }
             let cwd = s("cwd");
             let project = if cwd.is_empty() {
                 std::env::current_dir().unwrap_or_default()

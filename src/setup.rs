@@ -17,6 +17,9 @@
 //! allow rules nib's deny rules stop, gives what to paste into a file it
 //! cannot edit, and the trust, `-p` and channel hints once, when nib's server
 //! entry is first written.
+//! `--user` also installs the nib mod for Claude Code (its band, panes, diff
+//! rows and /nib-undo) as a local marketplace under `~/.local/share/nib`,
+//! declared and enabled in the user's settings.
 //! Options (`--provider`, `--decider`, `--summary`, `--opencode`) are kept in
 //! `~/.config/nib/setup.json` ($XDG_CONFIG_HOME); an empty value clears one.
 
@@ -73,6 +76,10 @@ pub struct Places {
     pub exe: PathBuf,
     /// Another `nib` that PATH finds first, if any.
     pub other_nib: Option<PathBuf>,
+    /// Where `--user` puts the nib mod for Claude Code (a local
+    /// marketplace): `$XDG_DATA_HOME/nib/claude-plugin`, else
+    /// `~/.local/share/nib/claude-plugin`.
+    pub mod_dir: PathBuf,
 }
 
 impl Places {
@@ -91,7 +98,13 @@ impl Places {
         let path = std::env::var_os("PATH");
         let nib = command_name(&exe, path.as_deref());
         let other_nib = first_on_path(path.as_deref()).filter(|p| !same_file(p, &exe));
+        let mod_dir = std::env::var_os("XDG_DATA_HOME")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| home.join(".local/share"))
+            .join("nib/claude-plugin");
         Places {
+            mod_dir,
             project: project.to_path_buf(),
             home,
             claude_dir,
@@ -240,6 +253,76 @@ pub fn claude_settings(settings: &mut Value, nib: &Path, project: bool) {
     add_hook(hooks, "UserPromptSubmit", None, &cmd);
 }
 
+/// The mod's own sources, from the repository's `claude/` plugin: what
+/// `--user` installs beside the server and hooks it writes to the user's
+/// configuration.
+const MOD_SOURCES: &[(&str, &str)] = &[
+    (
+        "plugin/hooks/register.tsx",
+        include_str!("../claude/hooks/register.tsx"),
+    ),
+    (
+        "plugin/hooks/status.ts",
+        include_str!("../claude/hooks/status.ts"),
+    ),
+];
+
+/// The files of the nib mod as `--user` installs it, relative to its
+/// folder: a one-plugin marketplace whose plugin holds the mod alone (the
+/// server and hooks are in the user's configuration already, so the
+/// plugin repeats neither).
+pub fn mod_files() -> Vec<(&'static str, String)> {
+    let pretty = |v: Value| {
+        let mut t = serde_json::to_string_pretty(&v).unwrap_or_default();
+        t.push('\n');
+        t
+    };
+    let mut files = vec![
+        (
+            ".claude-plugin/marketplace.json",
+            pretty(json!({
+                "name": "nib",
+                "owner": {"name": "nib setup --user"},
+                "plugins": [{"name": "nib", "source": "./plugin",
+                    "description": "nib's mod: running nibash calls and jobs, panes, diffs of nib's edits, /nib-undo"}]
+            })),
+        ),
+        (
+            "plugin/.claude-plugin/plugin.json",
+            pretty(json!({
+                "name": "nib",
+                "version": env!("CARGO_PKG_VERSION"),
+                "description": "nib's mod for Claude Code (installed by nib setup --user, which also registered nib's server and hooks): the band above the prompt, a toast when a job ends, the /nibash, /trash, /tokens, /names and /seen panes, diffs of nib's edits in their rows, and /nib-undo.",
+                "author": {"name": "nib developers"},
+                "license": "MIT"
+            })),
+        ),
+        (
+            "plugin/hooks/hooks.json",
+            pretty(json!({"modules": ["./register.tsx"]})),
+        ),
+    ];
+    files.extend(MOD_SOURCES.iter().map(|(p, t)| (*p, (*t).to_string())));
+    files
+}
+
+/// Declares the mod's marketplace (a folder) and enables its plugin in the
+/// user's Claude Code settings, unless either is there already (a plugin
+/// the user turned off stays off).
+pub fn enable_mod(settings: &mut Value, mod_dir: &Path) {
+    let Some(m) = obj(settings) else { return };
+    if let Some(markets) = child(m, "extraKnownMarketplaces") {
+        markets.entry("nib".to_string()).or_insert_with(
+            || json!({"source": {"source": "directory", "path": mod_dir.display().to_string()}}),
+        );
+    }
+    if let Some(enabled) = child(m, "enabledPlugins") {
+        enabled
+            .entry("nib@nib".to_string())
+            .or_insert_with(|| json!(true));
+    }
+}
+
 /// The nib server, added to an `mcpServers` map unless one named nib is
 /// there. `alwaysLoad` puts nib's tools in Claude Code's first request
 /// instead of behind its tool search. An entry an older setup wrote (its
@@ -377,7 +460,10 @@ pub fn plan(places: &Places, args: &SetupArgs) -> (Vec<Change>, Vec<String>) {
     if args.user {
         targets.push((
             places.claude_dir.join("settings.json"),
-            Box::new(|v| claude_settings(v, nib, false)),
+            Box::new(|v| {
+                claude_settings(v, nib, false);
+                enable_mod(v, &places.mod_dir);
+            }),
             true,
         ));
         targets.push((
@@ -469,6 +555,21 @@ pub fn plan(places: &Places, args: &SetupArgs) -> (Vec<Change>, Vec<String>) {
             after,
         });
     }
+    if args.user {
+        for (name, text) in mod_files() {
+            let path = places.mod_dir.join(name);
+            let before = std::fs::read_to_string(&path).ok();
+            if before.as_deref() == Some(text.as_str()) {
+                continue;
+            }
+            changes.push(Change {
+                path,
+                existed: before.is_some(),
+                before: before.unwrap_or_default(),
+                after: text,
+            });
+        }
+    }
     (changes, warnings)
 }
 
@@ -510,6 +611,9 @@ pub fn run(places: &Places, args: &SetupArgs) -> (String, i32) {
         if args.dry_run {
             out.push_str(&diff(c));
             continue;
+        }
+        if let Some(dir) = c.path.parent() {
+            let _ = crate::fs::create_dir_all(dir);
         }
         let written = crate::fs::write_atomic(&crate::fs::Scope::Open, &c.path, c.after.as_bytes());
         let verb = if c.existed { "updated" } else { "created" };

@@ -43,6 +43,7 @@ fn run_with_path(e: &Env, args: &[&str], stdin: &str, path: std::ffi::OsString) 
         .env_remove("CLAUDE_CONFIG_DIR")
         .env_remove("XDG_CONFIG_HOME")
         .env_remove("XDG_STATE_HOME")
+        .env_remove("XDG_DATA_HOME")
         .env("NIB_STATE_DIR", e.home.join("state"))
         .env_remove("NIB_DIRECTORY")
         .stdin(Stdio::piped())
@@ -263,6 +264,33 @@ fn setup_for_the_user_and_remembered_options() {
         "the status line is installed for the user"
     );
     assert!(json_file(&e.home.join(".claude.json"))["mcpServers"]["nib"].is_object());
+    // The nib mod: a local marketplace, declared and enabled; its plugin is
+    // the mod alone (the server and hooks are above).
+    let mod_dir = e.home.join(".local/share/nib/claude-plugin");
+    assert_eq!(
+        settings["extraKnownMarketplaces"]["nib"],
+        json!({"source": {"source": "directory", "path": mod_dir}})
+    );
+    assert_eq!(settings["enabledPlugins"]["nib@nib"], json!(true));
+    let plugin = json_file(&mod_dir.join("plugin/.claude-plugin/plugin.json"));
+    assert_eq!(plugin["name"], "nib");
+    assert!(plugin.get("mcpServers").is_none(), "{plugin}");
+    assert_eq!(
+        json_file(&mod_dir.join("plugin/hooks/hooks.json")),
+        json!({"modules": ["./register.tsx"]})
+    );
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("claude/hooks/register.tsx");
+    assert_eq!(
+        std::fs::read_to_string(mod_dir.join("plugin/hooks/register.tsx")).unwrap(),
+        std::fs::read_to_string(shipped).unwrap()
+    );
+    assert!(
+        out.contains(&format!(
+            "created {}",
+            mod_dir.join("plugin/hooks/register.tsx").display()
+        )),
+        "{out}"
+    );
     assert!(json_file(&e.home.join(".config/opencode/opencode.json"))["mcp"]["nib"].is_object());
     assert_eq!(
         json_file(&e.home.join(".config/nib/setup.json")),
@@ -619,5 +647,14 @@ fn the_hook_shows_nibs_edits_to_the_person_as_a_diff() {
         "nothing for the model: {out}"
     );
     let (out, _) = run(&e, &["hook"], &event("mcp__nib__read"));
+    assert_eq!(out, "");
+    // The plugin's name for the same tool.
+    let (out, _) = run(&e, &["hook"], &event("mcp__plugin_nib_nib__edit"));
+    assert!(out.contains("+++ b/Cargo.toml"), "{out}");
+    // With the nib mod enabled, the diff is drawn in the tool's row: the
+    // hook does not repeat it.
+    let (out, code) = run(&e, &["setup", "--user"], "");
+    assert_eq!(code, 0, "{out}");
+    let (out, _) = run(&e, &["hook"], &event("mcp__nib__edit"));
     assert_eq!(out, "");
 }

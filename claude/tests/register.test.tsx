@@ -188,15 +188,15 @@ test("a nib edit's row shows its diff; other rows are the engine's", async ($, o
 
 test('/nib-undo puts back the last change, and its list has an Undo button per change', async ($, on) => {
   const seen = await started($, on, [STATUS])
-  const done = await $.command.run({ command: 'nib-undo', args: '' })
+  const done = await $.command.run({ command: 'nib-undo', args: '', origin: { kind: 'composer' } } as any)
   expect(seen.runs).toContainEqual(['/opt/nib/bin/nib', 'undo', '1'])
   expect(JSON.stringify(done)).toContain('put back as it was')
-  await $.command.run({ command: 'nib-undo', args: 'list' })
+  await $.command.run({ command: 'nib-undo', args: 'list', origin: { kind: 'composer' } } as any)
   const pane = await $.ui.mount({ ...PANE('nib-undo'), surface: 'terminal' })
   expect((await pane.find({ type: 'Text', text: /^2:/ }))?.text).toBe('2: write 5m ago: notes.txt ')
   await pane.press({ key: 'undo-2' })
   expect(seen.runs.some(r => r.join(' ') === '/opt/nib/bin/nib undo 2')).toBe(true)
   await pane.unmount()
-  const refused = await $.command.run({ command: 'nib-undo', args: 'most' })
+  const refused = await $.command.run({ command: 'nib-undo', args: 'most', origin: { kind: 'composer' } } as any)
   expect(JSON.stringify(refused)).toContain('Nothing was changed')
 })
