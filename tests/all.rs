@@ -6,6 +6,7 @@
 mod common;
 
 mod bash_diff;
+mod claude_code;
 mod cli;
 mod clients;
 mod confine;
