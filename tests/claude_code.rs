@@ -14,6 +14,7 @@ use std::process::Command;
 use nib_mock_model::{Mock, Script};
 use serde_json::json;
 
+use crate::clients::{Env as Place, env as place};
 use crate::common::*;
 
 fn claude() -> Option<PathBuf> {
@@ -37,25 +38,6 @@ fn claude() -> Option<PathBuf> {
         eprintln!("claude_code: Claude Code is not installed; skipped");
     }
     found
-}
-
-struct Place {
-    _dir: tempfile::TempDir,
-    home: PathBuf,
-    project: PathBuf,
-}
-
-fn place() -> Place {
-    let dir = tempfile::tempdir().unwrap();
-    let base = std::fs::canonicalize(dir.path()).unwrap();
-    let (home, project) = (base.join("home"), base.join("project"));
-    std::fs::create_dir_all(&home).unwrap();
-    std::fs::create_dir_all(&project).unwrap();
-    Place {
-        _dir: dir,
-        home,
-        project,
-    }
 }
 
 /// A command with the place's HOME and nothing of this machine's Claude

@@ -10,13 +10,14 @@ use serde_json::{Value, json};
 
 use crate::common::*;
 
-struct Env {
+/// A temporary HOME and project folder (canonical paths).
+pub struct Env {
     _dir: tempfile::TempDir,
-    home: std::path::PathBuf,
-    project: std::path::PathBuf,
+    pub home: std::path::PathBuf,
+    pub project: std::path::PathBuf,
 }
 
-fn env() -> Env {
+pub fn env() -> Env {
     let dir = tempfile::tempdir().unwrap();
     let base = std::fs::canonicalize(dir.path()).unwrap();
     let home = base.join("home");
