@@ -182,3 +182,30 @@ fn setup_for_the_user_installs_the_mod_that_claude_code_loads() {
         "nib's tools were not offered"
     );
 }
+
+#[test]
+fn the_repository_is_a_marketplace_the_nib_plugin_installs_from() {
+    let Some(claude) = claude() else { return };
+    let p = place();
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut add = command(&claude, &p);
+    add.args(["plugin", "marketplace", "add"]).arg(repo);
+    let (out, err, code) = output(add);
+    assert_eq!(code, 0, "{out}{err}");
+    let mut install = command(&claude, &p);
+    install.args(["plugin", "install", "nib@nib"]);
+    let (out, err, code) = output(install);
+    assert_eq!(code, 0, "{out}{err}");
+    let mut list = command(&claude, &p);
+    list.args(["plugin", "list"]);
+    let (out, err, code) = output(list);
+    assert_eq!(code, 0, "{out}{err}");
+    let at = out
+        .find("nib@nib")
+        .unwrap_or_else(|| panic!("nib@nib not listed: {out}"));
+    let entry = &out[at..out.len().min(at + 400)];
+    assert!(
+        entry.contains("enabled") && entry.contains("claude"),
+        "{entry}"
+    );
+}
