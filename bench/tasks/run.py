@@ -192,6 +192,11 @@ def prepare(task: dict, dest: Path) -> Path:
     """The task's start in `dest`, a git repository whose HEAD is the start."""
     archive = fetch(task["source"])
     extract(task["source"], archive, dest)
+    # The archive's old mtimes would let a build cache (cargo's, shared per
+    # task) take the start for a tree it built before: every file is new.
+    now = time.time()
+    for f in dest.rglob("*"):
+        os.utime(f, (now, now), follow_symlinks=False)
     git(dest, "init", "-q")
     git(dest, "add", "-A")
     git(dest, "commit", "-qm", "pristine")
