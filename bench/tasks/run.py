@@ -58,6 +58,9 @@ class TaskError(Exception):
 
 def sh(argv, cwd=None, env=None, timeout=1800, check=True):
     """Runs a command; returns (code, output). Raises on failure when check."""
+    if cwd is not None:
+        # Some programs (OpenCode) take their folder from $PWD, not the cwd.
+        env = dict(env if env is not None else os.environ, PWD=str(cwd))
     proc = subprocess.run(
         [str(a) for a in argv],
         cwd=cwd,
@@ -305,14 +308,18 @@ def client_bin(client: str) -> str:
     raise TaskError(f"{client} is not installed: npm install {'@anthropic-ai/claude-code' if client == 'claude' else 'opencode-ai'} into target/")
 
 
-def set_up_arm(arm: str, client: str, tree: Path, home: Path, env: dict):
+def set_up_arm(arm: str, client: str, tree: Path, env: dict, base_url: str | None = None):
     """nib set up as a user would (built-ins denied) for the nib arm; the
-    client's defaults for the other."""
-    if arm != "nib":
-        return
+    client's defaults for the other. OpenCode gets a project opencode.json
+    (pointing its Anthropic provider at `base_url` in a replay), which
+    `nib setup` then adds nib to."""
     if client == "opencode":
-        (tree / "opencode.json").write_text("{}\n")
-    sh([nib_bin(), "setup"], cwd=tree, env=env)
+        config = {"$schema": "https://opencode.ai/config.json", "autoupdate": False, "share": "disabled"}
+        if base_url:
+            config["provider"] = {"anthropic": {"options": {"baseURL": f"{base_url}/v1", "apiKey": "sk-replay-offline"}}}
+        (tree / "opencode.json").write_text(json.dumps(config, indent=1) + "\n")
+    if arm == "nib":
+        sh([nib_bin(), "setup"], cwd=tree, env=env)
 
 
 def client_command(client: str, arm: str, model: str, prompt: str) -> list[str]:
@@ -373,7 +380,7 @@ def parse_opencode(stream: str) -> dict:
     return {"input_tokens": tin, "output_tokens": tout, "cost_usd": cost, "tool_calls": calls, "failed_edits": failed, "turns": None}
 
 
-def one_run(task: dict, arm: str, client: str, model: str, extra_env: dict) -> dict:
+def one_run(task: dict, arm: str, client: str, model: str, extra_env: dict, base_url: str | None = None) -> dict:
     """One run in a fresh tree and HOME; returns its record."""
     with tempfile.TemporaryDirectory(prefix=f"run-{task['id']}-") as tmp:
         tree = prepare(task, Path(tmp) / "tree")
@@ -383,7 +390,7 @@ def one_run(task: dict, arm: str, client: str, model: str, extra_env: dict) -> d
                    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", **extra_env)
         for k in ("CLAUDE_CONFIG_DIR", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "NIB_STATE_DIR"):
             env.pop(k, None)
-        set_up_arm(arm, client, tree, home, env)
+        set_up_arm(arm, client, tree, env, base_url)
         git(tree, "add", "-A")
         git(tree, "commit", "-qm", "set up", check=False)
         started = time.monotonic()
@@ -397,7 +404,8 @@ def one_run(task: dict, arm: str, client: str, model: str, extra_env: dict) -> d
         ok, log = run_check(task, tree)
         stats = parse_claude(out) if client == "claude" else parse_opencode(out)
         return {"task": task["id"], "arm": arm, "client": client, "model": model, "exit": code,
-                "success": ok, "wall_s": round(wall, 2), **stats, "diff": diff, "check_log": log[-4000:]}
+                "success": ok, "wall_s": round(wall, 2), **stats, "diff": diff, "check_log": log[-4000:],
+                "client_log": out[-2000:] if code != 0 else ""}
 
 
 def result_path(root: Path, mode: str, client: str, model: str, arm: str, task: str, n: int) -> Path:
@@ -462,30 +470,36 @@ def mock_model(script: Path, log: Path):
     return proc, url
 
 
+# OpenCode takes only a model it knows; the mock answers any.
+REPLAY_MODEL = {"claude": "claude-replay", "opencode": "anthropic/claude-sonnet-4-5"}
+
+
 def replay(tasks, args, root: Path) -> int:
+    """Each task's transcripts (`replay/ARM.json` for Claude Code,
+    `replay/opencode-ARM.json` for OpenCode) through the real client."""
     failures = 0
-    for t in tasks:
-        for arm in args.arms:
-            script = t["dir"] / "replay" / f"{arm}.json"
-            if not script.exists():
-                continue
-            with tempfile.TemporaryDirectory(prefix="mock-") as tmp:
-                log = Path(tmp) / "requests.jsonl"
-                proc, url = mock_model(script, log)
-                try:
-                    rec = one_run(t, arm, "claude", "claude-replay", {"ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "sk-replay-offline"})
-                finally:
-                    proc.kill()
-                rec["model_requests"] = sum(1 for _ in log.open()) if log.exists() else 0
-            out = result_path(root, "replay", "claude", "claude-replay", arm, t["id"], 1)
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(json.dumps(rec, indent=1) + "\n")
-            mark = "ok  " if rec["success"] else "FAIL"
-            failures += 0 if rec["success"] else 1
-            print(f"{mark}  replay {t['id']:32} {arm:8} checker {'passed' if rec['success'] else 'failed'}; "
-                  f"{rec['tool_calls']} tool calls, {rec['failed_edits']} failed edits, {rec['model_requests']} model requests")
-            if not rec["success"]:
-                print(rec["check_log"][-2000:])
+    for t, client, arm in ((t, c, a) for t in tasks for c in args.clients for a in args.arms):
+        script = t["dir"] / "replay" / (f"{arm}.json" if client == "claude" else f"{client}-{arm}.json")
+        if not script.exists():
+            continue
+        model = REPLAY_MODEL[client]
+        with tempfile.TemporaryDirectory(prefix="mock-") as tmp:
+            log = Path(tmp) / "requests.jsonl"
+            proc, url = mock_model(script, log)
+            try:
+                rec = one_run(t, arm, client, model, {"ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "sk-replay-offline"}, url)
+            finally:
+                proc.kill()
+            rec["model_requests"] = sum(1 for _ in log.open()) if log.exists() else 0
+        out = result_path(root, "replay", client, model, arm, t["id"], 1)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(rec, indent=1) + "\n")
+        mark = "ok  " if rec["success"] else "FAIL"
+        failures += 0 if rec["success"] else 1
+        print(f"{mark}  replay {t['id']:32} {client:8} {arm:8} checker {'passed' if rec['success'] else 'failed'}; "
+              f"{rec['tool_calls']} tool calls, {rec['failed_edits']} failed edits, {rec['model_requests']} model requests")
+        if not rec["success"]:
+            print(rec["check_log"][-2000:])
     return 1 if failures else 0
 
 
