@@ -232,6 +232,27 @@ def tool_env(task: dict) -> dict:
     return vals
 
 
+def hidden_bytes(task: dict, src: str) -> bytes:
+    """A checker file: `pristine:PATH` is PATH as the pinned source has it
+    (its own tests, restored over whatever the agent did to them); anything
+    else is a file beside task.json (`../_shared/…` for one several tasks
+    use)."""
+    if not src.startswith("pristine:"):
+        return (task["dir"] / src).read_bytes()
+    path = src.removeprefix("pristine:")
+    archive = fetch(task["source"])
+    if task["source"]["kind"] == "jdk":
+        return (archive / path).read_bytes()
+    with tarfile.open(archive) as tar:
+        for m in tar.getmembers():
+            parts = Path(m.name).parts
+            if len(parts) > 1 and str(Path(*parts[1:])) == path and m.isfile():
+                f = tar.extractfile(m)
+                if f is not None:
+                    return f.read()
+    raise TaskError(f"{task['id']}: the pinned source has no {path}")
+
+
 def run_check(task: dict, tree: Path) -> tuple[bool, str]:
     """Runs the task's checker on `tree` (its hidden files copied in over
     whatever the agent left); returns whether it passed and its log."""
@@ -239,7 +260,7 @@ def run_check(task: dict, tree: Path) -> tuple[bool, str]:
     for rel, src in check.get("hidden", {}).items():
         target = tree / rel
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(task["dir"] / src, target)
+        target.write_bytes(hidden_bytes(task, src))
     log = []
     for rule in check.get("absent", []):
         for f in sorted(tree.glob(rule["glob"])):
