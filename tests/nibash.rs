@@ -1382,3 +1382,33 @@ async fn the_status_as_json_names_calls_trash_names_usage_and_seen_lines_and_sto
     );
     nib.stop().await;
 }
+
+#[tokio::test]
+async fn the_trash_names_only_what_came_from_the_roots_in_every_mode() {
+    let modes: [&[(&str, &str)]; 3] = [
+        &[],
+        &[("NIB_SANDBOX", "1")],
+        &[("NIB_SANDBOX", "1"), ("NIB_SANDBOX_BWRAP", "0")],
+    ];
+    for env in modes {
+        let dir = project();
+        std::fs::write(dir.path().join("mine.txt"), "mine\n").unwrap();
+        let nib = start_mode(dir.path(), env).await;
+        sh(&nib, "rm mine.txt").await;
+        // Another project's file, trashed by the same user: its name is the canary.
+        let info = nib.trash_files().with_file_name("info");
+        std::fs::create_dir_all(&info).unwrap();
+        std::fs::write(
+            info.join("canary-plan.txt.trashinfo"),
+            "[Trash Info]\nPath=/srv/other-project/canary-plan.txt\nDeletionDate=2026-12-01T10:00:00\n",
+        )
+        .unwrap();
+        let listed = sh(&nib, "trash list").await;
+        assert!(listed.contains("mine.txt"), "{env:?} {listed}");
+        assert!(!listed.contains("canary-plan"), "{env:?} {listed}");
+        let status = nib.ok("nibash_status", json!({"format": "json"})).await;
+        assert!(status.contains("mine.txt"), "{env:?} {status}");
+        assert!(!status.contains("canary-plan"), "{env:?} {status}");
+        nib.stop().await;
+    }
+}

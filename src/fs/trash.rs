@@ -248,6 +248,20 @@ pub fn list() -> Result<Vec<Trashed>, FsError> {
     Ok(out)
 }
 
+/// What the trash holds from beneath `roots`, oldest first: the trash is
+/// the user's, shared by every project, and an agent is told only of its
+/// own roots' entries (the names of other projects' files stay unsaid).
+pub fn list_beneath(roots: &[PathBuf]) -> Result<Vec<Trashed>, FsError> {
+    let roots: Vec<PathBuf> = roots
+        .iter()
+        .map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| r.clone()))
+        .collect();
+    Ok(list()?
+        .into_iter()
+        .filter(|t| roots.iter().any(|r| t.original.starts_with(r)))
+        .collect())
+}
+
 /// Moves the newest trashed entry that was at `original` back into the
 /// folder `parent` (resolved by the caller) as `name`. An entry there now is
 /// replaced only with `force` (it goes to the trash in its place).

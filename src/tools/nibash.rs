@@ -310,7 +310,7 @@ fn status_json(ctx: &Ctx, nib: &Nibash, tail: usize) -> serde_json::Value {
             })
         })
         .collect();
-    let trash: Vec<_> = crate::fs::trash::list()
+    let trash: Vec<_> = crate::fs::trash::list_beneath(&ctx.workspace.roots())
         .unwrap_or_default()
         .iter()
         .rev()

@@ -108,9 +108,9 @@ impl Asker {
                 recursive,
                 force,
             } => self.trash(&paths, recursive, force),
-            Ask::TrashList => match crate::fs::trash::list() {
+            Ask::TrashList => match crate::fs::trash::list_beneath(&self.workspace.roots()) {
                 Ok(items) if items.is_empty() => Reply {
-                    out: "the trash is empty\n".into(),
+                    out: "the trash holds nothing from this project's roots\n".into(),
                     ..Reply::default()
                 },
                 Ok(items) => Reply {
