@@ -341,14 +341,37 @@ fn job_control(mut ctx: ExecutionContext<'_, Se>, mut args: Vec<CommandArg>) -> 
                 // not make: end the processes the call's jobs started (every
                 // descendant of the shell, as only jobs run beside a builtin).
                 let signal = kill_signal(&argv);
-                // A job started just before may not have started its program yet.
-                let mut n = signal_descendants(signal);
-                for _ in 0..40 {
-                    if n > 0 {
-                        break;
-                    }
+                // A job started just before may not have started its program
+                // yet: look again for a while. And a child signalled between
+                // its fork and its exec runs the shell's own handler and
+                // loses the signal: whoever has exec'd since is signalled
+                // again.
+                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+                let mut pause = std::time::Duration::from_millis(2);
+                let mut forks = signal_descendants(signal);
+                let mut n = forks.len();
+                while n == 0 && std::time::Instant::now() < deadline {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(std::time::Duration::from_millis(50));
+                    forks = signal_descendants(signal);
+                    n = forks.len();
+                }
+                let own = std::fs::read_link("/proc/self/exe").ok();
+                forks.retain(|s| s.exe == own);
+                while !forks.is_empty() && std::time::Instant::now() < deadline {
                     tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-                    n = signal_descendants(signal);
+                    forks.retain(|s| {
+                        match std::fs::read_link(format!("/proc/{}/exe", s.host_pid)) {
+                            Ok(exe) if Some(&exe) == own.as_ref() => true,
+                            Ok(_) => {
+                                // SAFETY: kill(2) with plain integers: a descendant read from /proc.
+                                #[allow(unsafe_code)]
+                                let _ = unsafe { libc::kill(s.pid, signal) };
+                                false
+                            }
+                            Err(_) => false,
+                        }
+                    });
                 }
                 if n == 0 {
                     let _ = writeln!(ctx.stderr(), "kill: the job has no process left to signal");
@@ -361,15 +384,23 @@ fn job_control(mut ctx: ExecutionContext<'_, Se>, mut args: Vec<CommandArg>) -> 
     })
 }
 
-/// Sends `signal` to every descendant of this process; returns how many.
-fn signal_descendants(signal: i32) -> usize {
+/// A descendant that was sent a signal: its pid in /proc and in our
+/// namespace, and its program when it was signalled.
+struct Signalled {
+    host_pid: u32,
+    pid: i32,
+    exe: Option<std::path::PathBuf>,
+}
+
+/// Sends `signal` to every descendant of this process; returns them.
+fn signal_descendants(signal: i32) -> Vec<Signalled> {
     // Our pid as the mounted /proc numbers it (outside bubblewrap the worker
     // has its own PID namespace but sees the host's /proc).
     let Some(me) = std::fs::read_link("/proc/self")
         .ok()
         .and_then(|p| p.to_str().and_then(|s| s.parse::<u32>().ok()))
     else {
-        return 0;
+        return Vec::new();
     };
     let mut parent_of: Vec<(u32, u32)> = Vec::new();
     for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
@@ -399,7 +430,7 @@ fn signal_descendants(signal: i32) -> usize {
         tree.extend(parent_of.iter().filter(|(_, pp)| *pp == p).map(|(c, _)| *c));
         i += 1;
     }
-    let mut sent = 0;
+    let mut sent = Vec::new();
     for host_pid in tree.into_iter().skip(1) {
         // kill(2) takes the pid of our own namespace: the last NSpid entry.
         let pid = std::fs::read_to_string(format!("/proc/{host_pid}/status"))
@@ -411,12 +442,13 @@ fn signal_descendants(signal: i32) -> usize {
             })
             .and_then(|v| v.parse::<i32>().ok());
         let Some(pid) = pid else { continue };
+        let exe = std::fs::read_link(format!("/proc/{host_pid}/exe")).ok();
         // SAFETY: kill(2) with plain integers; the pids are this shell's own
         // descendants, read from /proc just now.
         #[allow(unsafe_code)]
         let sent_one = unsafe { libc::kill(pid, signal) } == 0;
         if sent_one {
-            sent += 1;
+            sent.push(Signalled { host_pid, pid, exe });
         }
     }
     sent
