@@ -638,12 +638,13 @@ pub fn undo(config: &Config, which: Option<usize>) -> i32 {
             0,
         ),
         Some(n) => {
-            let scope = match workspace.scope(config.sandbox, config.confirm_outside_roots) {
-                Ok(s) => s,
-                Err(e) => return fail(&format!("nib undo: {e}; nothing was changed")),
-            };
-            let (text, all) =
-                crate::undo::revert(&config.state_dir, &config.project_dir, &scope, n, shown);
+            let (text, all) = crate::undo::revert(
+                &config.state_dir,
+                &config.project_dir,
+                &undo_floor(config),
+                n,
+                shown,
+            );
             (text, i32::from(!all))
         }
     };
@@ -653,6 +654,16 @@ pub fn undo(config: &Config, which: Option<usize>) -> i32 {
     code
 }
 
+/// The confinement `nib undo` adds of its own environment to the one each
+/// change recorded (the stricter of the two applies).
+pub fn undo_floor(config: &Config) -> crate::undo::Confinement {
+    crate::undo::Confinement {
+        sandbox: config.sandbox,
+        confirm: config.confirm_outside_roots,
+        roots: vec![config.project_dir.clone()],
+    }
+}
+
 /// `nib undo --diff`: the newest change as a unified diff (files changed
 /// since nib wrote them left out); exit 2 with a line on stderr when there
 /// is none to show.
@@ -660,6 +671,7 @@ pub fn undo_diff(config: &Config) -> i32 {
     match crate::undo::latest_diff(
         &config.state_dir,
         &config.project_dir,
+        &undo_floor(config),
         None,
         std::time::Duration::MAX,
     ) {

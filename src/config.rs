@@ -141,14 +141,14 @@ impl Config {
     /// The policy sandboxed programs run under for these roots.
     pub fn sandbox_policy(&self, roots: &[PathBuf]) -> nib_sandbox::Policy {
         // Unconfined, nothing holds these paths: no walk to make.
-        let protected = if self.sandbox {
-            roots
-                .iter()
-                .flat_map(|r| crate::fs::runs_code::protected_for_programs_kept(r))
-                .collect()
-        } else {
-            Vec::new()
-        };
+        let (mut protected, mut pinned) = (Vec::new(), Vec::new());
+        if self.sandbox {
+            for r in roots {
+                let found = crate::fs::runs_code::protected_for_programs_kept(r);
+                protected.extend(found.read_only);
+                pinned.extend(found.git_dirs);
+            }
+        }
         nib_sandbox::Policy {
             confine: self.sandbox,
             writable: roots.to_vec(),
@@ -165,6 +165,7 @@ impl Config {
             pass_env: self.sandbox_env.clone(),
             network: self.sandbox_network,
             protected,
+            pinned,
             limits: match self.sandbox_memory {
                 Some(bytes) => nib_sandbox::Limits {
                     memory_bytes: bytes,

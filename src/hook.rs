@@ -198,9 +198,17 @@ pub fn run(state: &Path, input: &[u8]) -> HookAnswer {
                 std::path::PathBuf::from(cwd)
             };
             let project = std::fs::canonicalize(&project).unwrap_or(project);
+            // The change's own confinement applies; the hook's
+            // environment may add the sandbox, never take it away.
+            let floor = crate::undo::Confinement {
+                sandbox: std::env::var_os(crate::config::NIB_SANDBOX).is_some_and(|v| v == "1"),
+                confirm: false,
+                roots: vec![project.clone()],
+            };
             match crate::undo::latest_diff(
                 state,
                 &project,
+                &floor,
                 Some(tool),
                 std::time::Duration::from_secs(120),
             ) {

@@ -96,7 +96,8 @@ impl Layer<'_> {
 /// writable; hidden paths inside any of them covered by the unreadable
 /// `stand_ins`; a fresh `/dev` and `/proc`, private `/tmp` and `/run`
 /// (before the rest, so roots under `/tmp` stay visible); the root
-/// remounted read-only. Then the protected paths read-only, the entry
+/// remounted read-only. Then the pinned folders over themselves and the
+/// protected paths read-only, the entry
 /// binary visible, own PID, IPC and UTS namespaces, no network unless
 /// allowed, a new session, death with the parent, and no capabilities
 /// (even when started by root).
@@ -160,6 +161,11 @@ pub fn bwrap_argv(
             r.socket.as_os_str(),
             r.socket.as_os_str(),
         ]);
+    }
+    // Pinned folders first: the read-only paths inside them are bound
+    // over the pinned mount, not hidden beneath it.
+    for p in &policy.pinned {
+        push(&["--bind-try".as_ref(), p.as_os_str(), p.as_os_str()]);
     }
     for p in &policy.protected {
         push(&["--ro-bind-try".as_ref(), p.as_os_str(), p.as_os_str()]);

@@ -227,8 +227,11 @@ pub struct Launch {
     reaper: Option<(CString, CArray, CArray)>,
     /// The paths execve tries in turn (the PATH search, done here).
     candidates: Vec<CString>,
-    /// Outside bubblewrap: the protected paths (files that make code run),
-    /// bound read-only over themselves in the tree's own mount namespace.
+    /// Outside bubblewrap: the pinned folders (git dirs), bound over
+    /// themselves in the tree's own mount namespace so they cannot be
+    /// renamed or removed, then the protected paths (files that make code
+    /// run), bound read-only over themselves.
+    pinned: Vec<CString>,
     protected: Vec<CString>,
     /// For each candidate, `/bin/sh CANDIDATE ARGS…` (addresses, as in
     /// [`CArray`]): what execvp runs when a file has no executable format
@@ -329,14 +332,16 @@ impl Launch {
             }
             None => None,
         };
-        let protected = if policy.confine && !in_bwrap {
-            policy
-                .protected
-                .iter()
-                .map(|p| c_string(p.as_os_str()))
-                .collect::<Result<Vec<_>, _>>()?
+        let (pinned, protected) = if policy.confine && !in_bwrap {
+            let c_strings = |paths: &[PathBuf]| {
+                paths
+                    .iter()
+                    .map(|p| c_string(p.as_os_str()))
+                    .collect::<Result<Vec<_>, _>>()
+            };
+            (c_strings(&policy.pinned)?, c_strings(&policy.protected)?)
         } else {
-            Vec::new()
+            (Vec::new(), Vec::new())
         };
         let shell = c_string(OsStr::new("/bin/sh"))?;
         let shell_argvs = candidates
@@ -359,6 +364,7 @@ impl Launch {
             seccomp,
             exec_filter,
             candidates,
+            pinned,
             protected,
             argv: CArray::new(argv),
             envp: CArray::new(envp),
@@ -407,7 +413,8 @@ impl Launch {
             }
         }
         if self.confine && own_pid_namespace && fresh_proc() {
-            hold_read_only(&self.protected);
+            hold_in_place(&self.pinned, false);
+            hold_in_place(&self.protected, true);
             if let Some(ruleset) = &self.landlock {
                 // The ruleset granted the host's /proc; the fresh one is
                 // another file system and needs its own rule.
@@ -540,7 +547,9 @@ fn fresh_proc() -> bool {
 /// writing there fails, and so do removing or renaming it (a mount point).
 /// Landlock grants the roots by folder, so it cannot hold a file inside
 /// one by itself. A path that is gone is skipped. System calls only.
-fn hold_read_only(paths: &[CString]) {
+/// Binds each path over itself (a mount point cannot be renamed, replaced
+/// or removed), and read-only when `read_only`.
+fn hold_in_place(paths: &[CString], read_only: bool) {
     for p in paths {
         // SAFETY: mount with NUL-terminated paths owned by the caller and
         // null or literal arguments; it changes this process's own mount
@@ -556,13 +565,15 @@ fn hold_read_only(paths: &[CString]) {
             {
                 continue;
             }
-            libc::mount(
-                std::ptr::null(),
-                p.as_ptr(),
-                std::ptr::null(),
-                libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY,
-                std::ptr::null(),
-            );
+            if read_only {
+                libc::mount(
+                    std::ptr::null(),
+                    p.as_ptr(),
+                    std::ptr::null(),
+                    libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY,
+                    std::ptr::null(),
+                );
+            }
         }
     }
 }

@@ -64,6 +64,12 @@ pub struct Policy {
     pub network: bool,
     /// Paths inside the roots that stay read-only (files that make code run).
     pub protected: Vec<PathBuf>,
+    /// Folders inside the roots that stay where they are (git dirs): bound
+    /// over themselves, writable, so that programs may change what is in
+    /// them (but the protected paths) and cannot rename, replace or remove
+    /// the folder itself (a mount point cannot be: `EBUSY`).
+    #[serde(default)]
+    pub pinned: Vec<PathBuf>,
     /// Resource limits.
     pub limits: Limits,
     /// Use bubblewrap when it is usable (tests turn it off to check Landlock alone).

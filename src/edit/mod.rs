@@ -236,6 +236,7 @@ fn apply_sections(
     crate::undo::record(
         &ctx.config.state_dir,
         ctx.workspace.project_dir(),
+        &ctx.scope,
         "edit",
         undo_files,
     );

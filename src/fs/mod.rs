@@ -21,6 +21,7 @@
 //! go to the freedesktop trash by renaming from the folder fd ([`trash`]).
 
 pub mod beneath;
+pub mod git_guard;
 pub mod runs_code;
 pub mod trash;
 
@@ -86,6 +87,10 @@ pub enum FsError {
         "makes code run (hooks, tool configuration); under NIB_SANDBOX=1 it changes only through nib's tools, with a person's approval"
     )]
     RunsCode,
+    /// The write needs a person's approval, and this path cannot ask
+    /// (undo, a trash restore, the command line).
+    #[error("{0}")]
+    NeedsApproval(String),
     /// Any other I/O failure.
     #[error("{0}")]
     Io(std::io::Error),
@@ -403,6 +408,16 @@ pub fn describe(target: &WriteTarget) -> String {
     crate::path_text::escape_control(&place.to_string_lossy())
 }
 
+/// Where `name` in the folder `fd` (opened beneath `root`) really is,
+/// relative to the root: the folder as the kernel holds it, so a folder
+/// reached through a symlink counts as where it leads (`cfg -> .git` makes
+/// `cfg/config` the git dir's `config`). Falls back to `path` as written.
+fn real_relative(fd: &OwnedFd, root: &Root, name: &std::ffi::OsStr, path: &Path) -> PathBuf {
+    fd_path(fd)
+        .and_then(|real| real.strip_prefix(&root.path).ok().map(|r| r.join(name)))
+        .unwrap_or_else(|| beneath::relative(&root.path, path))
+}
+
 /// The folder path the kernel holds for an fd (for pattern checks and messages).
 fn fd_path(fd: impl AsFd) -> Option<PathBuf> {
     use std::os::fd::AsRawFd;
@@ -416,13 +431,7 @@ pub fn write_target(scope: &Scope, path: &Path) -> Result<WriteTarget, FsError> 
     let (parent, name, approval, path) = match scope {
         Scope::Sandbox(roots) => {
             let (fd, i, name) = beneath::open_parent_creating(roots, path)?;
-            let rel = fd_path(&fd)
-                .and_then(|real| {
-                    real.strip_prefix(&roots[i].path)
-                        .ok()
-                        .map(|r| r.join(&name))
-                })
-                .unwrap_or_else(|| beneath::relative(&roots[i].path, path));
+            let rel = real_relative(&fd, &roots[i], &name, path);
             let approval =
                 runs_code::write_needs_approval(&roots[i].path, &rel).then_some(Approval::RunsCode);
             (fd, name, approval, path.to_path_buf())
@@ -596,10 +605,16 @@ pub fn discard(p: &Prepared) {
     let _ = rustix::fs::unlinkat(&*p.target.parent, &p.tmp_name, AtFlags::empty());
 }
 
-/// Writes `bytes` to `path` atomically under the scope (no approval flow:
-/// callers that need one use [`write_target`]).
+/// Writes `bytes` to `path` atomically under the scope. There is no one to
+/// ask here: a target that needs a person's approval (it makes code run
+/// under the sandbox, wherever its real folder leads, or lies outside the
+/// roots in confirm mode) is refused with [`FsError::NeedsApproval`] and
+/// nothing is written. Callers with an approval flow use [`write_target`].
 pub fn write_atomic(scope: &Scope, path: &Path, bytes: &[u8]) -> Result<Written, FsError> {
     let target = write_target(scope, path)?;
+    if let Some(why) = &target.approval {
+        return Err(needs_approval(why, &target));
+    }
     let p = prepare(&target, bytes, None, &unique_id())?;
     if let Err(e) = commit(&p) {
         discard(&p);
@@ -610,6 +625,18 @@ pub fn write_atomic(scope: &Scope, path: &Path, bytes: &[u8]) -> Result<Written,
     } else {
         Written::Created
     })
+}
+
+/// The refusal of a write that needs approval where no one can be asked.
+fn needs_approval(why: &Approval, target: &WriteTarget) -> FsError {
+    let what = match why {
+        Approval::OutsideRoots => "is outside the roots",
+        Approval::RunsCode => "makes code run (a git dir, hooks, tool configuration)",
+    };
+    FsError::NeedsApproval(format!(
+        "leads to {}, which {what}: writing it needs a person's approval, and nothing can ask for it here",
+        describe(target)
+    ))
 }
 
 /// Removes the file at a target (the source of a move).
@@ -638,10 +665,9 @@ pub fn trash_entry(scope: &Scope, path: &Path, recursive: bool) -> Result<(), Fs
     let parent = match scope {
         Scope::Sandbox(roots) | Scope::Confirm(roots) => {
             match beneath::open(roots, parent_path, dir_flags, Mode::empty()) {
-                Ok((fd, _, rel)) => {
-                    if matches!(scope, Scope::Sandbox(_))
-                        && runs_code::makes_code_run(&rel.join(&name))
-                    {
+                Ok((fd, i, _)) => {
+                    let rel = real_relative(&fd, &roots[i], &name, path);
+                    if matches!(scope, Scope::Sandbox(_)) && runs_code::makes_code_run(&rel) {
                         return Err(FsError::RunsCode);
                     }
                     fd
@@ -665,13 +691,18 @@ pub fn trash_entry(scope: &Scope, path: &Path, recursive: bool) -> Result<(), Fs
 
 /// Puts the newest trashed entry that was at `path` back there (nibash's
 /// `trash restore`), resolving its folder like a write's (created if it is
-/// gone). Something at the path now is replaced only with `force`.
+/// gone). Something at the path now is replaced only with `force`. Under
+/// the sandbox a restore is a write like any other: where the folder
+/// really leads decides, and a place that makes code run (a git dir
+/// anywhere, hooks, tool configuration) is refused — a restore asks no one.
 pub fn restore_entry(scope: &Scope, path: &Path, force: bool) -> Result<(), FsError> {
     let (parent, name) = match scope {
         Scope::Sandbox(roots) | Scope::Confirm(roots) => {
             let (fd, i, name) = beneath::open_parent_creating(roots, path)?;
-            let rel = beneath::relative(&roots[i].path, path);
-            if matches!(scope, Scope::Sandbox(_)) && runs_code::makes_code_run(&rel) {
+            let rel = real_relative(&fd, &roots[i], &name, path);
+            if matches!(scope, Scope::Sandbox(_))
+                && runs_code::write_needs_approval(&roots[i].path, &rel)
+            {
                 return Err(FsError::RunsCode);
             }
             (fd, name)

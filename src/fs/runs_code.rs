@@ -107,8 +107,9 @@ fn in_a_git_dir(root: &Path, rel: &Path) -> bool {
 /// ignored folder is not found) — its `config`, `config.worktree`, hooks
 /// and the files leading to other git dirs, and each nested `.git` file.
 /// Only paths that exist are listed.
-pub fn protected_for_programs(root: &Path) -> Vec<PathBuf> {
+pub fn protected_for_programs(root: &Path) -> ForPrograms {
     let mut out: Vec<PathBuf> = IN_EVERY_ROOT.iter().map(|p| root.join(p)).collect();
+    let mut pinned: Vec<PathBuf> = Vec::new();
     // Git dirs are not descended into: `.git` entries are found beside
     // each folder the walk enters, other git dirs by their content as the
     // walk meets them (the filter keeps them aside).
@@ -157,17 +158,38 @@ pub fn protected_for_programs(root: &Path) -> Vec<PathBuf> {
         for below in ["modules", "worktrees"] {
             git_dirs.extend(git_dirs_below(&dir.join(below), 0));
         }
+        pinned.push(dir);
     }
     out.retain(|p| std::fs::symlink_metadata(p).is_ok());
     out.sort();
     out.dedup();
-    out
+    // Outer git dirs before the ones inside them (`.git` before
+    // `.git/modules/sub`): a bind over the outer one would hide the inner.
+    pinned.retain(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir()));
+    pinned.sort();
+    pinned.dedup();
+    ForPrograms {
+        read_only: out,
+        git_dirs: pinned,
+    }
+}
+
+/// What programs may not change in a root: the files that make code run
+/// (read-only), and the git dirs that hold them (pinned in place: a git dir
+/// renamed aside and replaced by a copy with a new config would otherwise
+/// go around the read-only files).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ForPrograms {
+    /// Files and folders programs may only read.
+    pub read_only: Vec<PathBuf>,
+    /// Git dirs programs may write in but not rename, replace or remove.
+    pub git_dirs: Vec<PathBuf>,
 }
 
 /// A root's last walk: its list, when it ended and how long it took, and
 /// whether a new walk is under way.
 struct Walk {
-    list: Vec<PathBuf>,
+    list: ForPrograms,
     ended: std::time::Instant,
     took: std::time::Duration,
     walking: bool,
@@ -182,7 +204,7 @@ static KEPT: std::sync::Mutex<Option<std::collections::HashMap<PathBuf, Walk>>> 
     std::sync::Mutex::new(None);
 
 /// [`protected_for_programs`] timed, and kept as `root`'s last walk.
-fn walk_and_keep(root: &Path) -> Vec<PathBuf> {
+fn walk_and_keep(root: &Path) -> ForPrograms {
     let start = std::time::Instant::now();
     let list = protected_for_programs(root);
     let walk = Walk {
@@ -204,7 +226,7 @@ fn walk_and_keep(root: &Path) -> Vec<PathBuf> {
 /// [`WALK_SPACING`] times the last walk's length after it), so the list is
 /// one call old, or a tenth of a second on a small root. A walk of a large
 /// root took 390 ms (130,000 files), of a small one 9 ms.
-pub fn protected_for_programs_kept(root: &Path) -> Vec<PathBuf> {
+pub fn protected_for_programs_kept(root: &Path) -> ForPrograms {
     let mut kept = match KEPT.lock() {
         Ok(k) => k,
         Err(_) => return protected_for_programs(root),
@@ -314,7 +336,7 @@ mod tests {
         std::fs::write(root.join(".gitignore"), "ignored/\n").unwrap();
         std::fs::create_dir_all(root.join("ignored/repo")).unwrap();
         git(&root.join("ignored/repo"), &["init", "-q"]);
-        let found = protected_for_programs(&root);
+        let found = protected_for_programs(&root).read_only;
         for p in [
             ".git/config",
             ".git/hooks",
@@ -332,7 +354,18 @@ mod tests {
         assert!(found.iter().all(|p| p.exists()), "{found:?}");
         // A git dir known by its content, not its name.
         git(&root, &["init", "-q", "--bare", "bare"]);
-        assert!(protected_for_programs(&root).contains(&root.join("bare/config")));
+        let again = protected_for_programs(&root);
+        assert!(again.read_only.contains(&root.join("bare/config")));
+        // The git dirs themselves are pinned, outer before inner.
+        assert_eq!(
+            again.git_dirs,
+            [
+                root.join(".git"),
+                root.join(".git/modules/a/b"),
+                root.join("bare"),
+                root.join("vendor/lib/.git"),
+            ]
+        );
         assert!(write_needs_approval(&root, Path::new("bare/config")));
         assert!(write_needs_approval(
             &root,

@@ -66,10 +66,19 @@ pub fn run(mut args: Args, ctx: &Ctx, shell: &Arc<Nibash>) -> Result<ToolOutput,
             background,
         },
     );
-    // Hosts the proxy refused this call's programs, once each.
-    for (host, why) in &out.network_refused {
-        out.text
-            .push_str(&format!("[network: blocked {host} — {why}]\n"));
+    // Hosts the proxy refused this call's programs, once each (the proxy
+    // keeps a bounded number of bounded names; at most a few are named).
+    for (host, why) in out.network_refused.iter().take(REFUSED_SHOWN) {
+        out.text.push_str(&format!(
+            "[network: blocked {} — {why}]\n",
+            crate::path_text::escape_control(host)
+        ));
+    }
+    if out.network_refused.len() > REFUSED_SHOWN {
+        out.text.push_str(&format!(
+            "[network: {} more hosts were blocked; nibash_status lists them]\n",
+            out.network_refused.len() - REFUSED_SHOWN
+        ));
     }
     if let Some(note) = crate::netproxy::ignored_allow_note() {
         out.text.push_str(&note);
@@ -94,6 +103,10 @@ pub fn run(mut args: Args, ctx: &Ctx, shell: &Arc<Nibash>) -> Result<ToolOutput,
     crate::context::push_notes(&mut out.text, &notes);
     Ok(out)
 }
+
+/// Hosts a call's answer names as blocked, at most (each name is at most
+/// 255 bytes: the closing lines stay within a few KiB).
+const REFUSED_SHOWN: usize = 8;
 
 /// The network line of nibash_status: the mode, and with the proxy the
 /// hosts reached and refused in this session.
@@ -244,6 +257,7 @@ pub fn status(mut args: Args, ctx: &Ctx, shell: &Arc<Nibash>) -> Result<ToolOutp
     }
     out.push_str(&usage(&nib.usage.lock().unwrap_or_else(|p| p.into_inner())));
     let entries = nib.jobs.all();
+    let mut budget = TailBudget::default();
     if entries.is_empty() {
         out.push_str("no calls or jobs are running\n");
     }
@@ -260,22 +274,77 @@ pub fn status(mut args: Args, ctx: &Ctx, shell: &Arc<Nibash>) -> Result<ToolOutp
             "%{} {what} {}s: {}{}\n",
             e.id,
             e.age().as_secs(),
-            e.command,
+            cut_line(&e.command),
             e.description
                 .as_ref()
-                .map(|d| format!("  ({d})"))
+                .map(|d| format!("  ({})", cut_line(d)))
                 .unwrap_or_default()
         ));
-        if tail > 0 {
-            let text = String::from_utf8_lossy(&s.output);
-            let lines: Vec<&str> = text.lines().collect();
-            for l in &lines[lines.len().saturating_sub(tail)..] {
-                out.push_str(&format!("  | {l}\n"));
-            }
+        for l in budget.take(tail_lines(&s.output, tail)) {
+            out.push_str(&format!("  | {l}\n"));
         }
     }
     crate::context::push_notes(&mut out, &notes);
     Ok(ToolOutput::ok(out))
+}
+
+/// The most of a call's output the status looks at for its last lines.
+const TAIL_WINDOW: usize = 64 * 1024;
+/// The most lines of one call's tail, the most characters of one line (or
+/// command) shown, and the most bytes of tails in one status: what a
+/// program prints is the program's to choose, and the status is polled
+/// (the mod asks every 2 s).
+const TAIL_LINES: usize = 50;
+const LINE_SHOWN: usize = 400;
+const TAILS_TOTAL: usize = 128 * 1024;
+
+/// A line cut to [`LINE_SHOWN`] characters, marked when cut.
+fn cut_line(line: &str) -> String {
+    match line.char_indices().nth(LINE_SHOWN) {
+        Some((end, _)) => format!("{}… [{} bytes]", &line[..end], line.len()),
+        None => line.to_string(),
+    }
+}
+
+/// The last `n` lines (at most [`TAIL_LINES`]) of a call's output, read
+/// from its last [`TAIL_WINDOW`] bytes only, each cut to [`LINE_SHOWN`].
+fn tail_lines(output: &[u8], n: usize) -> Vec<String> {
+    let n = n.min(TAIL_LINES);
+    if n == 0 {
+        return Vec::new();
+    }
+    let window = &output[output.len().saturating_sub(TAIL_WINDOW)..];
+    let text = String::from_utf8_lossy(window);
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..]
+        .iter()
+        .map(|l| cut_line(l))
+        .collect()
+}
+
+/// What is left of [`TAILS_TOTAL`] for one status.
+struct TailBudget(usize);
+
+impl Default for TailBudget {
+    fn default() -> TailBudget {
+        TailBudget(TAILS_TOTAL)
+    }
+}
+
+impl TailBudget {
+    /// The lines that fit what is left, from the newest back.
+    fn take(&mut self, lines: Vec<String>) -> Vec<String> {
+        let mut kept = Vec::new();
+        for l in lines.into_iter().rev() {
+            if l.len() + 1 > self.0 {
+                break;
+            }
+            self.0 -= l.len() + 1;
+            kept.push(l);
+        }
+        kept.reverse();
+        kept
+    }
 }
 
 /// The status as one JSON document, for a client's own interface (the
@@ -284,14 +353,14 @@ pub fn status(mut args: Args, ctx: &Ctx, shell: &Arc<Nibash>) -> Result<ToolOutp
 /// agent and tool, and the lines the calling agent has seen per file.
 fn status_json(ctx: &Ctx, nib: &Nibash, tail: usize) -> serde_json::Value {
     use serde_json::json;
+    let mut budget = TailBudget::default();
     let calls: Vec<_> = nib
         .jobs
         .all()
         .iter()
         .map(|e| {
             let s = e.state();
-            let text = String::from_utf8_lossy(&s.output);
-            let lines: Vec<&str> = text.lines().collect();
+            let lines = budget.take(tail_lines(&s.output, tail));
             let state = if s.ended() {
                 "ended"
             } else if s.is_job {
@@ -301,12 +370,12 @@ fn status_json(ctx: &Ctx, nib: &Nibash, tail: usize) -> serde_json::Value {
             };
             json!({
                 "id": e.id,
-                "command": e.command,
-                "description": e.description,
+                "command": cut_line(&e.command),
+                "description": e.description.as_deref().map(cut_line),
                 "seconds": e.age().as_secs(),
                 "state": state,
                 "ending": s.ended().then(|| ending_words(&s)),
-                "tail": lines[lines.len().saturating_sub(tail)..],
+                "tail": lines,
             })
         })
         .collect();

@@ -200,6 +200,7 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
     crate::undo::record(
         &ctx.config.state_dir,
         ctx.workspace.project_dir(),
+        &ctx.scope,
         "write",
         undo_files,
     );

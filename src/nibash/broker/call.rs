@@ -15,7 +15,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use super::Nibash;
 use super::cut;
@@ -294,6 +294,9 @@ struct Consumer {
     /// How many of them the call's answer named (a job names the rest);
     /// `None` while the call has not answered.
     refusals_shown: Option<usize>,
+    /// The git dirs programs could not change in this call (pinned, config
+    /// and hooks read-only): the sweep at the end leaves them alone.
+    held: Vec<PathBuf>,
 }
 
 impl Consumer {
@@ -416,6 +419,17 @@ impl Consumer {
         while !self.entry.state().ended() {
             if !self.step(None, None) {
                 break;
+            }
+        }
+        // What the job left in git dirs for the person's git is taken out
+        // now that it ended, and said in its output.
+        let since = std::time::SystemTime::now() - self.entry.age();
+        let swept = crate::fs::git_guard::sweep(&self.asker.scope, &self.held, since);
+        if !swept.is_empty() {
+            let mut s = self.entry.state();
+            for line in swept {
+                s.output.extend_from_slice(line.as_bytes());
+                s.output.push(b'\n');
             }
         }
         // A client with nib's channel hears of the end at once.
@@ -558,6 +572,7 @@ pub fn run(ctx: &Ctx, nib: &Arc<Nibash>, args: CallArgs) -> ToolOutput {
         judge,
     } = gate;
     let started_at = super::changes::start(ctx, nib);
+    let call_start = Instant::now();
     let entry = nib.jobs.start(&args.command, args.description.clone());
     let cwd = ctx.workspace.project_dir().to_path_buf();
     let names = ctx.workspace.names();
@@ -587,7 +602,8 @@ pub fn run(ctx: &Ctx, nib: &Arc<Nibash>, args: CallArgs) -> ToolOutput {
             ));
         }
     };
-    let ((worker, pipe, broker_side), refill) = started;
+    let ((worker, pipe, broker_side), refill, held) = started;
+    let held_now = held.clone();
     entry.set_killer(worker.killer());
     let proxy_token = worker.proxy_token().map(str::to_string);
     let exec_log = worker.exec_log();
@@ -614,6 +630,7 @@ pub fn run(ctx: &Ctx, nib: &Arc<Nibash>, args: CallArgs) -> ToolOutput {
         cancelled: false,
         exec_log,
         refusals_shown: None,
+        held,
     };
     if let Some(live) = ctx.live {
         let cancel = tx_cancel;
@@ -700,6 +717,18 @@ pub fn run(ctx: &Ctx, nib: &Arc<Nibash>, args: CallArgs) -> ToolOutput {
         started_at,
         OneShot { one_shot, stopped },
     );
+    // What this call (or a job beside it) made in git dirs that the
+    // person's own git would run is taken out before the answer.
+    let since = nib
+        .jobs
+        .all()
+        .iter()
+        .map(|e| e.age())
+        .fold(call_start.elapsed(), Duration::max);
+    for line in crate::fs::git_guard::sweep(&ctx.scope, &held_now, SystemTime::now() - since) {
+        out.text.push_str(&line);
+        out.text.push('\n');
+    }
     // The hosts the proxy refused this call's programs (not another's).
     if let (Some(token), Some(proxy)) = (proxy_token, crate::netproxy::current()) {
         out.network_refused = proxy.proxy.log().take_call(&token);
@@ -721,8 +750,9 @@ fn start_worker(
     cwd: &Path,
     masked: Vec<PathBuf>,
     judge: Option<Arc<super::exec_judge::ProgramJudge>>,
-) -> Result<(Started, Option<Refill>), String> {
+) -> Result<(Started, Option<Refill>, Vec<PathBuf>), String> {
     let mut policy = ctx.config.sandbox_policy(&ctx.workspace.roots());
+    let held = policy.pinned.clone();
     let plain = judge.is_none() && masked.is_empty() && ctx.config.warm;
     policy.masked = masked;
     let key = super::warm::key(&policy, cwd);
@@ -746,7 +776,7 @@ fn start_worker(
         policy,
         cwd: cwd.to_path_buf(),
     });
-    Ok((started, refill))
+    Ok((started, refill, held))
 }
 
 /// The warm worker to start for the next call: after this call's answer,
@@ -1323,6 +1353,7 @@ mod forged {
             cancelled: false,
             exec_log: None,
             refusals_shown: None,
+            held: Vec::new(),
         };
         let targets = [
             outside.join("canary"),

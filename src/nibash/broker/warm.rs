@@ -32,12 +32,25 @@ pub struct Warm {
 }
 
 /// What a worker is started for: two calls with the same key can use the
-/// same kind of worker.
+/// same kind of worker. Under bubblewrap a hidden path is covered only if
+/// it existed when the worker's mounts were made, so the hidden paths that
+/// exist now are part of the key: a credential file made after a warm
+/// worker started sends the next call to a fresh worker that covers it.
+/// (With Landlock alone the grants are an allow-list: a file made later is
+/// not granted.)
 pub fn key(policy: &nib_sandbox::Policy, cwd: &Path) -> String {
+    let hidden = if policy.confine && policy.use_bwrap {
+        policy
+            .reads
+            .hidden_inside(&policy.writable, &policy.read_only)
+    } else {
+        Vec::new()
+    };
     format!(
-        "{}\u{0}{}",
+        "{}\u{0}{}\u{0}{}",
         serde_json::to_string(policy).unwrap_or_default(),
-        cwd.display()
+        cwd.display(),
+        serde_json::to_string(&hidden).unwrap_or_default(),
     )
 }
 
