@@ -29,6 +29,7 @@ mod read;
 mod read_git;
 mod read_more;
 mod reads;
+mod red_team;
 mod replay;
 mod runners;
 mod write;

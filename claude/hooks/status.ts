@@ -34,7 +34,22 @@ const isRecord = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v)
 
 const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : [])
-const text = (v: unknown): string => (typeof v === 'string' ? v : '')
+
+/**
+ * Text with every control character but newline and tab written out
+ * (`\x1b`, `\u{9b}`), as nib's own CLI does for a terminal: what the
+ * mod draws comes from programs and files the model controls, and a raw
+ * escape would reach the person's terminal.
+ */
+export function visible(s: string): string {
+  return s.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, c => {
+    const n = c.charCodeAt(0)
+    if (c === '\r') return '\\r'
+    return n < 0x80 ? `\\x${n.toString(16).padStart(2, '0')}` : `\\u{${n.toString(16)}}`
+  })
+}
+
+const text = (v: unknown): string => (typeof v === 'string' ? visible(v) : '')
 const count = (v: unknown): number => (typeof v === 'number' ? v : 0)
 
 /** The status document, or null when the text is not one. */
@@ -149,7 +164,7 @@ export type DiffRow = { text: string; kind: 'file' | 'hunk' | 'add' | 'del' | 's
 
 /** A unified diff's rows, each with what it is. */
 export function diffRows(diff: string): DiffRow[] {
-  return diff
+  return visible(diff)
     .split('\n')
     .filter((line, i, all) => line !== '' || i < all.length - 1)
     .map(line => {
@@ -173,7 +188,7 @@ export type Change = { n: number; text: string }
 
 /** The changes `nib undo --list` printed, newest first. */
 export function parseChanges(listed: string): Change[] {
-  return listed
+  return visible(listed)
     .split('\n')
     .map(line => /^(\d+): (.*)$/.exec(line))
     .filter((m): m is RegExpExecArray => m !== null)

@@ -200,3 +200,17 @@ test('/nib-undo puts back the last change, and its list has an Undo button per c
   const refused = await $.command.run({ command: 'nib-undo', args: 'most', origin: { kind: 'composer' } } as any)
   expect(JSON.stringify(refused)).toContain('Nothing was changed')
 })
+
+test("control bytes from programs and files never reach the person's terminal raw", async ($, on) => {
+  const hostile = {
+    ...STATUS,
+    calls: [{ ...STATUS.calls[0], command: 'make \u001b]52;c;ZXZpbA==\u0007', tail: ['\u001b[2Jcleared \u009b31m'] }],
+  }
+  await started($, on, [hostile])
+  const ui = await $.ui.mount({ ...PANE('nibash'), surface: 'terminal' })
+  const row = await ui.find({ type: 'Text', text: /cleared/ })
+  expect(row?.text).toBe('  | \\x1b[2Jcleared \\u{9b}31m')
+  const head = await ui.find({ type: 'Text', text: /%1 running/ })
+  expect(head?.text).toContain('make \\x1b]52;c;ZXZpbA==\\x07')
+  await ui.unmount()
+})
