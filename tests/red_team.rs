@@ -255,6 +255,17 @@ async fn a_trash_restore_never_lands_in_a_git_dir_through_a_linked_folder() {
             git_config,
             "{mode:?}: {restored}\n{status2}"
         );
+        // A repository made and removed in one call is never brought back.
+        let made = sh(
+            &nib,
+            &format!(
+                "git init -q r && git -C r config core.fsmonitor 'touch {m}' && rm -r r && trash restore r; true",
+                m = marker.display()
+            ),
+        )
+        .await;
+        let (status, _) = nib.call("nibash_status", json!({"restore": "r"})).await;
+        assert!(!root.join("r").exists(), "{mode:?}: {made}\n{status}");
         person_git(&root, &["status"]);
         person_git(&root, &["checkout", "-q", "-b", "other"]);
         assert!(!marker.exists(), "{mode:?}");
@@ -269,6 +280,8 @@ async fn the_git_folder_cannot_be_swapped_and_a_new_repository_carries_no_comman
         let (_o, out) = outside();
         let marker = out.join("marker");
         let git_config = std::fs::read_to_string(root.join(".git/config")).unwrap();
+        // A repository without a hooks folder: nothing to bind read-only.
+        std::fs::remove_dir_all(root.join(".git/hooks")).unwrap();
         let nib = start_with(
             Era::Handshake,
             &root,
@@ -276,6 +289,20 @@ async fn the_git_folder_cannot_be_swapped_and_a_new_repository_carries_no_comman
             mode,
         )
         .await;
+        let hooked = sh(
+            &nib,
+            &format!(
+                "mkdir -p .git/hooks && printf '#!/bin/sh\\ntouch {m}\\n' > .git/hooks/post-checkout \
+                 && chmod +x .git/hooks/post-checkout; echo hooked",
+                m = marker.display()
+            ),
+        )
+        .await;
+        person_git(&root, &["checkout", "-q", "-b", "hooked"]);
+        assert!(
+            !marker.exists(),
+            "{mode:?}: a hook made in a missing hooks folder ran: {hooked}"
+        );
         // 4. The git folder renamed aside and replaced by a copy.
         let swap = sh(
             &nib,

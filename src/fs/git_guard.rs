@@ -282,14 +282,14 @@ fn refresh(seen: &mut Seen, root: &Path) {
     seen.git_dirs.retain(|d| is_git_dir(d));
 }
 
-/// Sweeps `roots` for git dirs that were not `held` during the call and
-/// neutralizes what in them runs a command and was made or changed since
-/// `since` (the start of the call, or of the oldest job that ran beside
-/// it: a file's change time, which no program can set back, tells);
-/// returns one line per git dir changed, for the answer. `held` are the
-/// git dirs programs could not change (pinned, with config and hooks
-/// read-only). A person's own repository, made or configured outside a
-/// call, is left alone.
+/// Sweeps the roots of a sandbox `scope` for git dirs and neutralizes what
+/// in them runs a command and was made or changed since `since` (the start
+/// of the call, or of the oldest job that ran beside it: a file's change
+/// time, which no program can set back, tells), but for the `held` paths
+/// (bound read-only for the call's programs: the person's own config and
+/// hooks, which may change beside a long job); returns one line per git
+/// dir changed, for the answer. A person's own repository, made or
+/// configured outside a call, is left alone.
 pub fn sweep(scope: &Scope, held: &[PathBuf], since: std::time::SystemTime) -> Vec<String> {
     let Scope::Sandbox(open_roots) = scope else {
         return Vec::new();
@@ -314,10 +314,7 @@ pub fn sweep(scope: &Scope, held: &[PathBuf], since: std::time::SystemTime) -> V
     found.sort();
     let mut lines = Vec::new();
     for dir in found {
-        if held.contains(&dir) {
-            continue;
-        }
-        if let Some(line) = neutralize(scope, open_roots, &dir, since) {
+        if let Some(line) = neutralize(scope, open_roots, held, &dir, since) {
             lines.push(line);
         }
     }
@@ -356,10 +353,19 @@ fn changed_at(m: &std::fs::Metadata) -> i128 {
 /// `since` (ns): its config's settings that do (the whole file to the
 /// trash, the kept lines written back) and its hooks (each to the trash).
 /// `None` when there was nothing.
-fn neutralize(scope: &Scope, roots: &[Root], dir: &Path, since: i128) -> Option<String> {
+fn neutralize(
+    scope: &Scope,
+    roots: &[Root],
+    held: &[PathBuf],
+    dir: &Path,
+    since: i128,
+) -> Option<String> {
     let mut what = Vec::new();
     for name in ["config", "config.worktree"] {
         let path = dir.join(name);
+        if held.contains(&path) {
+            continue;
+        }
         let Ok(meta) = std::fs::symlink_metadata(&path) else {
             continue;
         };
@@ -387,6 +393,7 @@ fn neutralize(scope: &Scope, roots: &[Root], dir: &Path, since: i128) -> Option<
     }
     let hooks = dir.join("hooks");
     match std::fs::symlink_metadata(&hooks) {
+        _ if held.contains(&hooks) => {}
         Ok(m) if m.is_dir() => {
             if let Ok(entries) = std::fs::read_dir(&hooks) {
                 let mut names: Vec<String> = Vec::new();
@@ -409,10 +416,8 @@ fn neutralize(scope: &Scope, roots: &[Root], dir: &Path, since: i128) -> Option<
                 }
             }
         }
-        Ok(m) if changed_at(&m) >= since => {
-            if to_trash(roots, &hooks).is_ok() {
-                what.push("hooks (not a folder)".into());
-            }
+        Ok(m) if changed_at(&m) >= since && to_trash(roots, &hooks).is_ok() => {
+            what.push("hooks (not a folder)".into());
         }
         _ => {}
     }

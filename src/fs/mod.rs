@@ -713,7 +713,13 @@ pub fn restore_entry(scope: &Scope, path: &Path, force: bool) -> Result<(), FsEr
             (fd, name)
         }
     };
-    trash::restore(path, &parent, &name, force)
+    trash::restore(
+        path,
+        &parent,
+        &name,
+        force,
+        matches!(scope, Scope::Sandbox(_)),
+    )
 }
 
 /// An id unique to this process and call, for temp and journal names.

@@ -265,11 +265,17 @@ pub fn list_beneath(roots: &[PathBuf]) -> Result<Vec<Trashed>, FsError> {
 /// Moves the newest trashed entry that was at `original` back into the
 /// folder `parent` (resolved by the caller) as `name`. An entry there now is
 /// replaced only with `force` (it goes to the trash in its place).
+///
+/// With `no_git_dirs` (under the sandbox) a folder that holds a git dir is
+/// not brought back: its config and hooks were never swept (a call can
+/// make a repository and remove it before its end), and the person's git
+/// would run them.
 pub fn restore(
     original: &Path,
     parent: &OwnedFd,
     name: &OsStr,
     force: bool,
+    no_git_dirs: bool,
 ) -> Result<(), FsError> {
     let entry = list()?
         .into_iter()
@@ -277,6 +283,14 @@ pub fn restore(
         .find(|t| t.original == original)
         .ok_or(FsError::NotFound)?;
     let home = trash_home()?;
+    if no_git_dirs && holds_a_git_dir(&home.join("files").join(&entry.name), 0) {
+        return Err(FsError::NeedsApproval(format!(
+            "holds a git repository, whose config and hooks could run commands in your own git; \
+             under NIB_SANDBOX=1 a restore never brings one back — the person can move it back \
+             from {} by hand",
+            home.join("files").join(&entry.name).display()
+        )));
+    }
     let files_fd = rustix::fs::open(
         home.join("files"),
         OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
@@ -304,6 +318,36 @@ pub fn restore(
     info_name.push(".trashinfo");
     let _ = std::fs::remove_file(home.join("info").join(info_name));
     Ok(())
+}
+
+/// Whether the folder at `dir` (not followed if a link) is, or holds
+/// within a few thousand entries, a git dir (or a `.git` entry).
+fn holds_a_git_dir(dir: &Path, depth: usize) -> bool {
+    let Ok(meta) = std::fs::symlink_metadata(dir) else {
+        return false;
+    };
+    if !meta.is_dir() {
+        return false;
+    }
+    if dir.join("HEAD").is_file() && dir.join("refs").is_dir() {
+        return true;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    // A folder too deep or too wide to look through is judged as holding one.
+    if depth > 32 {
+        return true;
+    }
+    for (n, e) in entries.flatten().enumerate() {
+        if n > 10_000 || e.file_name() == ".git" {
+            return true;
+        }
+        if e.file_type().is_ok_and(|t| t.is_dir()) && holds_a_git_dir(&e.path(), depth + 1) {
+            return true;
+        }
+    }
+    false
 }
 
 #[cfg(test)]

@@ -294,8 +294,8 @@ struct Consumer {
     /// How many of them the call's answer named (a job names the rest);
     /// `None` while the call has not answered.
     refusals_shown: Option<usize>,
-    /// The git dirs programs could not change in this call (pinned, config
-    /// and hooks read-only): the sweep at the end leaves them alone.
+    /// The paths programs could not change in this call (bound read-only):
+    /// the sweep at the end leaves them alone.
     held: Vec<PathBuf>,
 }
 
@@ -752,7 +752,7 @@ fn start_worker(
     judge: Option<Arc<super::exec_judge::ProgramJudge>>,
 ) -> Result<(Started, Option<Refill>, Vec<PathBuf>), String> {
     let mut policy = ctx.config.sandbox_policy(&ctx.workspace.roots());
-    let held = policy.pinned.clone();
+    let held = policy.protected.clone();
     let plain = judge.is_none() && masked.is_empty() && ctx.config.warm;
     policy.masked = masked;
     let key = super::warm::key(&policy, cwd);
