@@ -292,7 +292,7 @@ impl Agents {
                     .collect(),
             };
             if let Ok(body) = serde_json::to_vec(&saved) {
-                let _ = fs::write_atomic(&fs::Scope::Open, &self.saved_path(key), &body);
+                let _ = fs::write_state(&self.saved_path(key), &body);
             }
         }
         expire(&dir);

@@ -137,7 +137,7 @@ pub fn save(state_dir: &Path, before: &[String], tokens: &Tokens) {
             continue;
         };
         if fs::create_dir_all(&dir).is_ok() {
-            let _ = fs::write_atomic(&fs::Scope::Open, &dir.join(format!("{token}.json")), &json);
+            let _ = fs::write_state(&dir.join(format!("{token}.json")), &json);
         }
     }
 }

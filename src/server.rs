@@ -189,7 +189,28 @@ impl NibServer {
                 });
             }
         }));
-        NibServer { inner }
+        let server = NibServer { inner };
+        server.prestart_shell();
+        server
+    }
+
+    /// Starts a warm nibash worker for the roots in force, beside the
+    /// session, so the first call finds one ready (its policy, with the walk
+    /// for protected paths, is made on that thread too, not on a call's).
+    fn prestart_shell(&self) {
+        let config = &self.inner.config;
+        if !config.shell || !config.warm {
+            return;
+        }
+        let inner = Arc::clone(&self.inner);
+        let _ = std::thread::Builder::new()
+            .name("nib-prestart".into())
+            .spawn(move || {
+                let cwd = inner.workspace.project_dir().to_path_buf();
+                let policy = inner.config.sandbox_policy(&inner.workspace.roots());
+                let key = crate::nibash::broker::warm::key(&policy, &cwd);
+                inner.nibash.warm.refill(key, policy, cwd);
+            });
     }
 
     fn tool_list(config: &Config) -> Vec<Tool> {
@@ -243,6 +264,7 @@ impl NibServer {
             .collect();
         tracing::info!("client roots: {roots:?}");
         self.inner.workspace.set_client_roots(roots);
+        self.prestart_shell();
     }
 
     /// Modern era: ask for roots through `input_required` on the first call,

@@ -219,8 +219,22 @@ fn add_hook(hooks: &mut Map<String, Value>, event: &str, matcher: Option<&str>, 
     list.push(group);
 }
 
-/// The Claude Code settings nib needs, added to `settings`.
-pub fn claude_settings(settings: &mut Value, nib: &Path, project: bool) {
+/// How often Claude Code re-runs nib's status line, in seconds: without
+/// it the line is re-run only on Claude Code's own events, and a running
+/// call's clock stood still.
+pub const STATUS_LINE_REFRESH: u64 = 1;
+
+/// Whether a status line entry is nib's own (`… statusline`).
+fn is_nibs_status_line(line: &Value) -> bool {
+    line.get("command")
+        .and_then(Value::as_str)
+        .is_some_and(|c| c.ends_with(" statusline") || c == "nib statusline")
+}
+
+/// The Claude Code settings nib needs, added to `settings`. `users_line`:
+/// the person already has a status line of their own elsewhere (a project
+/// setup then adds none, since the project's would hide it).
+pub fn claude_settings(settings: &mut Value, nib: &Path, project: bool, users_line: bool) {
     let Some(m) = obj(settings) else { return };
     if project {
         add_to_list(m, "enabledMcpjsonServers", &["nib"]);
@@ -229,12 +243,26 @@ pub fn claude_settings(settings: &mut Value, nib: &Path, project: bool) {
         add_to_list(perms, "allow", &["mcp__nib__nibash_status"]);
         add_to_list(perms, "deny", &["Bash", "Grep", "Glob", "Edit", "Write"]);
     }
-    // The user's own status line is never replaced.
-    if !project && !m.contains_key("statusLine") {
-        m.insert(
-            "statusLine".into(),
-            json!({"type": "command", "command": format!("{} statusline", nib.display())}),
-        );
+    // The user's own status line is never replaced; nib's refreshes on a
+    // timer so a running call's clock moves.
+    match m.get_mut("statusLine") {
+        None if !users_line => {
+            m.insert(
+                "statusLine".into(),
+                json!({
+                    "type": "command",
+                    "command": format!("{} statusline", nib.display()),
+                    "refreshInterval": STATUS_LINE_REFRESH,
+                }),
+            );
+        }
+        Some(Value::Object(line))
+            if is_nibs_status_line(&Value::Object(line.clone()))
+                && !line.contains_key("refreshInterval") =>
+        {
+            line.insert("refreshInterval".into(), json!(STATUS_LINE_REFRESH));
+        }
+        _ => {}
     }
     let Some(hooks) = child(m, "hooks") else {
         return;
@@ -457,11 +485,16 @@ pub fn plan(places: &Places, args: &SetupArgs) -> (Vec<Change>, Vec<String>) {
             .find(|p| p.exists())
     };
     let mut notes = Vec::new();
+    // A status line in the person's own settings: a project's would hide it.
+    let users_line = std::fs::read_to_string(places.claude_dir.join("settings.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .is_some_and(|v| v.get("statusLine").is_some());
     if args.user {
         targets.push((
             places.claude_dir.join("settings.json"),
             Box::new(|v| {
-                claude_settings(v, nib, false);
+                claude_settings(v, nib, false, false);
                 enable_mod(v, &places.mod_dir);
             }),
             true,
@@ -486,7 +519,7 @@ pub fn plan(places: &Places, args: &SetupArgs) -> (Vec<Change>, Vec<String>) {
         ));
         targets.push((
             places.project.join(".claude/settings.local.json"),
-            Box::new(|v| claude_settings(v, nib, true)),
+            Box::new(move |v| claude_settings(v, nib, true, users_line)),
             true,
         ));
         match opencode_file(&places.project) {
@@ -529,7 +562,7 @@ pub fn plan(places: &Places, args: &SetupArgs) -> (Vec<Change>, Vec<String>) {
                             .unwrap_or_default()
                     } else {
                         let mut v = json!({});
-                        claude_settings(&mut v, nib, !args.user);
+                        claude_settings(&mut v, nib, !args.user, users_line);
                         serde_json::to_string(&v).unwrap_or_default()
                     };
                     warnings.push(format!(

@@ -132,7 +132,7 @@ fn write(file: &Path, running: &[Running]) {
     };
     if let (Some(dir), Ok(json)) = (file.parent(), serde_json::to_vec(&published)) {
         let _ = crate::fs::create_dir_all(dir);
-        let _ = crate::fs::write_atomic(&crate::fs::Scope::Open, file, &json);
+        let _ = crate::fs::write_state(file, &json);
     }
 }
 

@@ -113,6 +113,7 @@ fn setup_writes_exactly_what_each_client_needs_once() {
         json!({
             "enabledMcpjsonServers": ["nib"],
             "permissions": {"allow": ["mcp__nib__nibash_status"], "deny": ["Bash", "Grep", "Glob", "Edit", "Write"]},
+            "statusLine": {"type": "command", "command": format!("{nib} statusline"), "refreshInterval": 1},
             "hooks": {
                 "PreToolUse": [group(Some("Read")), group(Some("mcp__nib__.*"))],
                 "PostToolUse": [group(Some("mcp__nib__edit|mcp__nib__write"))],
@@ -235,6 +236,34 @@ fn setup_never_replaces_the_users_status_line() {
 }
 
 #[test]
+fn setup_writes_a_status_line_that_refreshes_and_upgrades_its_own() {
+    // A project setup where the person has no status line of their own.
+    let e = env();
+    let (out, code) = run(&e, &["setup"], "");
+    assert_eq!(code, 0, "{out}");
+    let line = &json_file(&e.project.join(".claude/settings.local.json"))["statusLine"];
+    assert_eq!(line["refreshInterval"], 1, "{line}");
+    assert!(
+        line["command"].as_str().unwrap().ends_with(" statusline"),
+        "{line}"
+    );
+    // nib's own line from an older setup gains the refresh; nothing else changes.
+    let e = env();
+    std::fs::create_dir_all(e.home.join(".claude")).unwrap();
+    std::fs::write(
+        e.home.join(".claude/settings.json"),
+        r#"{"statusLine": {"type": "command", "command": "nib statusline", "padding": 1}}"#,
+    )
+    .unwrap();
+    let (out, code) = run(&e, &["setup", "--user"], "");
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        json_file(&e.home.join(".claude/settings.json"))["statusLine"],
+        json!({"type": "command", "command": "nib statusline", "padding": 1, "refreshInterval": 1})
+    );
+}
+
+#[test]
 fn setup_for_the_user_and_remembered_options() {
     let e = env();
     std::fs::create_dir_all(e.home.join(".config/opencode")).unwrap();
@@ -261,8 +290,8 @@ fn setup_for_the_user_and_remembered_options() {
     assert!(settings.get("enabledMcpjsonServers").is_none());
     assert_eq!(
         settings["statusLine"],
-        json!({"type": "command", "command": format!("{} statusline", nib_bin().display())}),
-        "the status line is installed for the user"
+        json!({"type": "command", "command": format!("{} statusline", nib_bin().display()), "refreshInterval": 1}),
+        "the status line is installed for the user, refreshed every second"
     );
     assert!(json_file(&e.home.join(".claude.json"))["mcpServers"]["nib"].is_object());
     // The nib mod: a local marketplace, declared and enabled; its plugin is

@@ -1412,3 +1412,60 @@ async fn the_trash_names_only_what_came_from_the_roots_in_every_mode() {
         nib.stop().await;
     }
 }
+
+/// Reads nibash_status until its warm-worker line says `want` are ready
+/// (or 20 s pass); returns the last line seen.
+async fn wait_for_warm(nib: &Nib, want: usize) -> String {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let (status, _) = nib.call("nibash_status", json!({})).await;
+        let line = status
+            .lines()
+            .find(|l| l.starts_with("warm workers:"))
+            .unwrap_or("")
+            .to_string();
+        if line.starts_with(&format!("warm workers: {want} ready"))
+            || std::time::Instant::now() > until
+        {
+            return line;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn warm_workers_are_ready_before_the_first_call_and_follow_a_burst() {
+    for mode in [
+        &[][..],
+        &[("NIB_SANDBOX", "1")][..],
+        &[("NIB_SANDBOX", "1"), ("NIB_SANDBOX_BWRAP", "0")][..],
+    ] {
+        let dir = project();
+        let nib = start_with(
+            Era::Handshake,
+            dir.path(),
+            TestClient::new(Roots::Undeclared),
+            mode,
+        )
+        .await;
+        // One is started with the session, before any call.
+        let line = wait_for_warm(&nib, 1).await;
+        assert!(
+            line.starts_with("warm workers: 1 ready"),
+            "{mode:?}: {line}"
+        );
+        // A turn's four calls at once: afterwards four are ready.
+        let calls =
+            (0..4).map(|i| nib.call("nibash", json!({"command": format!("echo burst {i}")})));
+        let answers = futures::future::join_all(calls).await;
+        for (i, (text, _)) in answers.iter().enumerate() {
+            assert!(text.contains(&format!("burst {i}")), "{mode:?}: {text}");
+        }
+        let line = wait_for_warm(&nib, 4).await;
+        assert!(
+            line.starts_with("warm workers: 4 ready"),
+            "{mode:?}: {line}"
+        );
+        nib.stop().await;
+    }
+}

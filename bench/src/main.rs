@@ -59,7 +59,7 @@ fn parse_options() -> Result<Options> {
             "--only" => {
                 only = Some(
                     args.next()
-                        .ok_or("--only needs deciders, proxy, providers, names or start")?,
+                        .ok_or("--only needs deciders, proxy, providers, names, start or speed")?,
                 )
             }
             "--tree" => {
@@ -84,8 +84,8 @@ fn parse_options() -> Result<Options> {
             }
             "--help" | "-h" => {
                 println!(
-                    "usage: nib-bench [--nib PATH] [--quick] [--tree PATH] [--iterations N] [--only deciders|proxy|providers|names|start]\n\
-                     --only runs one group: the long-output corpus (recall and share per decider), the network proxy, providers, names, or the sandbox's start per layer\n\
+                    "usage: nib-bench [--nib PATH] [--quick] [--tree PATH] [--iterations N] [--only deciders|proxy|providers|names|start|speed]\n\
+                     --only runs one group: the long-output corpus (recall and share per decider), the network proxy, providers, names, the sandbox's start per layer, or the speed of an edit and of nibash bursts and first calls\n\
                      --tree runs the tree scenarios on an existing folder (a real repository) instead of a generated one\n\
                      --jvm REPO LITERAL runs the names scenarios on a clone of a JVM repository, grepping LITERAL"
                 );
@@ -311,6 +311,46 @@ impl Server {
             return Err(format!("{tool} failed: {text}"));
         }
         Ok(text)
+    }
+
+    /// Sends several calls at once (as a client sends a turn's parallel
+    /// calls) and waits for every answer.
+    fn call_many(&mut self, tool: &str, args: &[Value]) -> Result<Vec<String>> {
+        let first = self.next_id;
+        for a in args {
+            let id = self.next_id;
+            self.next_id += 1;
+            self.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": a}}))?;
+        }
+        let mut answers: Vec<Option<String>> = vec![None; args.len()];
+        let mut line = String::new();
+        while answers.iter().any(Option::is_none) {
+            line.clear();
+            let n = self
+                .stdout
+                .read_line(&mut line)
+                .map_err(|e| format!("reading from nib: {e}"))?;
+            if n == 0 {
+                return Err("nib closed its output".into());
+            }
+            let v: Value =
+                serde_json::from_str(&line).map_err(|e| format!("nib wrote non-JSON: {e}"))?;
+            let Some(k) = v["id"].as_u64().and_then(|id| id.checked_sub(first)) else {
+                continue;
+            };
+            if let Some(slot) = answers.get_mut(k as usize) {
+                if v["result"]["isError"] == json!(true) || v.get("error").is_some() {
+                    return Err(format!("{tool} failed: {v}"));
+                }
+                *slot = Some(
+                    v["result"]["content"][0]["text"]
+                        .as_str()
+                        .unwrap_or("")
+                        .to_string(),
+                );
+            }
+        }
+        Ok(answers.into_iter().flatten().collect())
     }
 
     /// Peak resident memory (VmHWM) in KiB.
@@ -615,6 +655,177 @@ fn start_scenarios(nib: &Path, work: &Path, n: usize) -> Result<()> {
     Ok(())
 }
 
+fn print_header(n: usize, quick: bool) {
+    println!(
+        "nib-bench: {} iterations per scenario{}; times in ms, median (p10–p90)\n",
+        n,
+        if quick { " (--quick)" } else { "" }
+    );
+    println!("| scenario | nib | response chars | baseline median (p10–p90) | nib / baseline |");
+    println!("|---|---|---|---|---|");
+}
+
+/// Writes `bytes` to `path` as a careful editor does: a temp file beside
+/// it, fsynced, renamed over it, the folder fsynced (the durability nib's
+/// own writes have).
+fn atomic_write(path: &Path, bytes: &[u8]) -> Result<Duration> {
+    let t = Instant::now();
+    let tmp = path.with_extension("bench-tmp");
+    let mut f = std::fs::File::create(&tmp).map_err(|e| e.to_string())?;
+    f.write_all(bytes).map_err(|e| e.to_string())?;
+    f.sync_all().map_err(|e| e.to_string())?;
+    drop(f);
+    std::fs::rename(&tmp, path).map_err(|e| e.to_string())?;
+    if let Some(dir) = path.parent() {
+        std::fs::File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(t.elapsed())
+}
+
+/// The edit call against a plain atomic write of the same bytes; and, in
+/// each sandbox mode, nibash `true` back to back, a burst of four calls
+/// sent at once (as a client sends a turn's parallel calls) against one
+/// call, and the first call of a session (300 ms after `initialize`)
+/// against a warm one — each against its baseline in the same run.
+fn speed_scenarios(nib: &Path, work: &Path, state: &Path, n: usize) -> Result<()> {
+    let dir = work.join("speed");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let body = std::fs::read_to_string(work.join("f300.ts")).map_err(|e| e.to_string())?;
+    write(&dir.join("f300.ts"), &body)?;
+    write(&dir.join("plain.ts"), &body)?;
+    {
+        let mut srv = Server::spawn(nib, &dir, state)?;
+        srv.initialize()?;
+        let read = srv.call("read", json!({"paths": ["f300.ts:1-300"], "full": true}))?;
+        let mut tag = tag_of(&read)?;
+        let mut k = 0u64;
+        let lines: Vec<String> = body.lines().map(str::to_string).collect();
+        let mut f = || -> Result<(Duration, usize)> {
+            k += 1;
+            let (d, out) = time(|| {
+                srv.call(
+                    "edit",
+                    json!({"input": format!("[f300.ts#{tag}]\nPUT 20:\n+    // edit {k}\n")}),
+                )
+            })?;
+            tag = tag_of(&out)?;
+            Ok((d, out.chars().count()))
+        };
+        let plain = dir.join("plain.ts");
+        let mut j = 0u64;
+        let mut bases: Baselines<'_> = vec![(
+            "atomic write of the same bytes (temp, fsync, rename, folder fsync)".into(),
+            Box::new(move || {
+                j += 1;
+                let mut l = lines.clone();
+                if l.len() > 19 {
+                    l[19] = format!("    // edit {j}");
+                }
+                atomic_write(&plain, (l.join("\n") + "\n").as_bytes())
+            }),
+        )];
+        let (s, c, b) = interleave(n, Some(&mut f), &mut bases)?;
+        Row {
+            scenario: "edit alone (tag from the last answer) vs a plain atomic write".into(),
+            nib: s,
+            chars: c,
+            baselines: b,
+        }
+        .print();
+    }
+    let modes: [(&str, &[(&str, &str)]); 3] = [
+        ("no sandbox", &[]),
+        ("NIB_SANDBOX=1", &[("NIB_SANDBOX", "1")]),
+        (
+            "NIB_SANDBOX=1 NIB_SANDBOX_BWRAP=0",
+            &[("NIB_SANDBOX", "1"), ("NIB_SANDBOX_BWRAP", "0")],
+        ),
+    ];
+    for (mode, env) in modes {
+        let mut srv = Server::spawn_with(nib, &dir, state, env)?;
+        srv.initialize()?;
+        srv.call("nibash", json!({"command": "true"}))?;
+        {
+            let srv = &mut srv;
+            let mut f = || -> Result<(Duration, usize)> {
+                let (d, text) = time(|| srv.call("nibash", json!({"command": "true"})))?;
+                Ok((d, text.chars().count()))
+            };
+            let d2 = dir.clone();
+            let mut bases: Baselines<'_> = vec![(
+                "bash -c 'true'".into(),
+                Box::new(move || run_program(&d2, &["bash", "-c", "true"])),
+            )];
+            let (s, c, b) = interleave(n, Some(&mut f), &mut bases)?;
+            Row {
+                scenario: format!("nibash `true` back to back, {mode}"),
+                nib: s,
+                chars: c,
+                baselines: b,
+            }
+            .print();
+        }
+        {
+            // A turn's calls come after the model thought: 30 ms apart
+            // from the last turn, four at once.
+            let srv = std::cell::RefCell::new(&mut srv);
+            let mut f = || -> Result<(Duration, usize)> {
+                std::thread::sleep(Duration::from_millis(30));
+                let calls = vec![json!({"command": "true"}); 4];
+                let (d, texts) = time(|| srv.borrow_mut().call_many("nibash", &calls))?;
+                Ok((d, texts.iter().map(|t| t.chars().count()).sum()))
+            };
+            let mut bases: Baselines<'_> = vec![(
+                "one call".into(),
+                Box::new(|| {
+                    std::thread::sleep(Duration::from_millis(30));
+                    time(|| srv.borrow_mut().call("nibash", json!({"command": "true"})))
+                        .map(|(d, _)| d)
+                }),
+            )];
+            let (s, c, b) = interleave(n, Some(&mut f), &mut bases)?;
+            Row {
+                scenario: format!("nibash: 4 calls of `true` sent at once, {mode}"),
+                nib: s,
+                chars: c,
+                baselines: b,
+            }
+            .print();
+        }
+        {
+            let srv = std::cell::RefCell::new(&mut srv);
+            let mut f = || -> Result<(Duration, usize)> {
+                let mut fresh = Server::spawn_with(nib, &dir, state, env)?;
+                fresh.initialize()?;
+                std::thread::sleep(Duration::from_millis(300));
+                let (d, text) = time(|| fresh.call("nibash", json!({"command": "true"})))?;
+                Ok((d, text.chars().count()))
+            };
+            let mut bases: Baselines<'_> = vec![(
+                "a warm call (30 ms after the last)".into(),
+                Box::new(|| {
+                    std::thread::sleep(Duration::from_millis(30));
+                    time(|| srv.borrow_mut().call("nibash", json!({"command": "true"})))
+                        .map(|(d, _)| d)
+                }),
+            )];
+            let (s, c, b) = interleave(n.min(20), Some(&mut f), &mut bases)?;
+            Row {
+                scenario: format!(
+                    "nibash: the session's first call, 300 ms after initialize, {mode}"
+                ),
+                nib: s,
+                chars: c,
+                baselines: b,
+            }
+            .print();
+        }
+    }
+    Ok(())
+}
+
 fn tag_of(answer: &str) -> Result<String> {
     let start = answer.find('#').ok_or("no tag in answer")?;
     Ok(answer[start + 1..start + 5].to_string())
@@ -648,9 +859,15 @@ fn run() -> Result<()> {
         Some("providers") => return provider_scenarios(&nib, &scratch, n),
         Some("names") => return names_scenarios(&nib, &scratch, n.min(20), opts.jvm.as_ref()),
         Some("start") => return start_scenarios(&nib, &work, n),
+        Some("speed") => {
+            let mut rng = Rng(42);
+            write(&work.join("f300.ts"), &source_file(&mut rng, 300, false))?;
+            print_header(n, opts.quick);
+            return speed_scenarios(&nib, &work, &state, n);
+        }
         Some(other) => {
             return Err(format!(
-                "--only {other}: the groups are deciders, proxy, providers, names and start"
+                "--only {other}: the groups are deciders, proxy, providers, names, start and speed"
             ));
         }
         None => {}
@@ -672,13 +889,7 @@ fn run() -> Result<()> {
         }
     };
 
-    println!(
-        "nib-bench: {} iterations per scenario{}; times in ms, median (p10–p90)\n",
-        n,
-        if opts.quick { " (--quick)" } else { "" }
-    );
-    println!("| scenario | nib | response chars | baseline median (p10–p90) | nib / baseline |");
-    println!("|---|---|---|---|---|");
+    print_header(n, opts.quick);
     let mut peak_kib = 0u64;
 
     // Cold start to the first tools/list answer.
@@ -1084,6 +1295,7 @@ fn run() -> Result<()> {
     }
 
     start_scenarios(&nib, &work, n.min(40))?;
+    speed_scenarios(&nib, &work, &state, n.min(40))?;
     // nibash end to end: a call of `true` and of `cat` on a 300-line file,
     // without and with the sandbox, against bash running the same line.
     let modes: [(&str, &[(&str, &str)]); 3] = [

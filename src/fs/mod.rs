@@ -751,6 +751,24 @@ pub fn try_lock(path: &Path) -> Result<Option<File>, FsError> {
     }
 }
 
+/// Writes one of nib's own state files (the status file, what agents saw,
+/// command-line tokens) whole: a temp file beside it renamed over it, so a
+/// reader never sees half of it, but without fsync — it is not the user's
+/// file, and a crash costs at most the last record, so no durable work is
+/// put on a call's path for it.
+pub fn write_state(path: &Path, bytes: &[u8]) -> Result<(), FsError> {
+    let name = path.file_name().ok_or(FsError::IsDirectory)?;
+    let tmp = path.with_file_name(temp_name(name, &unique_id()));
+    if let Err(e) = std::fs::write(&tmp, bytes) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e.into());
+    }
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        e.into()
+    })
+}
+
 /// Creates a folder and its parents (state folders).
 pub fn create_dir_all(path: &Path) -> Result<(), FsError> {
     Ok(std::fs::create_dir_all(path)?)

@@ -255,6 +255,12 @@ pub fn status(mut args: Args, ctx: &Ctx, shell: &Arc<Nibash>) -> Result<ToolOutp
     {
         out.push_str(&f());
     }
+    let (ready, kib) = nib.warm.report();
+    out.push_str(&format!(
+        "warm workers: {ready} ready ({:.1} MiB resident; at most {}, following how many calls run at once)\n",
+        kib as f64 / 1024.0,
+        crate::nibash::broker::warm::MOST
+    ));
     out.push_str(&usage(&nib.usage.lock().unwrap_or_else(|p| p.into_inner())));
     let entries = nib.jobs.all();
     let mut budget = TailBudget::default();

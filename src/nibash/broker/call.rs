@@ -573,6 +573,8 @@ pub fn run(ctx: &Ctx, nib: &Arc<Nibash>, args: CallArgs) -> ToolOutput {
     } = gate;
     let started_at = super::changes::start(ctx, nib);
     let call_start = Instant::now();
+    // The pool of warm workers follows how many calls run at once.
+    let _running = nib.warm.running();
     let entry = nib.jobs.start(&args.command, args.description.clone());
     let cwd = ctx.workspace.project_dir().to_path_buf();
     let names = ctx.workspace.names();

@@ -1,16 +1,21 @@
-//! Warm workers: a confined worker started ahead of the next call, so a call
+//! Warm workers: confined workers started ahead of the calls, so a call
 //! pays only the hand-off of its request, not the worker's start (a new
 //! session, namespaces, Landlock, seccomp, bubblewrap).
 //!
-//! One warm worker is kept per sandbox configuration — the policy (roots,
-//! network, protected paths, layers) and the project directory — and a call
-//! takes it only when its configuration is the same; otherwise a fresh one
-//! starts and the warm one is replaced. A worker is never reused: it runs one
-//! call and ends. Calls with command rules start their own (the exec judge
-//! and the masked files are the call's). A warm worker waits on its channel
-//! for the request and does nothing else; it dies with the broker like any
-//! worker, and is killed when replaced. Starting workers belongs to
-//! `nib-sandbox`; this module only keeps one ready.
+//! The pool follows demand: it holds as many ready workers as calls ran at
+//! once lately (a turn's parallel calls come as a burst: after the first
+//! burst of K, K are ready), at most [`MOST`], and lets extras go once no
+//! burst needed them for [`IDLE`]. The first worker is started when the
+//! session starts, so the first call finds one. All are started for one
+//! sandbox configuration — the policy (roots, network, protected paths,
+//! layers, the hidden paths that exist) and the project directory — and a
+//! call takes one only when its configuration is the same; otherwise the
+//! pool is emptied and refilled for the new one. A worker is never reused:
+//! it runs one call and ends. Calls with command rules start their own (the
+//! exec judge and the masked files are the call's). A warm worker waits on
+//! its channel for the request and does nothing else; it dies with the
+//! broker like any worker, and is killed when let go. Starting workers
+//! belongs to `nib-sandbox`; this module only keeps them ready.
 
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
@@ -21,14 +26,63 @@ use crate::nibash::channel::Channel;
 
 /// How long a refill waits at most for the answer to be written.
 const ANSWER_BOUND: Duration = Duration::from_millis(20);
+/// Calls that start within this of each other are one burst.
+const BURST: Duration = Duration::from_millis(100);
+/// How long a start waits at most for the calls running to end.
+const IDLE_WAIT: Duration = Duration::from_millis(200);
 
 /// A started worker, its merged output, and the broker's end of its channel.
 pub type Started = (nib_sandbox::Worker, std::io::PipeReader, Channel);
 
-/// The worker kept ready, and what it was started for.
+/// The most workers kept ready (each about 8 MiB resident).
+pub const MOST: usize = 4;
+/// How long a burst's demand is remembered: extras beyond the demand of
+/// the last `IDLE` are let go.
+const IDLE: Duration = Duration::from_secs(30);
+
+/// The workers kept ready, and the demand they follow.
 #[derive(Default)]
 pub struct Warm {
-    slot: Mutex<Option<(String, Started)>>,
+    pool: Mutex<Pool>,
+}
+
+#[derive(Default)]
+struct Pool {
+    /// What the ready workers were started for.
+    key: String,
+    ready: Vec<Started>,
+    /// Workers being started now (for `key`).
+    starting: usize,
+    /// Calls running now.
+    running: usize,
+    /// When the calls of the last [`BURST`] started (a turn's calls arrive
+    /// together; a short one may end before the last of them starts).
+    starts: std::collections::VecDeque<std::time::Instant>,
+    /// The most calls that ran at once, and when that was last reached
+    /// (demand older than [`IDLE`] no longer counts).
+    peak: usize,
+    peak_at: Option<std::time::Instant>,
+    /// A trimmer thread is running.
+    trimming: bool,
+}
+
+impl Pool {
+    /// How many ready workers the demand asks for now.
+    fn wanted(&self) -> usize {
+        let recent = self.peak_at.is_some_and(|t| t.elapsed() < IDLE);
+        let peak = if recent { self.peak } else { 1 };
+        peak.clamp(1, MOST)
+    }
+}
+
+/// A call counted as running until dropped.
+pub struct Running(Arc<Warm>);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let mut p = self.0.lock();
+        p.running = p.running.saturating_sub(1);
+    }
 }
 
 /// What a worker is started for: two calls with the same key can use the
@@ -92,40 +146,167 @@ fn own_binary() -> Result<PathBuf, String> {
 }
 
 impl Warm {
-    /// The warm worker, if it was started for `key` and is still waiting.
-    pub fn take(&self, key: &str) -> Option<Started> {
-        let mut slot = self.slot.lock().unwrap_or_else(|p| p.into_inner());
-        match slot.take() {
-            Some((k, mut started)) if k == key => {
-                // One that died while waiting (killed, refused) is no use.
-                if started.0.try_wait().is_some() {
-                    return None;
-                }
-                Some(started)
-            }
-            // Another configuration: drop it (its process is killed).
-            _ => None,
-        }
+    fn lock(&self) -> std::sync::MutexGuard<'_, Pool> {
+        self.pool.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Starts the next warm worker for `key` on a thread of its own, once
-    /// the answer being sent is out: on a 2-core machine the start (a fork
-    /// of the broker, an exec) delayed the answer by up to a millisecond.
+    /// Counts a call as running (the demand the pool follows) until the
+    /// returned guard is dropped.
+    pub fn running(self: &Arc<Self>) -> Running {
+        let mut p = self.lock();
+        p.running += 1;
+        let now = std::time::Instant::now();
+        while p
+            .starts
+            .front()
+            .is_some_and(|t| now.duration_since(*t) > BURST)
+        {
+            p.starts.pop_front();
+        }
+        p.starts.push_back(now);
+        // The demand: calls running at once, or arriving together.
+        let demand = p.running.max(p.starts.len());
+        let recent = p.peak_at.is_some_and(|t| t.elapsed() < IDLE);
+        if !recent || demand >= p.peak {
+            p.peak = if recent { p.peak.max(demand) } else { demand };
+            p.peak_at = Some(now);
+        }
+        Running(Arc::clone(self))
+    }
+
+    /// A ready worker, if one was started for `key` and is still waiting;
+    /// workers started for another configuration are let go.
+    pub fn take(&self, key: &str) -> Option<Started> {
+        let mut p = self.lock();
+        if p.key != key {
+            let old = std::mem::take(&mut p.ready);
+            drop(p);
+            drop(old);
+            return None;
+        }
+        while let Some(mut started) = p.ready.pop() {
+            // One that died while waiting (killed, refused) is no use.
+            if started.0.try_wait().is_none() {
+                return Some(started);
+            }
+        }
+        None
+    }
+
+    /// The ready workers and their resident memory in KiB (for
+    /// nibash_status).
+    pub fn report(&self) -> (usize, u64) {
+        let p = self.lock();
+        let kib = p
+            .ready
+            .iter()
+            .filter_map(|(w, _, _)| resident_kib(w.id()))
+            .sum();
+        (p.ready.len(), kib)
+    }
+
+    /// Starts workers for `key` on a thread of its own until the pool holds
+    /// what the demand asks for, once the answer being sent is out (on a
+    /// 2-core machine a start — a fork of the broker, an exec — delayed the
+    /// answer by up to a millisecond); lets extras go.
     pub fn refill(self: &Arc<Self>, key: String, policy: nib_sandbox::Policy, cwd: PathBuf) {
+        let to_start = {
+            let mut p = self.lock();
+            if p.key != key {
+                p.key = key.clone();
+                p.ready.clear();
+                p.starting = 0;
+            }
+            let wanted = p.wanted();
+            let extra = p.ready.len().saturating_sub(wanted);
+            let gone: Vec<Started> = p.ready.drain(..extra).collect();
+            drop(gone);
+            let n = wanted.saturating_sub(p.ready.len() + p.starting);
+            p.starting += n;
+            n
+        };
+        self.trim_later();
+        if to_start == 0 {
+            return;
+        }
         let warm = Arc::clone(self);
         let written = crate::stdio::lines_written();
-        let _ = std::thread::Builder::new()
+        let spawned = std::thread::Builder::new()
             .name("nib-warm".into())
             .spawn(move || {
                 crate::stdio::wait_for_line_after(written, ANSWER_BOUND);
-                if let Ok(started) = start(policy, &cwd) {
-                    let old = warm
-                        .slot
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .replace((key, started));
-                    drop(old);
+                for _ in 0..to_start {
+                    // A start takes a core: not while a call of the burst
+                    // is still running (bounded, so the pool still fills).
+                    warm.wait_idle(IDLE_WAIT);
+                    let started = start(policy.clone(), &cwd);
+                    let mut p = warm.lock();
+                    if p.key != key {
+                        // Another configuration took over meanwhile.
+                        return;
+                    }
+                    p.starting = p.starting.saturating_sub(1);
+                    match started {
+                        Ok(s) => p.ready.push(s),
+                        Err(_) => {
+                            p.starting = 0;
+                            return;
+                        }
+                    }
+                }
+            });
+        if spawned.is_err() {
+            let mut p = self.lock();
+            p.starting = p.starting.saturating_sub(to_start);
+        }
+    }
+
+    /// Waits until no call is running, at most `bound`.
+    fn wait_idle(&self, bound: Duration) {
+        let until = std::time::Instant::now() + bound;
+        while self.lock().running > 0 && std::time::Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// Lets ready workers beyond the demand go once no burst needed them
+    /// for [`IDLE`] (a thread that sleeps while there are extras).
+    fn trim_later(self: &Arc<Self>) {
+        {
+            let mut p = self.lock();
+            if p.trimming || p.wanted() <= 1 {
+                return;
+            }
+            p.trimming = true;
+        }
+        let warm = Arc::clone(self);
+        let _ = std::thread::Builder::new()
+            .name("nib-warm-trim".into())
+            .spawn(move || {
+                loop {
+                    std::thread::sleep(IDLE / 6);
+                    let mut p = warm.lock();
+                    let wanted = p.wanted();
+                    let extra = p.ready.len().saturating_sub(wanted);
+                    let gone: Vec<Started> = p.ready.drain(..extra).collect();
+                    if wanted <= 1 {
+                        p.trimming = false;
+                        drop(p);
+                        drop(gone);
+                        return;
+                    }
+                    drop(p);
+                    drop(gone);
                 }
             });
     }
+}
+
+/// A process's resident memory in KiB.
+fn resident_kib(pid: u32) -> Option<u64> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
