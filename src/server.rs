@@ -207,9 +207,14 @@ impl NibServer {
             .name("nib-prestart".into())
             .spawn(move || {
                 let cwd = inner.workspace.project_dir().to_path_buf();
-                let policy = inner.config.sandbox_policy(&inner.workspace.roots());
+                let roots = inner.workspace.roots();
+                let policy = inner.config.sandbox_policy(&roots);
                 let key = crate::nibash::broker::warm::key(&policy, &cwd);
                 inner.nibash.warm.refill(key, policy, cwd);
+                // The git-dir sweep's first walk, off the first call's path.
+                if inner.config.sandbox {
+                    crate::fs::git_guard::prime(&roots);
+                }
             });
     }
 

@@ -241,7 +241,18 @@ impl Server {
     }
 
     fn spawn_with(nib: &Path, dir: &Path, state: &Path, env: &[(&str, &str)]) -> Result<Server> {
+        Server::spawn_args(nib, &[], dir, state, env)
+    }
+
+    fn spawn_args(
+        nib: &Path,
+        args: &[&str],
+        dir: &Path,
+        state: &Path,
+        env: &[(&str, &str)],
+    ) -> Result<Server> {
         let mut child = Command::new(nib)
+            .args(args)
             .envs(env.iter().copied())
             .current_dir(dir)
             .env("NIB_DIRECTORY", dir)
@@ -713,6 +724,24 @@ fn speed_scenarios(nib: &Path, work: &Path, state: &Path, n: usize) -> Result<()
             tag = tag_of(&out)?;
             Ok((d, out.chars().count()))
         };
+        // The reference filesystem server from npm, when installed under
+        // target/peer-fs (docs/performance.md says how): its edit_file on
+        // its own copy of the file, the same one-line change.
+        let peer_bin = std::env::current_dir()
+            .unwrap_or_default()
+            .join("target/peer-fs/node_modules/.bin/mcp-server-filesystem");
+        let mut peer = if peer_bin.exists() {
+            write(&dir.join("peer.ts"), &body)?;
+            let d = dir.display().to_string();
+            let mut p = Server::spawn_args(&peer_bin, &[&d], &dir, state, &[])?;
+            p.initialize()?;
+            Some(p)
+        } else {
+            None
+        };
+        let peer_file = dir.join("peer.ts").display().to_string();
+        let mut peer_line = lines.get(19).cloned().unwrap_or_default();
+        let mut pk = 0u64;
         let plain = dir.join("plain.ts");
         let mut j = 0u64;
         let mut bases: Baselines<'_> = vec![(
@@ -726,6 +755,19 @@ fn speed_scenarios(nib: &Path, work: &Path, state: &Path, n: usize) -> Result<()
                 atomic_write(&plain, (l.join("\n") + "\n").as_bytes())
             }),
         )];
+        if let Some(p) = peer.as_mut() {
+            bases.push((
+                "the reference filesystem server's edit_file".into(),
+                Box::new(move || {
+                    pk += 1;
+                    let new_line = format!("    // peer edit {pk}");
+                    let edit = json!({"path": peer_file, "edits": [{"oldText": peer_line, "newText": new_line}]});
+                    let (d, _) = time(|| p.call("edit_file", edit))?;
+                    peer_line = new_line;
+                    Ok(d)
+                }),
+            ));
+        }
         let (s, c, b) = interleave(n, Some(&mut f), &mut bases)?;
         Row {
             scenario: "edit alone (tag from the last answer) vs a plain atomic write".into(),
@@ -768,11 +810,11 @@ fn speed_scenarios(nib: &Path, work: &Path, state: &Path, n: usize) -> Result<()
             .print();
         }
         {
-            // A turn's calls come after the model thought: 30 ms apart
-            // from the last turn, four at once.
+            // A turn's calls come after the model thought (300 ms here; a
+            // model's turn takes longer), four at once.
             let srv = std::cell::RefCell::new(&mut srv);
             let mut f = || -> Result<(Duration, usize)> {
-                std::thread::sleep(Duration::from_millis(30));
+                std::thread::sleep(Duration::from_millis(300));
                 let calls = vec![json!({"command": "true"}); 4];
                 let (d, texts) = time(|| srv.borrow_mut().call_many("nibash", &calls))?;
                 Ok((d, texts.iter().map(|t| t.chars().count()).sum()))
@@ -780,7 +822,7 @@ fn speed_scenarios(nib: &Path, work: &Path, state: &Path, n: usize) -> Result<()
             let mut bases: Baselines<'_> = vec![(
                 "one call".into(),
                 Box::new(|| {
-                    std::thread::sleep(Duration::from_millis(30));
+                    std::thread::sleep(Duration::from_millis(300));
                     time(|| srv.borrow_mut().call("nibash", json!({"command": "true"})))
                         .map(|(d, _)| d)
                 }),

@@ -27,8 +27,9 @@ use rustix::fs::{Mode, OFlags};
 
 use super::{FsError, Root, Scope, beneath};
 
-/// The most folders one root's sweep keeps track of.
-const FOLDERS_KEPT: usize = 400_000;
+/// The most folders one root's sweep keeps track of (about 150 bytes
+/// each): past it, folders are not walked into (SECURITY.md's residual).
+const FOLDERS_KEPT: usize = 200_000;
 
 /// Settings that make git run a command (or read settings from elsewhere),
 /// as `section.key` with the subsection left out, lowercase; `*` for every
@@ -280,6 +281,20 @@ fn refresh(seen: &mut Seen, root: &Path) {
     // A folder that became a git dir without its own entries changing
     // (objects and refs made first, HEAD written last changes it anyway).
     seen.git_dirs.retain(|d| is_git_dir(d));
+}
+
+/// Walks `roots` once so that the first call's sweep only looks at what
+/// changed (run beside the session's start, not on a call's path).
+pub fn prime(roots: &[PathBuf]) {
+    let mut guard = SEEN.lock().unwrap_or_else(|p| p.into_inner());
+    let all = guard.get_or_insert_with(HashMap::new);
+    for root in roots {
+        let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.clone());
+        let seen = all.entry(root.clone()).or_default();
+        if seen.folders.is_empty() {
+            walk_into(seen, &root);
+        }
+    }
 }
 
 /// Sweeps the roots of a sandbox `scope` for git dirs and neutralizes what
