@@ -769,6 +769,7 @@ fn speed_scenarios(nib: &Path, work: &Path, state: &Path, n: usize) -> Result<()
             ));
         }
         let (s, c, b) = interleave(n, Some(&mut f), &mut bases)?;
+        drop(bases);
         Row {
             scenario: "edit alone (tag from the last answer) vs a plain atomic write".into(),
             nib: s,
@@ -776,6 +777,67 @@ fn speed_scenarios(nib: &Path, work: &Path, state: &Path, n: usize) -> Result<()
             baselines: b,
         }
         .print();
+        // A read and five one-line edits, each answer's tag used by the
+        // next, against the same with the filesystem server.
+        if let Some(p) = peer.as_mut() {
+            let mut round = 0u64;
+            let mut f = || -> Result<(Duration, usize)> {
+                round += 1;
+                let t = Instant::now();
+                let read = srv.call("read", json!({"paths": ["f300.ts:1-60"]}))?;
+                let mut tag = tag_of(&read)?;
+                let mut chars = 0;
+                for line in [5usize, 15, 25, 35, 45] {
+                    let out = srv.call(
+                        "edit",
+                        json!({"input": format!("[f300.ts#{tag}]\nPUT {line}:\n+    // round {round} line {line}\n")}),
+                    )?;
+                    tag = tag_of(&out)?;
+                    chars += out.chars().count();
+                }
+                Ok((t.elapsed(), chars))
+            };
+            // The lines edited are made unique first: edit_file finds its
+            // place by text.
+            let mut current: Vec<String> = body.lines().map(str::to_string).collect();
+            for line in [5usize, 15, 25, 35, 45] {
+                if let Some(l) = current.get_mut(line - 1) {
+                    *l = format!("    // start line {line}");
+                }
+            }
+            let peer_path = dir.join("peer5.ts");
+            write(&peer_path, &(current.join("\n") + "\n"))?;
+            let peer_file = peer_path.display().to_string();
+            let mut pr = 0u64;
+            let mut bases: Baselines<'_> = vec![(
+                "the filesystem server: read_text_file + 5 edit_file".into(),
+                Box::new(move || {
+                    pr += 1;
+                    let t = Instant::now();
+                    p.call("read_text_file", json!({"path": peer_file, "head": 60}))?;
+                    for line in [5usize, 15, 25, 35, 45] {
+                        let new_line = format!("    // round {pr} line {line}");
+                        let old = current.get(line - 1).cloned().unwrap_or_default();
+                        p.call(
+                            "edit_file",
+                            json!({"path": peer_file, "edits": [{"oldText": old, "newText": new_line}]}),
+                        )?;
+                        if let Some(l) = current.get_mut(line - 1) {
+                            *l = new_line;
+                        }
+                    }
+                    Ok(t.elapsed())
+                }),
+            )];
+            let (s, c, b) = interleave(n.min(30), Some(&mut f), &mut bases)?;
+            Row {
+                scenario: "read + 5 sequential one-line edits vs the filesystem server".into(),
+                nib: s,
+                chars: c,
+                baselines: b,
+            }
+            .print();
+        }
     }
     let modes: [(&str, &[(&str, &str)]); 3] = [
         ("no sandbox", &[]),

@@ -27,7 +27,7 @@ use crate::nibash::channel::Channel;
 /// How long a refill waits at most for the answer to be written.
 const ANSWER_BOUND: Duration = Duration::from_millis(20);
 /// Calls that start within this of each other are one burst.
-const BURST: Duration = Duration::from_millis(100);
+const BURST: Duration = Duration::from_millis(250);
 /// How long a start waits at most for the calls running to end.
 const IDLE_WAIT: Duration = Duration::from_millis(200);
 
