@@ -332,6 +332,21 @@ async fn the_git_folder_cannot_be_swapped_and_a_new_repository_carries_no_comman
         )
         .await;
         assert!(made.contains("made"), "{mode:?}: {made}");
+        // A submodule-style git dir made inside the root's own .git.
+        let sub = sh(
+            &nib,
+            &format!(
+                "mkdir -p .git/modules && git init -q --separate-git-dir .git/modules/m m && cd m \
+                 && git -c user.name=a -c user.email=a@b commit -q --allow-empty -m x \
+                 && git config core.fsmonitor 'touch {m}' && cd .. && git add m && echo sub",
+                m = marker.display()
+            ),
+        )
+        .await;
+        assert!(
+            sub.contains("sub") && sub.contains("modules/m"),
+            "{mode:?}: the answer names what was taken out: {sub}"
+        );
         assert!(
             made.contains("[git: ")
                 && made.contains("core.fsmonitor")

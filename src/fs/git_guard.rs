@@ -326,7 +326,20 @@ pub fn sweep(scope: &Scope, held: &[PathBuf], since: std::time::SystemTime) -> V
         found.extend(seen.git_dirs.iter().cloned());
     }
     drop(guard);
+    // Submodules' and worktrees' git dirs live inside another git dir,
+    // which the walk does not enter: a call may make one there.
+    let mut inner = Vec::new();
+    let mut stack = found.clone();
+    while let Some(dir) = stack.pop() {
+        for below in ["modules", "worktrees"] {
+            let more = super::runs_code::git_dirs_below(&dir.join(below), 0);
+            stack.extend(more.iter().cloned());
+            inner.extend(more);
+        }
+    }
+    found.extend(inner);
     found.sort();
+    found.dedup();
     let mut lines = Vec::new();
     for dir in found {
         if let Some(line) = neutralize(scope, open_roots, held, &dir, since) {

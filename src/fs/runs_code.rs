@@ -252,7 +252,7 @@ pub fn protected_for_programs_kept(root: &Path) -> ForPrograms {
 /// The git dirs in `dir` (`.git/modules` or `.git/worktrees`): a submodule's
 /// name may hold slashes, so folders that are not git dirs are looked into,
 /// a few levels deep.
-fn git_dirs_below(dir: &Path, depth: usize) -> Vec<PathBuf> {
+pub(crate) fn git_dirs_below(dir: &Path, depth: usize) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
