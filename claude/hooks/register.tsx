@@ -18,7 +18,7 @@ import type { EngineInterface, Register } from 'claude-code'
 type Dollar = EngineInterface
 
 import {
-  bandLine,
+  bandWith,
   diffRows,
   endedSince,
   nibTool,
@@ -49,8 +49,9 @@ type PaneId = keyof typeof PANES
 /** Where nib's server answers: as `nib setup` names it, or as this plugin does. */
 const SERVERS = ['nib', 'plugin:nib:nib'] as const
 
-/** How often the status is read while something runs (ms). */
-const EVERY_MS = 2000
+/** How often the status is read while something runs (ms): the band's
+ * clock moves by the second. Nothing is read while nothing runs. */
+const EVERY_MS = 1000
 
 /** Diffs kept for tool rows. */
 const DIFFS_KEPT = 50
@@ -63,6 +64,8 @@ type Mod = {
   changes: Change[]
   note: string
   diffs: Map<string, string>
+  /** nibash calls started and not yet answered: when each started (ms). */
+  pending: Map<string, number>
 }
 
 /** Calls nib's `nibash_status` by whichever name its server has here. */
@@ -131,6 +134,7 @@ export const register: Register = on => {
     changes: [],
     note: '',
     diffs: new Map(),
+    pending: new Map(),
   }
 
   on('session.start', async ($, e, next) => {
@@ -142,8 +146,13 @@ export const register: Register = on => {
       })
     }
     $.clock.every(EVERY_MS, () => {
-      if (mod.running.size > 0 || (mod.status?.calls.some(c => c.state === 'running') ?? false)) {
+      if (
+        mod.pending.size > 0 ||
+        mod.running.size > 0 ||
+        (mod.status?.calls.some(c => c.state === 'running') ?? false)
+      ) {
         void refresh($, mod)
+        $.ui.invalidate('ui.render')
       }
     })
     return started
@@ -152,7 +161,19 @@ export const register: Register = on => {
   on('tool.call', async ($, e, next) => {
     const tool = nibTool(e.tool)
     if (tool === null) return next(e)
-    const ran = await next(e)
+    // The band names a nibash call from its start, before nib's status
+    // (read on the clock) has it.
+    const key = String(e.tool_use_id ?? `call-${Date.now()}-${mod.pending.size}`)
+    if (tool === 'nibash') {
+      mod.pending.set(key, Date.now())
+      $.ui.invalidate('ui.render')
+    }
+    let ran
+    try {
+      ran = await next(e)
+    } finally {
+      mod.pending.delete(key)
+    }
     if ((tool === 'edit' || tool === 'write') && ran.isError !== true && ran.deny === undefined) {
       const shown = await runNib($, mod, ['undo', '--diff'])
       if (shown.ok && shown.text.trim() !== '') {
@@ -192,7 +213,7 @@ export const register: Register = on => {
   }
 
   on('ui.render', { component: 'AbovePrompt' }, async ($, e, next) => {
-    const line = mod.status === null ? null : bandLine(mod.status)
+    const line = bandWith(mod.status, [...mod.pending.values()], Date.now())
     if (line === null) return next(e)
     const { Box, Text } = $.ui.resolve(e)
     return (

@@ -134,6 +134,21 @@ export function bandLine(status: Status): string | null {
   return `nib: ${parts.join('; ')}`
 }
 
+/**
+ * The band while nib's status does not show a call yet: the nib calls
+ * Claude Code has started and not seen end (their start times, ms), with
+ * a clock counted here. Once nib's status names running calls, it wins.
+ */
+export function bandWith(status: Status | null, pending: readonly number[], now: number): string | null {
+  const fromNib = status === null ? null : bandLine(status)
+  const nibRuns = status?.calls.some(c => c.state === 'running') ?? false
+  if (pending.length === 0 || nibRuns) return fromNib
+  const seconds = Math.max(0, Math.floor((now - Math.min(...pending)) / 1000))
+  const what = pending.length === 1 ? 'a nibash call' : `${pending.length} nibash calls`
+  const running = `nib: running ${what} (${age(seconds)})`
+  return fromNib === null ? running : `${running}; ${fromNib.slice('nib: '.length)}`
+}
+
 /** Jobs that were running at the last look and have ended since. */
 export function endedSince(running: ReadonlySet<number>, status: Status): Call[] {
   return status.calls.filter(c => c.state === 'ended' && running.has(c.id))

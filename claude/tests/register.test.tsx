@@ -1,5 +1,7 @@
 import { expect, test } from 'claude-code/testing'
 
+import { bandWith, parseStatus } from '../hooks/status'
+
 // nib's status as `nibash_status` with format json answers it: a call the
 // agent waits for, a job, a job that ended, the trash, names, usage, seen.
 const STATUS = {
@@ -49,7 +51,7 @@ type Engine = {
 }
 
 /** Stands for Claude Code and nib beneath the mod. */
-function engine(on: any, statuses: unknown[]): Engine {
+function engine(on: any, statuses: unknown[], toolCall?: (...a: any[]) => unknown): Engine {
   const seen: Engine = { statuses: [...statuses], mcp: [], runs: [], toasts: [] }
   on('session.start', (_: unknown, e: any) => ({ cwd: e.cwd }))
   on('command.register', (_: unknown, e: any) => ({ value: { command: e.name } }))
@@ -84,7 +86,7 @@ function engine(on: any, statuses: unknown[]): Engine {
             : ''
     return { value: { stdout, stderr: '', exitCode: 0 } }
   })
-  on('tool.call', () => ({ result: { content: [{ type: 'text', text: '[src/lib.rs#3C4D]\n2:    new();' }] } }))
+  on('tool.call', toolCall ?? (() => ({ result: { content: [{ type: 'text', text: '[src/lib.rs#3C4D]\n2:    new();' }] } })))
   return seen
 }
 
@@ -213,4 +215,17 @@ test("control bytes from programs and files never reach the person's terminal ra
   const head = await ui.find({ type: 'Text', text: /%1 running/ })
   expect(head?.text).toContain('make \\x1b]52;c;ZXZpbA==\\x07')
   await ui.unmount()
+})
+
+test('the band names a nibash call from its start, with its own clock, until nib has it', () => {
+  const doc = (d: unknown) => parseStatus(JSON.stringify(d))
+  const idle = doc({ ...STATUS, calls: [] })
+  expect(bandWith(idle, [], 10_000)).toBeNull()
+  expect(bandWith(null, [7_000], 10_000)).toBe('nib: running a nibash call (3s)')
+  expect(bandWith(idle, [1_000, 9_500], 10_000)).toBe('nib: running 2 nibash calls (9s)')
+  // A job nib knows of stays named beside the call it does not know yet.
+  const job = doc({ ...STATUS, calls: [STATUS.calls[1]] })
+  expect(bandWith(job, [10_000], 10_000)).toBe('nib: running a nibash call (0s); 1 job %3 npm run dev')
+  // Once nib's status shows the call, nib's own words and clock are used.
+  expect(bandWith(doc(STATUS), [0], 10_000)).toBe('nib: running cargo test (12s); 1 job %3 npm run dev')
 })
