@@ -215,7 +215,7 @@ pub fn status(mut args: Args, ctx: &Ctx, shell: &Arc<Nibash>) -> Result<ToolOutp
             e.id,
             ending_words(&s),
             e.age().as_secs(),
-            e.command
+            cut_line(&e.command)
         ));
         let text = String::from_utf8_lossy(&s.output).into_owned();
         out.push_str(&crate::nibash::broker::cut::shape(
