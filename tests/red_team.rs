@@ -112,6 +112,28 @@ fn outside() -> (tempfile::TempDir, PathBuf) {
     (t, p)
 }
 
+/// nib in `root` under `mode`, declining every approval it asks for.
+async fn declining(root: &Path, mode: &[(&str, &str)]) -> Nib {
+    start_with(
+        Era::Handshake,
+        root,
+        TestClient::eliciting(Elicit::Decline),
+        mode,
+    )
+    .await
+}
+
+/// The person's own `git status` and `git checkout` in `dir` ran nothing
+/// the model wrote: the marker it would leave is absent.
+fn persons_git_runs_nothing(dir: &Path, marker: &Path, mode: &[(&str, &str)]) {
+    person_git(dir, &["status"]);
+    person_git(dir, &["checkout", "-q", "-b", "person"]);
+    assert!(
+        !marker.exists(),
+        "{mode:?}: the person's git ran the model's command"
+    );
+}
+
 #[tokio::test]
 async fn undo_writes_nothing_that_makes_code_run_and_nothing_outside_the_roots() {
     for mode in MODES {
@@ -119,13 +141,7 @@ async fn undo_writes_nothing_that_makes_code_run_and_nothing_outside_the_roots()
         let (_o, out) = outside();
         let marker = out.join("marker");
         let git_config = std::fs::read_to_string(root.join(".git/config")).unwrap();
-        let nib = start_with(
-            Era::Handshake,
-            &root,
-            TestClient::eliciting(Elicit::Decline),
-            mode,
-        )
-        .await;
+        let nib = declining(&root, mode).await;
         let home = nib.home.path().to_path_buf();
 
         // 1. cfg/config: the git config plus fsmonitor, then its exact bytes;
@@ -188,12 +204,7 @@ async fn undo_writes_nothing_that_makes_code_run_and_nothing_outside_the_roots()
             "{mode:?}"
         );
         assert!(!out.join("new.txt").exists(), "{mode:?}");
-        person_git(&root, &["status"]);
-        person_git(&root, &["checkout", "-q", "-b", "other"]);
-        assert!(
-            !marker.exists(),
-            "{mode:?}: the person's git ran the model's command"
-        );
+        persons_git_runs_nothing(&root, &marker, mode);
         nib.stop().await;
     }
 }
@@ -222,13 +233,7 @@ async fn a_trash_restore_never_lands_in_a_git_dir_through_a_linked_folder() {
             format!("[core]\n\tfsmonitor = touch {}\n", marker.display()),
         )
         .unwrap();
-        let nib = start_with(
-            Era::Handshake,
-            &root,
-            TestClient::eliciting(Elicit::Decline),
-            mode,
-        )
-        .await;
+        let nib = declining(&root, mode).await;
         let done = sh(
             &nib,
             "rm h/post-checkout c/config && rmdir h c && ln -s .git/hooks h && ln -s .git c && echo swapped",
@@ -266,9 +271,7 @@ async fn a_trash_restore_never_lands_in_a_git_dir_through_a_linked_folder() {
         .await;
         let (status, _) = nib.call("nibash_status", json!({"restore": "r"})).await;
         assert!(!root.join("r").exists(), "{mode:?}: {made}\n{status}");
-        person_git(&root, &["status"]);
-        person_git(&root, &["checkout", "-q", "-b", "other"]);
-        assert!(!marker.exists(), "{mode:?}");
+        persons_git_runs_nothing(&root, &marker, mode);
         nib.stop().await;
     }
 }
@@ -282,13 +285,7 @@ async fn the_git_folder_cannot_be_swapped_and_a_new_repository_carries_no_comman
         let git_config = std::fs::read_to_string(root.join(".git/config")).unwrap();
         // A repository without a hooks folder: nothing to bind read-only.
         std::fs::remove_dir_all(root.join(".git/hooks")).unwrap();
-        let nib = start_with(
-            Era::Handshake,
-            &root,
-            TestClient::eliciting(Elicit::Decline),
-            mode,
-        )
-        .await;
+        let nib = declining(&root, mode).await;
         let hooked = sh(
             &nib,
             &format!(
