@@ -57,6 +57,13 @@ fn main() -> std::process::ExitCode {
         .first()
         .is_some_and(|a| a == nib::nibash::worker::NIBASH_ARG)
     {
+        // The session's zygote: forks a worker for each call.
+        if raw
+            .get(1)
+            .is_some_and(|a| a == nib::nibash::worker::ZYGOTE_ARG)
+        {
+            nib_sandbox::serve_zygote(nib::nibash::worker::main);
+        }
         nib::nibash::worker::main();
     }
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -269,6 +269,51 @@ async fn a_cancelled_call_ends_its_whole_process_tree() {
     }
 }
 
+/// Calls are forked by the session's zygote: what a call leaves running is
+/// ended by its call init when the call ends, and by the zygote when the
+/// call init itself is killed (here by the call's own program) — in every
+/// mode. Each canary would appear three seconds after its call started
+/// (a call here takes well under a second).
+#[tokio::test]
+async fn what_a_forked_call_leaves_ends_with_it_even_when_its_init_is_killed() {
+    let modes: [&[(&str, &str)]; 3] = [
+        &[],
+        &[("NIB_SANDBOX", "1")],
+        &[("NIB_SANDBOX", "1"), ("NIB_SANDBOX_BWRAP", "0")],
+    ];
+    // With cgroups (root) and without (an ordinary user's case: the call
+    // init and the zygote are then all that ends the leftovers).
+    let cgroups = [true, false];
+    for (env, with_cgroups) in modes.iter().flat_map(|m| cgroups.map(|c| (*m, c))) {
+        let dir = project();
+        let nib = if with_cgroups {
+            start_mode(dir.path(), env).await
+        } else {
+            start_without_cgroups(dir.path(), env).await
+        };
+        let ended = sh(&nib, "(setsid sh -c 'sleep 3; touch canary1' &); echo left").await;
+        assert!(ended.contains("left"), "{env:?} {ended}");
+        // The worker's parent is its call init: kill it from inside.
+        let killed = nib
+            .call(
+                "nibash",
+                json!({"command": "(setsid sh -c 'sleep 3; touch canary2' &); sh -c \"kill -9 $PPID\"; sleep 5"}),
+            )
+            .await
+            .0;
+        std::thread::sleep(Duration::from_millis(4000));
+        for canary in ["canary1", "canary2"] {
+            assert!(
+                !dir.path().join(canary).exists(),
+                "{env:?} cgroups {with_cgroups}: {canary} was written after its call ended ({killed})"
+            );
+        }
+        // The session goes on, with workers forked afresh.
+        assert_eq!(sh(&nib, "echo alive").await, "alive\n", "{env:?}");
+        nib.stop().await;
+    }
+}
+
 #[tokio::test]
 async fn rm_moves_files_to_the_trash_and_trash_restore_puts_them_back() {
     for env in MODES {

@@ -164,6 +164,35 @@ pub fn proxy_vars(port: u16, token: &str) -> Vec<(OsString, OsString)> {
     out
 }
 
+/// `value` (a proxy URL of [`proxy_vars`]) naming `token` instead of the
+/// token it names; `None` when it names none.
+fn with_token(value: &str, token: &str) -> Option<String> {
+    let user = format!("//{PROXY_USER}:");
+    let start = value.find(&user)? + user.len();
+    let end = start + value[start..].find('@')?;
+    Some(format!("{}{token}{}", &value[..start], &value[end..]))
+}
+
+/// Makes the proxy variables of this process name `token` (a worker forked
+/// by a zygote names its own call, not the zygote's). Only in a
+/// single-threaded process.
+pub(crate) fn retoken(token: &str) {
+    for name in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"] {
+        for name in [name.to_string(), name.to_ascii_lowercase()] {
+            let Some(new) = std::env::var(&name)
+                .ok()
+                .and_then(|v| with_token(&v, token))
+            else {
+                continue;
+            };
+            // SAFETY: the caller is single-threaded (a process just forked
+            // from the single-threaded zygote), so nothing reads the
+            // environment meanwhile.
+            unsafe { std::env::set_var(&name, new) };
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -263,5 +292,16 @@ mod tests {
                 "TERM=dumb"
             ]
         );
+    }
+
+    #[test]
+    fn a_proxy_url_is_given_another_token_and_other_values_are_left() {
+        let url = "http://nib:0123abcd@127.0.0.1:4242";
+        assert_eq!(
+            with_token(url, "ffff").as_deref(),
+            Some("http://nib:ffff@127.0.0.1:4242")
+        );
+        assert_eq!(with_token("localhost,127.0.0.1", "ffff"), None);
+        assert_eq!(with_token("http://127.0.0.1:4242", "ffff"), None);
     }
 }

@@ -61,6 +61,7 @@ mod reads;
 mod seccomp;
 mod spawn;
 mod worker;
+mod zygote;
 
 pub use bwrap::{bwrap_argv, bwrap_usable};
 pub use env::{PROXY_USER, is_secret_name, proxy_token, proxy_vars, scrub, withhold_secrets};
@@ -72,3 +73,4 @@ pub use reads::{CREDENTIALS, HOME_TOOLCHAINS, Reads, SYSTEM, SYSTEM_SECRETS, Use
 pub use seccomp::denied_syscalls;
 pub use spawn::{Killer, Output, Sandbox, SandboxError, ServicePipes, Worker, probe};
 pub use worker::{WORKER_ARG, WORKER_BINARY, entry_beside, worker_main};
+pub use zygote::{Forked, Zygote, serve as serve_zygote};

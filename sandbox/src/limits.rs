@@ -178,6 +178,25 @@ impl TreeCgroups {
         self.dirs.iter().map(|d| d.join("cgroup.procs")).collect()
     }
 
+    /// Raises the pids cap to `max` (a zygote's tree: the proxy bridge's
+    /// threads and the calls it forks before each moves to its own).
+    pub fn widen_pids(&self, max: u64) {
+        for dir in &self.dirs {
+            let file = dir.join("pids.max");
+            if file.exists() {
+                let _ = std::fs::write(file, max.to_string());
+            }
+        }
+    }
+
+    /// Moves the process `pid` (this process's namespace) into the cgroups;
+    /// the processes it starts from then on are in them too.
+    pub fn join(&self, pid: u32) {
+        for file in self.procs_files() {
+            let _ = std::fs::write(file, pid.to_string());
+        }
+    }
+
     /// Kills every process in the cgroups, repeatedly until they are
     /// empty, then removes them.
     pub fn kill_all(&self) {

@@ -579,6 +579,11 @@ impl Worker {
         self.exec_log.clone()
     }
 
+    /// The cgroups of the worker's tree, where the machine allows them.
+    pub(crate) fn cgroups(&self) -> Option<&Arc<TreeCgroups>> {
+        self.cgroup.as_ref()
+    }
+
     /// The worker's process id (outside its namespace).
     pub fn id(&self) -> u32 {
         self.child.id()
@@ -590,6 +595,7 @@ impl Worker {
         Killer {
             pid: self.child.id(),
             cgroup: self.cgroup.clone(),
+            pidfd: None,
         }
     }
 
@@ -747,14 +753,47 @@ fn wait_readable(fd: &std::os::fd::OwnedFd, ms: i32) {
 pub struct Killer {
     pid: u32,
     cgroup: Option<Arc<TreeCgroups>>,
+    /// For a worker forked by a zygote: its call init, by pidfd (its pid is
+    /// another namespace's, and a pidfd never names another process).
+    pidfd: Option<Arc<std::os::fd::OwnedFd>>,
 }
 
 impl Killer {
+    /// Ends the call whose call init `pidfd` refers to ([`crate::zygote`]),
+    /// and every process in the call's cgroups.
+    pub(crate) fn of_pidfd(
+        pidfd: Arc<std::os::fd::OwnedFd>,
+        cgroup: Option<Arc<TreeCgroups>>,
+    ) -> Killer {
+        Killer {
+            pid: 0,
+            cgroup,
+            pidfd: Some(pidfd),
+        }
+    }
+
     /// Kills the worker (its PID namespace, and so its tree, ends with it)
     /// and every process in its cgroup. Call it only before the waiting
     /// thread has reaped the worker (the caller records when it has): a
     /// reaped pid may already belong to another process.
     pub fn kill(&self) {
+        if let Some(fd) = &self.pidfd {
+            // SAFETY: pidfd_send_signal takes an fd we own, a signal number
+            // and a null info pointer.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_pidfd_send_signal,
+                    std::os::fd::AsRawFd::as_raw_fd(&**fd),
+                    libc::SIGKILL,
+                    std::ptr::null::<libc::siginfo_t>(),
+                    0,
+                );
+            }
+            if let Some(c) = &self.cgroup {
+                c.kill_all();
+            }
+            return;
+        }
         if let Ok(pid) = i32::try_from(self.pid) {
             // SAFETY: kill(2) takes plain integers; signalling our own child.
             unsafe {

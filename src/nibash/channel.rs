@@ -17,6 +17,10 @@ use serde::{Deserialize, Serialize};
 /// The argument that starts a nibash worker.
 pub const NIBASH_ARG: &str = "__nibash";
 
+/// The argument after [`NIBASH_ARG`] that starts the session's zygote,
+/// which forks a worker for each call (`nib_sandbox::serve_zygote`).
+pub const ZYGOTE_ARG: &str = "--zygote";
+
 /// The bytes a worker writes to its output when the command line is done,
 /// before it says so on the channel: everything before them in the pipe is
 /// the call's output (the channel and the pipe are not ordered otherwise).

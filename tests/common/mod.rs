@@ -252,7 +252,46 @@ pub async fn start_serving(
     home: tempfile::TempDir,
     args: &[&str],
 ) -> Nib {
-    let mut cmd = tokio::process::Command::new(nib_bin());
+    serve_command(era, dir, client, env, home, &[], args).await
+}
+
+/// Starts `nib` (with its state in a new home) where no cgroup can be made,
+/// as for an ordinary user without a delegated cgroup: in a mount namespace
+/// of its own whose `/sys/fs/cgroup` is an empty tmpfs (needs root and
+/// util-linux's `unshare`, as CI has).
+pub async fn start_without_cgroups(dir: &Path, env: &[(&str, &str)]) -> Nib {
+    let home = tempfile::tempdir().expect("temp home");
+    let wrapper = [
+        "unshare",
+        "--mount",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        "mount -t tmpfs none /sys/fs/cgroup && exec \"$0\"",
+    ];
+    let client = TestClient::new(Roots::Undeclared);
+    serve_command(Era::Handshake, dir, client, env, home, &wrapper, &[]).await
+}
+
+/// Starts `WRAPPER… nib ARGS…` and speaks MCP to it.
+async fn serve_command(
+    era: Era,
+    dir: &Path,
+    client: TestClient,
+    env: &[(&str, &str)],
+    home: tempfile::TempDir,
+    wrapper: &[&str],
+    args: &[&str],
+) -> Nib {
+    let mut cmd = match wrapper.split_first() {
+        Some((first, rest)) => {
+            let mut c = tokio::process::Command::new(first);
+            c.args(rest).arg(nib_bin());
+            c
+        }
+        None => tokio::process::Command::new(nib_bin()),
+    };
     cmd.args(args)
         .current_dir(dir)
         .env_remove("NIB_DIRECTORY")

@@ -519,7 +519,7 @@ fn spawn_events(mut chan: Channel, tx: Sender<Msg>) -> mpsc::Receiver<()> {
 /// hears when the channel is read to its end), so a call that ends with its
 /// worker never loses a `Done` or a name still in the channel.
 fn spawn_waiter(
-    mut worker: nib_sandbox::Worker,
+    mut worker: super::warm::Process,
     entry: Arc<Entry>,
     tx: Sender<Msg>,
     events_closed: mpsc::Receiver<()>,

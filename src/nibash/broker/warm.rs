@@ -1,21 +1,22 @@
-//! Warm workers: confined workers started ahead of the calls, so a call
-//! pays only the hand-off of its request, not the worker's start (a new
-//! session, namespaces, Landlock, seccomp, bubblewrap).
+//! Warm workers: confined workers made ahead of the calls, so a call pays
+//! only the hand-off of its request, not a sandbox's start (a fork of the
+//! broker, namespaces, Landlock, seccomp, bubblewrap, two execs).
 //!
-//! The pool follows demand: it holds as many ready workers as calls ran at
-//! once lately (a turn's parallel calls come as a burst: after the first
-//! burst of K, K are ready), at most [`MOST`], and lets extras go once no
-//! burst needed them for [`IDLE`]. The first worker is started when the
-//! session starts, so the first call finds one. All are started for one
-//! sandbox configuration — the policy (roots, network, protected paths,
-//! layers, the hidden paths that exist) and the project directory — and a
-//! call takes one only when its configuration is the same; otherwise the
-//! pool is emptied and refilled for the new one. A worker is never reused:
-//! it runs one call and ends. Calls with command rules start their own (the
-//! exec judge and the masked files are the call's). A warm worker waits on
-//! its channel for the request and does nothing else; it dies with the
-//! broker like any worker, and is killed when let go. Starting workers
-//! belongs to `nib-sandbox`; this module only keeps them ready.
+//! For each sandbox configuration — the policy (roots, network, protected
+//! paths, layers, the hidden paths that exist) and the project directory —
+//! one zygote is started (`nib_sandbox::Zygote`): a confined `nib` that
+//! forks a fresh worker for each call. The pool keeps forked workers ready
+//! as demand asks: as many as calls ran at once lately (a turn's parallel
+//! calls come as a burst: after the first burst of K, K are ready), at most
+//! [`MOST`], and lets extras go once no burst needed them for [`IDLE`]; a
+//! call that finds none ready has one forked on its path (a fork, not a
+//! start). The zygote and the first worker are started when the session
+//! starts, so the first call finds one. A call takes a worker only when its
+//! configuration is the same; otherwise the zygote and the pool are let go
+//! and made anew for the new one. A worker is never reused: it runs one call
+//! and ends. Calls with command rules start their own (the exec judge and
+//! the masked files are the call's). Starting and forking workers belongs to
+//! `nib-sandbox`; this module only keeps them ready.
 
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
@@ -32,7 +33,92 @@ const BURST: Duration = Duration::from_millis(250);
 const IDLE_WAIT: Duration = Duration::from_millis(200);
 
 /// A started worker, its merged output, and the broker's end of its channel.
-pub type Started = (nib_sandbox::Worker, std::io::PipeReader, Channel);
+pub type Started = (Process, std::io::PipeReader, Channel);
+
+/// A call's worker: started for the call alone, or forked by the zygote.
+pub enum Process {
+    /// Started for the call (command rules, a one-call `nib sh`, or no
+    /// zygote to fork from).
+    Own(nib_sandbox::Worker),
+    /// Forked by the session's zygote.
+    Forked(nib_sandbox::Forked),
+}
+
+impl Process {
+    /// A handle that ends the call's whole tree from another thread.
+    pub fn killer(&self) -> nib_sandbox::Killer {
+        match self {
+            Process::Own(w) => w.killer(),
+            Process::Forked(f) => f.killer(),
+        }
+    }
+
+    /// The name the call's programs give nib's proxy.
+    pub fn proxy_token(&self) -> Option<&str> {
+        match self {
+            Process::Own(w) => w.proxy_token(),
+            Process::Forked(f) => f.proxy_token(),
+        }
+    }
+
+    /// The execs the call was refused (with an exec judge only).
+    pub fn exec_log(&self) -> Option<nib_sandbox::ExecLog> {
+        match self {
+            Process::Own(w) => w.exec_log(),
+            Process::Forked(_) => None,
+        }
+    }
+
+    /// Blocks until the worker has ended.
+    pub fn wait_exited(&mut self) {
+        match self {
+            Process::Own(w) => w.wait_exited(),
+            Process::Forked(f) => f.wait_exited(),
+        }
+    }
+
+    /// Blocks until the worker has ended; its status.
+    pub fn wait_blocking(&mut self) -> Option<std::process::ExitStatus> {
+        match self {
+            Process::Own(w) => w.wait_blocking(),
+            Process::Forked(f) => f.wait_blocking(),
+        }
+    }
+
+    /// What bubblewrap printed when it could not set the sandbox up.
+    pub fn start_messages(&mut self) -> Vec<u8> {
+        match self {
+            Process::Own(w) => w.start_messages(),
+            Process::Forked(_) => Vec::new(),
+        }
+    }
+
+    /// The status, once it has ended.
+    pub fn try_wait(&mut self) -> Option<std::process::ExitStatus> {
+        match self {
+            Process::Own(w) => w.try_wait(),
+            Process::Forked(f) => f.try_wait(),
+        }
+    }
+
+    /// Resident memory in KiB (a forked worker: its call init and worker).
+    fn resident_kib(&self) -> Option<u64> {
+        match self {
+            Process::Own(w) => resident_kib(w.id()),
+            Process::Forked(f) => {
+                let init = f.id()?;
+                let kids = std::fs::read_to_string(format!("/proc/{init}/task/{init}/children"))
+                    .unwrap_or_default();
+                let kids: u64 = kids
+                    .split_whitespace()
+                    .filter_map(|p| p.parse().ok())
+                    .filter_map(resident_kib)
+                    .sum();
+                Some(resident_kib(init)? + kids)
+            }
+        }
+    }
+}
 
 /// The most workers kept ready (each about 8 MiB resident).
 pub const MOST: usize = 4;
@@ -48,8 +134,10 @@ pub struct Warm {
 
 #[derive(Default)]
 struct Pool {
-    /// What the ready workers were started for.
+    /// What the zygote and the ready workers were started for.
     key: String,
+    /// The zygote for `key`, once started.
+    zygote: Option<Arc<nib_sandbox::Zygote>>,
     ready: Vec<Started>,
     /// Workers being started now (for `key`).
     starting: usize,
@@ -108,9 +196,24 @@ pub fn key(policy: &nib_sandbox::Policy, cwd: &Path) -> String {
     )
 }
 
-/// Starts a worker that waits for its request on the returned channel.
-pub fn start(policy: nib_sandbox::Policy, cwd: &Path) -> Result<Started, String> {
-    start_with(sandbox(policy)?, cwd)
+/// Starts the zygote for workers under `policy` in `cwd`.
+fn start_zygote(policy: nib_sandbox::Policy, cwd: &Path) -> Result<nib_sandbox::Zygote, String> {
+    let exe = own_binary()?;
+    let argv = vec![
+        exe.into_os_string(),
+        crate::nibash::channel::NIBASH_ARG.into(),
+        crate::nibash::channel::ZYGOTE_ARG.into(),
+    ];
+    sandbox(policy)?
+        .spawn_zygote(&argv, cwd)
+        .map_err(|e| e.to_string())
+}
+
+/// Forks a worker from `zygote`; it waits for its request on the channel.
+fn fork_from(zygote: &Arc<nib_sandbox::Zygote>) -> Result<Started, String> {
+    let (forked, pipe, stream) = zygote.fork().map_err(|e| format!("no worker: {e}"))?;
+    let chan = Channel::new(stream).map_err(|e| format!("no channel: {e}"))?;
+    Ok((Process::Forked(forked), pipe, chan))
 }
 
 /// A sandbox for nibash workers under `policy`: the small worker entry
@@ -138,7 +241,7 @@ pub fn start_with(sandbox: nib_sandbox::Sandbox, cwd: &Path) -> Result<Started, 
     let (worker, pipe) = sandbox
         .spawn_merged(&argv, cwd, &[], Some(theirs.into()))
         .map_err(|e| e.to_string())?;
-    Ok((worker, pipe, chan))
+    Ok((Process::Own(worker), pipe, chan))
 }
 
 fn own_binary() -> Result<PathBuf, String> {
@@ -174,14 +277,18 @@ impl Warm {
         Running(Arc::clone(self))
     }
 
-    /// A ready worker, if one was started for `key` and is still waiting;
-    /// workers started for another configuration are let go.
+    /// A worker for `key`: a ready one still waiting, else one forked now
+    /// from the zygote when one was started for `key`; `None` when there is
+    /// none (start one). Workers and a zygote started for another
+    /// configuration are let go.
     pub fn take(&self, key: &str) -> Option<Started> {
         let mut p = self.lock();
         if p.key != key {
             let old = std::mem::take(&mut p.ready);
+            let zygote = p.zygote.take();
             drop(p);
             drop(old);
+            drop(zygote);
             return None;
         }
         while let Some(mut started) = p.ready.pop() {
@@ -190,18 +297,59 @@ impl Warm {
                 return Some(started);
             }
         }
-        None
+        let zygote = p.zygote.clone()?;
+        drop(p);
+        match fork_from(&zygote) {
+            Ok(s) => Some(s),
+            Err(_) => {
+                // The zygote is gone (killed from inside, say): the next
+                // refill starts another.
+                let mut p = self.lock();
+                if p.zygote.as_ref().is_some_and(|z| Arc::ptr_eq(z, &zygote)) {
+                    p.zygote = None;
+                }
+                None
+            }
+        }
+    }
+
+    /// The zygote for `key`, started now when there is none (or it ended);
+    /// `None` when it cannot be started or another configuration took over.
+    fn zygote_for(
+        &self,
+        key: &str,
+        policy: &nib_sandbox::Policy,
+        cwd: &Path,
+    ) -> Option<Arc<nib_sandbox::Zygote>> {
+        {
+            let p = self.lock();
+            if p.key != key {
+                return None;
+            }
+            if let Some(z) = p.zygote.as_ref().filter(|z| !z.ended()) {
+                return Some(Arc::clone(z));
+            }
+        }
+        let zygote = Arc::new(start_zygote(policy.clone(), cwd).ok()?);
+        let mut p = self.lock();
+        if p.key != key {
+            return None;
+        }
+        p.zygote = Some(Arc::clone(&zygote));
+        Some(zygote)
     }
 
     /// The ready workers and their resident memory in KiB (for
     /// nibash_status).
     pub fn report(&self) -> (usize, u64) {
         let p = self.lock();
+        let zygote = p.zygote.as_ref().and_then(|z| resident_kib(z.id()));
         let kib = p
             .ready
             .iter()
-            .filter_map(|(w, _, _)| resident_kib(w.id()))
-            .sum();
+            .filter_map(|(w, _, _)| w.resident_kib())
+            .sum::<u64>()
+            + zygote.unwrap_or(0);
         (p.ready.len(), kib)
     }
 
@@ -215,6 +363,7 @@ impl Warm {
             if p.key != key {
                 p.key = key.clone();
                 p.ready.clear();
+                p.zygote = None;
                 p.starting = 0;
             }
             let wanted = p.wanted();
@@ -239,7 +388,10 @@ impl Warm {
                     // A start takes a core: not while a call of the burst
                     // is still running (bounded, so the pool still fills).
                     warm.wait_idle(IDLE_WAIT);
-                    let started = start(policy.clone(), &cwd);
+                    let started = match warm.zygote_for(&key, &policy, &cwd) {
+                        Some(z) => fork_from(&z),
+                        None => Err("no zygote".to_string()),
+                    };
                     let mut p = warm.lock();
                     if p.key != key {
                         // Another configuration took over meanwhile.

@@ -33,7 +33,7 @@ use brush_core::{ProfileLoadBehavior, RcLoadBehavior, Shell, SourceInfo};
 
 use super::channel::{Ask, Channel, Event, Reply, Request};
 
-pub use super::channel::NIBASH_ARG;
+pub use super::channel::{NIBASH_ARG, ZYGOTE_ARG};
 
 /// The shell extensions nibash uses (brush's defaults).
 pub type Se = DefaultShellExtensions;
