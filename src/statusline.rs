@@ -25,8 +25,14 @@ pub struct Running {
     pub id: u32,
     /// The command line (its first line, cut).
     pub command: String,
-    /// Seconds since it started.
+    /// Seconds since it started (when published; a reader counts from
+    /// `started_ms`).
     pub seconds: u64,
+    /// When it started, in milliseconds since the Unix epoch (0: unknown):
+    /// the file is rewritten only when what runs changes, so the clock a
+    /// reader shows is counted from here, not from `seconds`.
+    #[serde(default)]
+    pub started_ms: u64,
     /// Still a call (the agent waits), or a job.
     pub job: bool,
     /// The job ended and its end was not reported yet.
@@ -61,10 +67,12 @@ fn snapshot(nib: &crate::nibash::broker::Nibash) -> Vec<Running> {
         .map(|e| {
             let s = e.state();
             let first = e.command.lines().next().unwrap_or_default();
+            let age = e.age();
             Running {
                 id: e.id,
                 command: first.chars().take(60).collect(),
-                seconds: e.age().as_secs(),
+                seconds: age.as_secs(),
+                started_ms: now_ms().saturating_sub(u64::try_from(age.as_millis()).unwrap_or(0)),
                 job: s.is_job,
                 ended: s.ended(),
             }
@@ -149,6 +157,14 @@ impl Drop for Guard {
     }
 }
 
+/// Milliseconds since the Unix epoch.
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
 /// Whether a process with this pid is alive.
 fn alive(pid: u32) -> bool {
     Path::new(&format!("/proc/{pid}")).exists()
@@ -176,7 +192,13 @@ pub fn running(state_dir: &Path, project: &Path) -> Vec<Running> {
             let _ = crate::fs::recover_remove(&e.path);
             continue;
         }
-        out.extend(p.running);
+        let now = now_ms();
+        out.extend(p.running.into_iter().map(|mut r| {
+            if r.started_ms > 0 {
+                r.seconds = now.saturating_sub(r.started_ms) / 1000;
+            }
+            r
+        }));
     }
     out
 }
@@ -255,6 +277,7 @@ mod tests {
             id,
             command: command.into(),
             seconds,
+            started_ms: 0,
             job,
             ended,
         };
@@ -265,6 +288,44 @@ mod tests {
                 r(2, "make", 4, true, true)
             ]),
             "nib: running cargo test (12s); 2 jobs %1 npm run dev (5m), %2 make (ended)"
+        );
+    }
+
+    /// The file is rewritten only when what runs changes: a reader counts
+    /// the seconds from the start it names, so the clock moves between
+    /// rewrites.
+    #[test]
+    fn a_reader_counts_the_seconds_from_the_published_start() {
+        let state = tempfile::tempdir().unwrap();
+        let project = tempfile::tempdir().unwrap();
+        let file = folder(state.path()).join(format!(
+            "{}-{}.json",
+            project_key(project.path()),
+            std::process::id()
+        ));
+        let started = |ago_ms: u64| Running {
+            id: 1,
+            command: "sleep 60".into(),
+            seconds: 0,
+            started_ms: now_ms() - ago_ms,
+            job: false,
+            ended: false,
+        };
+        write(&file, &[started(7_500)]);
+        assert_eq!(
+            line(&running(state.path(), project.path())),
+            "nib: running sleep 60 (7s)"
+        );
+        // Published by an older nib: no start, its seconds as written.
+        let old = Running {
+            seconds: 4,
+            started_ms: 0,
+            ..started(0)
+        };
+        write(&file, &[old]);
+        assert_eq!(
+            line(&running(state.path(), project.path())),
+            "nib: running sleep 60 (4s)"
         );
     }
 

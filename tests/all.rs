@@ -32,4 +32,5 @@ mod reads;
 mod red_team;
 mod replay;
 mod runners;
+mod terminal;
 mod write;

@@ -17,7 +17,7 @@ use serde_json::json;
 use crate::clients::{Env as Place, env as place};
 use crate::common::*;
 
-fn claude() -> Option<PathBuf> {
+pub fn claude() -> Option<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let found = std::env::var_os("NIB_CLAUDE")
         .map(PathBuf::from)

@@ -6,7 +6,9 @@
 //   /trash (restore an entry), /tokens (characters returned per agent and
 //   tool), /names, /seen (the lines the agent has seen, per file).
 // - The row of each nib edit and write shows its diff; the agent's context
-//   does not grow by it.
+//   does not grow by it. Where Claude Code folds a turn's calls into one
+//   line, the line is followed by each changed file with +N −M and the
+//   first changed lines.
 // - /nib-undo puts back nib's last change (or one from its list).
 //
 // Everything comes from nib itself: its `nibash_status` tool (format json)
@@ -21,6 +23,7 @@ import {
   bandWith,
   diffRows,
   endedSince,
+  foldedDiff,
   nibTool,
   parseChanges,
   parseStatus,
@@ -55,6 +58,9 @@ const EVERY_MS = 1000
 
 /** Diffs kept for tool rows. */
 const DIFFS_KEPT = 50
+
+/** Rows a folded group of calls may add for the changes its edits made. */
+const FOLDED_ROOM = 12
 
 /** What the mod knows, per loaded copy. */
 type Mod = {
@@ -221,6 +227,29 @@ export const register: Register = on => {
         <Text key="band" dimColor>
           {line}
         </Text>
+      </Box>
+    )
+  })
+
+  on('ui.render', { component: 'ToolGroup' }, async ($, e, next) => {
+    const drawn = await next(e)
+    // Unfolded (ctrl+o, --verbose), each row draws its own diff.
+    if (e.props.isExpanded) return drawn
+    const diffs = e.props.calls.flatMap(call => {
+      const diff = call.tool_use_id === undefined ? undefined : mod.diffs.get(call.tool_use_id)
+      return diff !== undefined && nibTool(call.tool) !== null ? [diff] : []
+    })
+    if (diffs.length === 0) return drawn
+    const { Box, Text } = $.ui.resolve(e)
+    const color = { add: 'green', del: 'red', hunk: 'cyan', file: undefined, same: undefined, note: undefined } as const
+    return (
+      <Box flexDirection="column">
+        {drawn}
+        {foldedDiff(diffs, FOLDED_ROOM).map(row => (
+          <Text color={color[row.kind]} dimColor={row.kind === 'note'}>
+            {row.text}
+          </Text>
+        ))}
       </Box>
     )
   })

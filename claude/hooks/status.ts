@@ -209,3 +209,33 @@ export function parseChanges(listed: string): Change[] {
     .filter((m): m is RegExpExecArray => m !== null)
     .map(m => ({ n: Number(m[1]), text: m[2] ?? '' }))
 }
+
+/** What a folded row of calls shows of their changes: per file its name
+ * with `+N −M`, then the changed lines while `room` lasts, and a last row
+ * saying how many more there are. The whole diff stays under ctrl+o. */
+export function foldedDiff(diffs: readonly string[], room: number): DiffRow[] {
+  const out: DiffRow[] = []
+  let hidden = 0
+  for (const diff of diffs) {
+    let file: { at: number; name: string; add: number; del: number } | null = null
+    const close = () => {
+      if (file !== null) out[file.at] = { text: `  ${file.name} +${file.add} −${file.del}`, kind: 'file' }
+    }
+    for (const row of diffRows(diff)) {
+      if (row.text.startsWith('+++ ')) {
+        close()
+        file = { at: out.length, name: row.text.slice(4).replace(/^b\//, ''), add: 0, del: 0 }
+        out.push({ text: '', kind: 'file' })
+        continue
+      }
+      if (file === null || (row.kind !== 'add' && row.kind !== 'del')) continue
+      if (row.kind === 'add') file.add++
+      else file.del++
+      if (out.length < room) out.push({ text: `    ${row.text}`, kind: row.kind })
+      else hidden++
+    }
+    close()
+  }
+  if (hidden > 0) out.push({ text: `    … ${hidden} more changed line${hidden === 1 ? '' : 's'} (ctrl+o shows all)`, kind: 'note' })
+  return out
+}

@@ -1,6 +1,6 @@
 import { expect, test } from 'claude-code/testing'
 
-import { bandWith, parseStatus } from '../hooks/status'
+import { bandWith, foldedDiff, parseStatus } from '../hooks/status'
 
 // nib's status as `nibash_status` with format json answers it: a call the
 // agent waits for, a job, a job that ended, the trash, names, usage, seen.
@@ -228,4 +228,41 @@ test('the band names a nibash call from its start, with its own clock, until nib
   expect(bandWith(job, [10_000], 10_000)).toBe('nib: running a nibash call (0s); 1 job %3 npm run dev')
   // Once nib's status shows the call, nib's own words and clock are used.
   expect(bandWith(doc(STATUS), [0], 10_000)).toBe('nib: running cargo test (12s); 1 job %3 npm run dev')
+})
+
+test('a folded row of calls names each changed file with +N −M and its first changed lines', () => {
+  const diff = [
+    '--- a/notes.txt',
+    '+++ b/notes.txt',
+    '@@ -1,3 +1,3 @@',
+    ' alpha',
+    '-beta',
+    '+delta',
+    ' gamma',
+    '--- a/src/lib.rs',
+    '+++ b/src/lib.rs',
+    '@@ -2 +2,2 @@',
+    '-old();',
+    '+new();',
+    '+more();',
+    '',
+  ].join('\n')
+  expect(foldedDiff([diff], 12).map(r => r.text)).toEqual([
+    '  notes.txt +1 −1',
+    '    -beta',
+    '    +delta',
+    '  src/lib.rs +2 −1',
+    '    -old();',
+    '    +new();',
+    '    +more();',
+  ])
+  // Out of room: the counts stay whole, the lines stop, the rest is counted.
+  expect(foldedDiff([diff], 4).map(r => r.text)).toEqual([
+    '  notes.txt +1 −1',
+    '    -beta',
+    '    +delta',
+    '  src/lib.rs +2 −1',
+    '    … 3 more changed lines (ctrl+o shows all)',
+  ])
+  expect(foldedDiff([], 12)).toEqual([])
 })
