@@ -207,7 +207,7 @@ fn the_person_sees_the_running_call_its_clock_and_the_edits_change_and_undo_puts
     let p = set_up();
     let original = "alpha\nbeta\ngamma\n";
     std::fs::write(p.project.join("notes.txt"), original).unwrap();
-    let loop_line = "for i in 1 2 3 4 5 6 7 8 9 10; do echo tick $i; sleep 1; done";
+    let loop_line = "for i in $(seq 14); do echo tick $i; sleep 1; done";
     let script = Script::parse(
         &json!({"steps": [
             {"tool": "mcp__nib__nibash", "input": {"command": loop_line}},
@@ -239,7 +239,7 @@ fn the_person_sees_the_running_call_its_clock_and_the_edits_change_and_undo_puts
     );
     screen.wait_for(
         "both clocks to move on while the call runs",
-        Duration::from_secs(6),
+        Duration::from_secs(8),
         |s| {
             let (above, below) = above_and_below(s);
             clock(&above, "for i in").is_some_and(|b| b >= band0 + 2)
