@@ -144,6 +144,14 @@ fn main() -> std::process::ExitCode {
             std::process::ExitCode::SUCCESS
         }
         cli::Command::Serve(providers) => {
+            // A person who typed `nib` at a terminal sees why nothing
+            // happens; an MCP client's pipe gets nothing extra.
+            if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "nib: serving MCP on stdin for an MCP client (Claude Code, OpenCode…); to set it up for this project run `nib setup`, for the verbs `nib --help`; ctrl+d ends"
+                );
+            }
             config.cli_providers = providers;
             nib::memory::limit_arenas();
             let runtime = match tokio::runtime::Builder::new_multi_thread()

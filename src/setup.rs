@@ -542,7 +542,7 @@ pub fn plan(places: &Places, args: &SetupArgs) -> (Vec<Change>, Vec<String>) {
         ));
     }
     let mut changes = Vec::new();
-    let mut warnings = notes;
+    let mut warnings = Vec::new();
     for (path, edit, create) in targets {
         let before = std::fs::read_to_string(&path).ok();
         if before.is_none() && !create {
@@ -602,6 +602,11 @@ pub fn plan(places: &Places, args: &SetupArgs) -> (Vec<Change>, Vec<String>) {
                 after: text,
             });
         }
+    }
+    // What setup could not do for OpenCode is said when setup changes
+    // something, not on every run that finds everything in place.
+    if !changes.is_empty() {
+        warnings.splice(0..0, notes);
     }
     (changes, warnings)
 }

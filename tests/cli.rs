@@ -17,7 +17,7 @@ fn nib_with(
     stdin: Option<&str>,
     env: &[(&str, &std::path::Path)],
 ) -> (String, String, i32) {
-    let mut child = Command::new(nib_bin())
+    let mut child = nib_command()
         .args(args)
         .current_dir(dir)
         .env_remove("NIB_DIRECTORY")
@@ -104,7 +104,7 @@ fn version_and_project_directory() {
 
     std::fs::create_dir(dir.path().join("proj")).unwrap();
     std::fs::write(dir.path().join("proj/f.txt"), "in project\n").unwrap();
-    let out = Command::new(nib_bin())
+    let out = nib_command()
         .args(["read", "f.txt"])
         .current_dir("/")
         .env("NIB_DIRECTORY", dir.path().join("proj"))
@@ -136,6 +136,12 @@ fn grep_and_find_verbs() {
         out.starts_with("1 file, by path\n\na.txt (3 lines, 17 B, "),
         "{out}"
     );
+    // Nothing matched: exit 1, as grep and rg (with --json too).
+    let (out, _, code) = nib(dir.path(), &["grep", "haystack"], None);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.starts_with("no matches in 1 file"), "{out}");
+    let (out, _, code) = nib(dir.path(), &["grep", "--json", "haystack"], None);
+    assert_eq!(code, 1, "{out}");
     let (_, err, code) = nib(dir.path(), &["grep"], None);
     assert_eq!(code, 2);
     assert!(err.contains("PATTERN"), "{err}");
@@ -157,7 +163,7 @@ fn doctor_reports_the_layers() {
         assert!(out.contains(line), "{line}: {out}");
     }
     // NIB_SANDBOX_BWRAP=0 names the mode without bubblewrap.
-    let out = Command::new(nib_bin())
+    let out = nib_command()
         .arg("doctor")
         .current_dir(dir.path())
         .env("NIB_SANDBOX", "1")
@@ -587,4 +593,31 @@ fn nib_undo_puts_back_what_nib_wrote_and_only_that() {
         std::fs::read_to_string(dir.path().join("Cargo.toml")).unwrap(),
         original
     );
+}
+
+/// `nib` with no verb serves MCP on stdin; typed at a terminal it says so
+/// (and how to set it up) on stderr, where an MCP client's pipe gets
+/// nothing extra.
+#[test]
+fn a_bare_nib_at_a_terminal_says_what_it_waits_for() {
+    let dir = project();
+    let exe = nib_bin();
+    // util-linux's `script` gives nib a terminal as stdin.
+    let Ok(out) = std::process::Command::new("script")
+        .args(["-qec", &exe.display().to_string(), "/dev/null"])
+        .current_dir(dir.path())
+        .stdin(std::process::Stdio::null())
+        .output()
+    else {
+        eprintln!("script (util-linux) is not installed; skipped");
+        return;
+    };
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("serving MCP on stdin") && said.contains("nib setup"),
+        "{said}"
+    );
+    // From a pipe (an MCP client), stderr stays quiet.
+    let (_, err, _) = nib(dir.path(), &[], Some(""));
+    assert!(!err.contains("serving MCP"), "{err}");
 }

@@ -181,9 +181,11 @@ fn setup_names_nib_on_path_and_updates_what_an_older_setup_wrote() {
         &json!([{"hooks": [{"type": "command", "command": "nib hook", "timeout": 5}]}]),
         "the old hook is updated, not doubled"
     );
-    // Run again: nothing to change.
+    // Run again: nothing to change, and no word on OpenCode (said when
+    // setup changed something, not on every run).
     let (out, _) = run_with_path(&e, &["setup"], "", path);
     assert!(out.contains("nothing to change"), "{out}");
+    assert!(!out.contains("OpenCode"), "{out}");
 }
 
 #[test]

@@ -491,7 +491,7 @@ async fn under_the_sandbox_files_that_run_code_need_approval() {
 #[test]
 fn the_cli_refuses_writes_that_need_approval() {
     let world = World::new();
-    let out = std::process::Command::new(nib_bin())
+    let out = nib_command()
         .args(["write", "../outside/cli.txt"])
         .current_dir(world.root())
         .env("NIB_CONFIRM_OUTSIDE_ROOTS", "1")

@@ -2,7 +2,7 @@
 //! stdout hygiene, exit on stdin close, roots.
 
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -102,7 +102,7 @@ struct Raw {
 
 impl Raw {
     fn start(dir: &std::path::Path) -> Raw {
-        let mut child = Command::new(nib_bin())
+        let mut child = nib_command()
             .current_dir(dir)
             .env_remove("NIB_DIRECTORY")
             .stdin(Stdio::piped())

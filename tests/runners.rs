@@ -98,7 +98,7 @@ async fn failures_of_real_runners_survive_the_cut_through_nibash_and_skim() {
 #[test]
 fn nib_shape_keeps_them_too() {
     for (name, text, must) in ruled_logs() {
-        let out = std::process::Command::new(nib_bin())
+        let out = nib_command()
             .args(["shape", "--log"])
             .arg(corpus().join(format!("{name}.log")))
             .args(["--purpose", "which tests failed and why"])

@@ -350,7 +350,11 @@ fn grep(opts: &Options, ctx: &Ctx, notes: Vec<String>) -> ToolOutput {
         if !opts.walk.no_ignore {
             out.push_str(&ignored_hint(opts, searched_set.as_ref(), ctx));
         }
-        return ToolOutput::ok(with_notes(out, &notes, opts));
+        // `nib grep` exits 1 when nothing matched, as grep and rg do (the
+        // MCP answer is the same text, not an error).
+        let mut answer = ToolOutput::ok(with_notes(out, &notes, opts));
+        answer.exit = Some(1);
+        return answer;
     }
     out.push_str(&format!(
         "{} in {}\n",

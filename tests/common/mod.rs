@@ -226,6 +226,18 @@ pub fn isolated_env(home: &Path) -> Vec<(String, String)> {
     ]
 }
 
+/// `nib` as a command whose state, data and config folders are the tests'
+/// own (`target/tmp/nib-test-home`, shared by the processes of a run, so a
+/// token one prints applies in the next), never the user's.
+pub fn nib_command() -> std::process::Command {
+    let home = Path::new(env!("CARGO_TARGET_TMPDIR")).join("nib-test-home");
+    let mut c = std::process::Command::new(nib_bin());
+    for (k, v) in isolated_env(&home) {
+        c.env(k, v);
+    }
+    c
+}
+
 /// Starts `nib` in `dir` as a client of the given era would.
 pub async fn start_with(era: Era, dir: &Path, client: TestClient, env: &[(&str, &str)]) -> Nib {
     let home = tempfile::tempdir().expect("temp home");
