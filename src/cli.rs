@@ -78,13 +78,26 @@ usage:
 The project directory is $NIB_DIRECTORY, else the working directory.
 ";
 
-/// A command line that cannot be used.
+/// A command line that cannot be used: what is wrong, then the usage to
+/// follow (the verb's own when a verb was named, else every verb's).
 #[derive(Debug, thiserror::Error)]
-#[error("{0}\n\n{USAGE}")]
+#[error("{0}")]
 pub struct UsageError(String);
 
 /// Parses the arguments after the program name.
 pub fn parse(args: &[String]) -> Result<Command, UsageError> {
+    parse_args(args).map_err(|UsageError(message)| {
+        let verb = args.first().and_then(|v| verb_usage(v).map(|u| (v, u)));
+        UsageError(match verb {
+            Some((v, usage)) => format!(
+                "{message}\n\n{usage}\n`nib {v} --help` explains it; `nib --help` lists every verb.\n"
+            ),
+            None => format!("{message}\n\n{USAGE}"),
+        })
+    })
+}
+
+fn parse_args(args: &[String]) -> Result<Command, UsageError> {
     let Some(first) = args.first() else {
         return Ok(Command::Serve(Vec::new()));
     };
@@ -98,7 +111,7 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
     ) && args[1..].iter().any(|a| a == "--json");
     if json {
         let rest: Vec<String> = args.iter().filter(|a| *a != "--json").cloned().collect();
-        return match parse(&rest)? {
+        return match parse_args(&rest)? {
             Command::Tool(name, mut map) => {
                 map.insert(JSON_FLAG.into(), Value::Bool(true));
                 Ok(Command::Tool(name, map))
@@ -108,9 +121,9 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
     }
     let rest = &args[1..];
     if rest.iter().any(|a| a == "--help" || a == "-h")
-        && let Some(usage) = verb_usage(first)
+        && let Some(page) = help_page(first)
     {
-        return Ok(Command::HelpFor(usage));
+        return Ok(Command::HelpFor(page));
     }
     match first.as_str() {
         "--version" | "-V" | "version" => Ok(Command::Version),
@@ -247,6 +260,149 @@ fn tool_with_paths(
     }
     map.insert("paths".into(), json!(paths));
     Ok(Command::Tool(verb, map))
+}
+
+/// `nib VERB --help`: the verb's usage, then what it does and what each
+/// option means; `None` for a word that is not a verb.
+pub fn help_page(verb: &str) -> Option<String> {
+    let usage = verb_usage(verb)?;
+    let details = match verb {
+        "read" => {
+            "\
+Prints each file as a [PATH#TAG] header (TAG: 4 hex digits, a hash of the whole file) and
+N:TEXT rows; the numbers are what `nib edit` names.
+
+  PATH:SELECTOR   lines: 10, 10-40, 10+5, 100- (to the end), -20 (the last 20), 1-5,30-35;
+                  in parsed languages a declaration: PATH:login, PATH:Type.member
+  PATH#TAG        what changed since that version; PATH@REV the file at a git revision
+  --plain         lines without numbers or tag, no size cap
+  --info          one line of facts per file: lines, size, longest line, endings, age
+  --outline       the declarations with their line ranges, whatever the size
+  --max-line-length N   cut longer lines (the row says so)
+  --json          the answer as one JSON object (text, is_error, exit, written)
+"
+        }
+        "write" => {
+            "\
+Writes stdin to PATH. A new file (and its folders) is created; an existing one is replaced only
+with --tag, its current tag from `nib read`, so a file changed since is never overwritten. CRLF
+endings, a BOM and the file's mode are kept. Prints the new [PATH#TAG].
+"
+        }
+        "edit" => {
+            "\
+Applies a patch from stdin. Each file starts with its header as `nib read` printed it,
+[PATH#TAG], then hunks that name lines by number:
+
+  PUT N: / PUT N.=M:      replace line N (or N to M) with the + rows below
+  PUT <N: / PUT >N:       insert the + rows before / after line N (PUT >$: appends)
+  CUT N / CUT N.=M        delete the lines
+  SUB N: OLD              replace OLD on line N with the + rows
+  REM / MV DEST / CP DEST the file itself: to the trash, moved, copied
+  *** Add File: PATH      a new file, its lines as + rows
+
+A stale tag is rebased when the lines named are unchanged, else refused with the current rows
+(exit 1, nothing written). `REAPPLY TOKEN` on stdin applies a preview `nib grep --replace` printed.
+--json prints the answer as JSON, `written` naming each file with its new tag.
+"
+        }
+        "grep" => {
+            "\
+Searches file contents (ripgrep's engine) under PATHs (default: the project) and prints
+[PATH#TAG] blocks: *N:TEXT for a match, N:TEXT for context. Exit 0 when something matched, 1 when
+nothing did, 2 on a usage error.
+
+  -i / -F             ignore case / the pattern is plain text
+  -A N / -B N / -C N  context rows after / before / around each match (default 1)
+  --glob G            only files whose names match G (*.rs); !G leaves them out; repeatable
+  --mode files|count  list the matching files, or count matches per file
+  --no-ignore         search files .gitignore would skip
+  --skip N            the next page (20 files a page)
+  --replace R         preview replacing each match with R ($1, ${name}); writes nothing and
+                      prints a REAPPLY token that `nib edit` applies
+  PATH:SELECTOR       search only those lines (app.log:1100-1250)
+"
+        }
+        "find" => {
+            "\
+Lists the files grep would search, with line counts, sizes and ages.
+
+  --glob G            only names matching G; repeatable
+  --min-size S        at least S bytes (20k, 1.5M)
+  --newer AGE         changed within AGE (30m, 2h, 3d)
+  --sort path|size|modified
+  --no-ignore         list files .gitignore would skip
+  --skip N            the next page (200 files a page)
+"
+        }
+        "sh" => {
+            "\
+Runs COMMAND as one nibash call (a bash interpreter whose own cat, grep, head … print anchored
+rows), in the project folder, confined as the server's calls are (NIB_SANDBOX=1 for the sandbox).
+Exits with the command's status. Nothing outlives it: at --timeout (default 120s) the command is
+stopped and nib sh exits 124.
+
+  --timeout T         30s, 5m …
+  --expect TEXT       what you look for in a long output; it steers which rows are kept
+"
+        }
+        "skim" => {
+            "\
+Reads long logs and reports (test runs, builds) and prints what answers --expect: the failures,
+their messages and where they are, with the rest counted.
+"
+        }
+        "shape" => {
+            "\
+Prints what nibash would show of a saved log of a command (for tuning and tests): --purpose says
+what the reader wants, --exit the command's status, --command the command line.
+"
+        }
+        "undo" => {
+            "\
+Puts back nib's last change in this project (or change N of --list), file by file, only where a
+file still holds what nib wrote; a file changed since is named and left alone, a file nib made goes
+to the trash. Exit 1 when a file was left. --diff prints the newest change as a diff.
+"
+        }
+        "doctor" => {
+            "\
+Says which sandbox layers this machine offers (bubblewrap, Landlock, seccomp, namespaces,
+cgroups) and what NIB_SANDBOX=1 would apply. To confine programs, start nib with NIB_SANDBOX=1 in
+its environment (for Claude Code, \"env\": {\"NIB_SANDBOX\": \"1\"} in nib's server entry).
+"
+        }
+        "statusline" => {
+            "\
+Prints one line about the project's running nibash calls and jobs, for Claude Code's statusLine
+(`nib setup --user` installs it when you have none). Reads the JSON Claude Code sends on stdin.
+"
+        }
+        "setup" => {
+            "\
+Registers nib with Claude Code (and OpenCode where the project has an opencode.json): run it in
+your project's folder, or with --user for every project. Only what is missing is added; a second
+run changes nothing.
+
+  --user              every project (the Claude config folder and ~/.claude.json), with the mod
+  --dry-run           print the changes as diffs; write nothing
+  --provider NAME=PROGRAM, --decider KIND, --summary LIST, --opencode PROGRAM
+                      kept in ~/.config/nib/setup.json for later starts; an empty value clears one
+"
+        }
+        "hook" => {
+            "\
+Answers one Claude Code hook event given as JSON on stdin (what `nib setup` installs). Not for
+people.
+"
+        }
+        _ => "",
+    };
+    Some(if details.is_empty() {
+        usage
+    } else {
+        format!("{usage}\n{details}")
+    })
 }
 
 /// One verb's lines of [`USAGE`] (its synopsis and the lines that continue
@@ -595,6 +751,9 @@ pub fn doctor(config: &Config) -> i32 {
     out.push('\n');
     out.push_str(&config.read_policy_text());
     out.push_str("exec-time rules: while nib.json has program rules, every exec of a nibash call is checked by the file it runs (seccomp user notification, in every mode)\n");
+    if !config.sandbox && confining {
+        out.push_str("to confine programs: start nib with NIB_SANDBOX=1 in its environment (Claude Code: \"env\": {\"NIB_SANDBOX\": \"1\"} in nib's entry of .mcp.json or ~/.claude.json; docs/sandbox.md says what it holds)\n");
+    }
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(crate::terminal::visible(&out).as_bytes());
     i32::from(config.sandbox && !confining)
@@ -788,8 +947,37 @@ pub fn run_tool(config: Config, name: &str, mut args: Map<String, Value>) -> i32
                 None => i32::from(out.is_error),
             }
         }
-        Err(e) => fail(&format!("nib {name}: {e}")),
+        Err(e) => {
+            let verb = if name == "nibash" { "sh" } else { name };
+            fail(&format!("nib {verb}: {}", as_flags(&e.to_string())))
+        }
     }
+}
+
+/// A tool's argument error in the command line's words: `"minSize"`
+/// becomes `--min-size`, the flag the person typed.
+fn as_flags(message: &str) -> String {
+    const FLAGS: &[(&str, &str)] = &[
+        ("minSize", "--min-size"),
+        ("noIgnore", "--no-ignore"),
+        ("maxLineLength", "--max-line-length"),
+        ("ignoreCase", "-i"),
+        ("literal", "-F"),
+        ("before", "-B"),
+        ("after", "-A"),
+        ("glob", "--glob"),
+        ("mode", "--mode"),
+        ("skip", "--skip"),
+        ("replace", "--replace"),
+        ("newer", "--newer"),
+        ("sort", "--sort"),
+        ("timeout", "--timeout"),
+        ("expect", "--expect"),
+        ("tag", "--tag"),
+    ];
+    FLAGS.iter().fold(message.to_string(), |text, (arg, flag)| {
+        text.replace(&format!("\"{arg}\""), flag)
+    })
 }
 
 fn fail(message: &str) -> i32 {
@@ -805,6 +993,15 @@ mod tests {
 
     fn s(v: &[&str]) -> Vec<String> {
         v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn argument_errors_name_the_flag_the_person_typed() {
+        assert_eq!(
+            as_flags(r#""minSize" is a size such as 20k or 1.5M, not "lots""#),
+            r#"--min-size is a size such as 20k or 1.5M, not "lots""#
+        );
+        assert_eq!(as_flags("no such file"), "no such file");
     }
 
     #[test]

@@ -162,6 +162,13 @@ fn doctor_reports_the_layers() {
     ] {
         assert!(out.contains(line), "{line}: {out}");
     }
+    // Unconfined where a layer could confine: doctor says how to turn it on.
+    if out.contains("seccomp: yes") {
+        assert!(
+            out.contains("to confine programs: start nib with NIB_SANDBOX=1"),
+            "{out}"
+        );
+    }
     // NIB_SANDBOX_BWRAP=0 names the mode without bubblewrap.
     let out = nib_command()
         .arg("doctor")
@@ -176,6 +183,68 @@ fn doctor_reports_the_layers() {
             && out.contains("(bubblewrap off: NIB_SANDBOX_BWRAP=0)"),
         "{out}"
     );
+    assert!(!out.contains("to confine programs"), "{out}");
+}
+
+/// Each verb's `--help` is a page (what it does, what each option means);
+/// a verb used wrongly shows its own usage, not every verb's.
+#[test]
+fn each_verb_has_a_help_page_and_a_wrong_use_shows_its_own_usage() {
+    let dir = project();
+    for verb in [
+        "read",
+        "write",
+        "edit",
+        "grep",
+        "find",
+        "sh",
+        "skim",
+        "shape",
+        "undo",
+        "doctor",
+        "statusline",
+        "setup",
+        "hook",
+    ] {
+        let (out, _, code) = nib(dir.path(), &[verb, "--help"], None);
+        assert_eq!(code, 0, "{verb}: {out}");
+        assert!(
+            out.starts_with(&format!("usage:\n  nib {verb}")) && out.lines().count() > 4,
+            "{verb}: {out}"
+        );
+    }
+    let (out, _, _) = nib(dir.path(), &["edit", "--help"], None);
+    assert!(
+        out.contains("PUT N:") && out.contains("SUB N: OLD") && out.contains("REAPPLY"),
+        "{out}"
+    );
+    let (out, _, _) = nib(dir.path(), &["grep", "--help"], None);
+    assert!(
+        out.contains("--replace R") && out.contains("1 when"),
+        "{out}"
+    );
+    let (_, err, code) = nib(dir.path(), &["grep"], None);
+    assert_eq!(code, 2);
+    assert!(
+        err.starts_with("grep needs a PATTERN")
+            && err.contains("  nib grep [-i]")
+            && err.contains("nib grep --help")
+            && !err.contains("nib setup [--user]"),
+        "{err}"
+    );
+    // A tool's argument error names the flag the person typed.
+    let (_, err, code) = nib(dir.path(), &["find", "--min-size", "lots"], None);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("nib find: --min-size is a size") && !err.contains("minSize"),
+        "{err}"
+    );
+    let (_, err, _) = nib(dir.path(), &["sh", "--timeout", "forever", "true"], None);
+    assert!(err.starts_with("nib sh: --timeout is"), "{err}");
+    // A word that is no verb still gets every verb's usage.
+    let (_, err, code) = nib(dir.path(), &["frobnicate"], None);
+    assert_eq!(code, 2);
+    assert!(err.contains("nib setup [--user]"), "{err}");
 }
 
 #[test]
