@@ -690,3 +690,48 @@ fn a_bare_nib_at_a_terminal_says_what_it_waits_for() {
     let (_, err, _) = nib(dir.path(), &[], Some(""));
     assert!(!err.contains("serving MCP"), "{err}");
 }
+
+/// Under the sandbox, a file a program writes to its temp folder goes to
+/// nib's private /tmp: `nib sh` names it, and that it is removed with the
+/// call (both sandbox modes; unconfined, nothing is said).
+#[test]
+fn nib_sh_names_what_went_to_the_private_tmp() {
+    let dir = project();
+    for env in [
+        &[("NIB_SANDBOX", "1")][..],
+        &[("NIB_SANDBOX", "1"), ("NIB_SANDBOX_BWRAP", "0")],
+    ] {
+        let out = nib_command()
+            .args(["sh", "echo hi > \"$TMPDIR/nib-note-test.txt\"; echo done"])
+            .current_dir(dir.path())
+            .envs(env.iter().copied())
+            .output()
+            .expect("spawn nib");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("done")
+                && text.contains("nib-note-test.txt went to nib's private /tmp")
+                && text.contains("removed when this nib sh ends"),
+            "{env:?}: {text}"
+        );
+        // A call that writes nothing there says nothing of it.
+        let out = nib_command()
+            .args(["sh", "echo quiet"])
+            .current_dir(dir.path())
+            .envs(env.iter().copied())
+            .output()
+            .expect("spawn nib");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(!text.contains("private /tmp"), "{env:?}: {text}");
+    }
+    let (out, _, _) = nib(
+        dir.path(),
+        &[
+            "sh",
+            "echo hi > \"${TMPDIR:-/tmp}/nib-note-unconfined.txt\"",
+        ],
+        None,
+    );
+    assert!(!out.contains("private /tmp"), "{out}");
+    let _ = std::fs::remove_file(std::env::temp_dir().join("nib-note-unconfined.txt"));
+}

@@ -314,6 +314,34 @@ async fn what_a_forked_call_leaves_ends_with_it_even_when_its_init_is_killed() {
     }
 }
 
+/// In an MCP session under the sandbox, the call that writes to the
+/// private /tmp names it once, and the file is there for the next call
+/// (the session's zygote keeps its /tmp); a call that only reads it says
+/// nothing more.
+#[tokio::test]
+async fn the_session_names_its_private_tmp_once_and_keeps_it_for_later_calls() {
+    for env in [
+        &[("NIB_SANDBOX", "1")][..],
+        &[("NIB_SANDBOX", "1"), ("NIB_SANDBOX_BWRAP", "0")],
+    ] {
+        let dir = project();
+        let nib = start_mode(dir.path(), env).await;
+        let wrote = sh(&nib, "echo kept > \"$TMPDIR/later.txt\"; echo wrote").await;
+        assert!(
+            wrote.contains("later.txt went to nib's private /tmp")
+                && wrote.contains("kept for this session's later nibash calls"),
+            "{env:?}: {wrote}"
+        );
+        let read = sh(&nib, "cat \"$TMPDIR/later.txt\" | tr a-z A-Z").await;
+        assert!(read.contains("KEPT"), "{env:?}: {read}");
+        assert!(!read.contains("private /tmp"), "{env:?}: {read}");
+        // Named once a session: a later write there says nothing more.
+        let again = sh(&nib, "echo more > \"$TMPDIR/second.txt\"; echo again").await;
+        assert!(!again.contains("private /tmp"), "{env:?}: {again}");
+        nib.stop().await;
+    }
+}
+
 #[tokio::test]
 async fn rm_moves_files_to_the_trash_and_trash_restore_puts_them_back() {
     for env in MODES {
@@ -391,6 +419,12 @@ async fn failures_the_exit_status_hides_are_named() {
         let named = "cat exited 1, its stderr discarded: \"cat: missing.txt: No such file or directory\"]\n";
         assert_eq!(out, format!("[exit 1; {named}"), "{env:?}");
         let out = sh(&nib, "cat missing.txt 2>/dev/null || echo handled; tmp=$(mktemp); echo ok > $tmp; cat $tmp | cat").await;
+        // Under the sandbox the temp file is named once (nib's private /tmp).
+        let out: String = out
+            .lines()
+            .filter(|l| !l.starts_with("[sandbox: ") || !l.contains("private /tmp"))
+            .map(|l| format!("{l}\n"))
+            .collect();
         assert_eq!(
             out, "handled\nok\n",
             "{env:?}: the temp folder is writable, and a failure the script handles is its own"

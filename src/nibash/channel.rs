@@ -48,6 +48,10 @@ pub struct Request {
     pub rules: Vec<RuntimeRule>,
     /// The token of the end mark the worker writes to its output.
     pub mark: String,
+    /// When the worker's temp folder is the sandbox's private one: what
+    /// becomes of it, for the line naming what the call wrote there.
+    #[serde(default)]
+    pub private_tmp: Option<String>,
 }
 
 /// A program rule as the worker enforces it: by the name a command is
@@ -108,6 +112,9 @@ pub enum Event {
         background: bool,
         /// A failure the status hides, for the closing line.
         hidden: Option<String>,
+        /// The output named what the call wrote to the private /tmp.
+        #[serde(default)]
+        tmp_named: bool,
     },
 }
 

@@ -397,7 +397,14 @@ impl Consumer {
                 code,
                 background,
                 hidden,
+                tmp_named,
             }) => {
+                if tmp_named {
+                    self.asker
+                        .nib
+                        .tmp_named
+                        .store(true, std::sync::atomic::Ordering::Relaxed);
+                }
                 self.entry.update(|s| {
                     s.done = Some(code);
                     s.background = background;
@@ -594,8 +601,17 @@ pub fn run(ctx: &Ctx, nib: &Arc<Nibash>, args: CallArgs) -> ToolOutput {
         job: entry.id,
         mark: crate::fs::unique_id(),
         rules: runtime,
+        private_tmp: None,
     };
-    let started = match start_worker(ctx, &nib.warm, &request, &cwd, masked, judge) {
+    let started = match start_worker(
+        ctx,
+        &nib.warm,
+        &nib.tmp_named,
+        &request,
+        &cwd,
+        masked,
+        judge,
+    ) {
         Ok(s) => s,
         Err(e) => {
             nib.jobs.remove(entry.id);
@@ -748,6 +764,7 @@ pub fn run(ctx: &Ctx, nib: &Arc<Nibash>, args: CallArgs) -> ToolOutput {
 fn start_worker(
     ctx: &Ctx,
     warm: &super::warm::Warm,
+    tmp_named: &std::sync::atomic::AtomicBool,
     request: &Request,
     cwd: &Path,
     masked: Vec<PathBuf>,
@@ -758,7 +775,14 @@ fn start_worker(
     let plain = judge.is_none() && masked.is_empty() && ctx.config.warm;
     policy.masked = masked;
     let key = super::warm::key(&policy, cwd);
-    let taken = if plain { warm.take(&key) } else { None };
+    let taken = match (plain, ctx.live.is_some()) {
+        (true, true) => warm.take_or_start(&key, &policy, cwd),
+        (true, false) => warm.take(&key),
+        (false, _) => None,
+    };
+    let forked = taken
+        .as_ref()
+        .is_some_and(|(p, _, _)| matches!(p, super::warm::Process::Forked(_)));
     let mut started = match taken {
         Some(s) => s,
         None => {
@@ -769,9 +793,27 @@ fn start_worker(
             super::warm::start_with(sandbox, cwd)?
         }
     };
+    // Under the sandbox the worker's /tmp is private: a forked worker's
+    // is its zygote's, kept for the session's next calls; a started one's
+    // goes with it.
+    let mut request = request.clone();
+    // The zygote's /tmp is named once a session; a worker's own, each call.
+    let named = tmp_named.load(std::sync::atomic::Ordering::Relaxed);
+    request.private_tmp = if !ctx.config.sandbox || (forked && named) {
+        None
+    } else if forked {
+        Some(
+            "it is kept for this session's later nibash calls, and goes when the session ends"
+                .into(),
+        )
+    } else if ctx.live.is_none() {
+        Some("it is removed when this nib sh ends".into())
+    } else {
+        Some("it is removed when this call ends".into())
+    };
     started
         .2
-        .send(request)
+        .send(&request)
         .map_err(|e| format!("no channel: {e}"))?;
     let refill = (plain && ctx.live.is_some()).then(|| Refill {
         key,
@@ -1392,6 +1434,7 @@ mod forged {
                     code: 0,
                     background: false,
                     hidden: None,
+                    tmp_named: false,
                 },
                 _ => Event::Seen {
                     path: t,

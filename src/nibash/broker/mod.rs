@@ -66,6 +66,9 @@ pub struct Nibash {
     pub walk_too_big: std::sync::atomic::AtomicBool,
     /// `nibash_status {"summaries": false}`: no summaries for this session.
     pub summaries_off: std::sync::atomic::AtomicBool,
+    /// A call has named the sandbox's private /tmp to the agent (once a
+    /// session for the zygote's, which later calls share).
+    pub tmp_named: std::sync::atomic::AtomicBool,
     /// The providers' lines for nibash_status (set by the server, which runs them).
     pub provider_status: Mutex<Option<StatusFn>>,
 }

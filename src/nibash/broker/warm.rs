@@ -130,6 +130,9 @@ const IDLE: Duration = Duration::from_secs(30);
 #[derive(Default)]
 pub struct Warm {
     pool: Mutex<Pool>,
+    /// Held while a zygote starts: one zygote per configuration, though the
+    /// session's start and a first call may both ask for it.
+    starting_zygote: Mutex<()>,
 }
 
 #[derive(Default)]
@@ -313,6 +316,32 @@ impl Warm {
         }
     }
 
+    /// A worker for `key` as [`Warm::take`] gives one, else forked from a
+    /// zygote started now for `key` (so every call of a session runs in
+    /// its zygote, the first too: its /tmp is the one later calls see);
+    /// `None` when no zygote can be started.
+    pub fn take_or_start(
+        &self,
+        key: &str,
+        policy: &nib_sandbox::Policy,
+        cwd: &Path,
+    ) -> Option<Started> {
+        if let Some(s) = self.take(key) {
+            return Some(s);
+        }
+        {
+            let mut p = self.lock();
+            if p.key != key {
+                p.key = key.to_string();
+                p.ready.clear();
+                p.zygote = None;
+                p.starting = 0;
+            }
+        }
+        let zygote = self.zygote_for(key, policy, cwd)?;
+        fork_from(&zygote).ok()
+    }
+
     /// The zygote for `key`, started now when there is none (or it ended);
     /// `None` when it cannot be started or another configuration took over.
     fn zygote_for(
@@ -321,6 +350,10 @@ impl Warm {
         policy: &nib_sandbox::Policy,
         cwd: &Path,
     ) -> Option<Arc<nib_sandbox::Zygote>> {
+        let _one = self
+            .starting_zygote
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         {
             let p = self.lock();
             if p.key != key {

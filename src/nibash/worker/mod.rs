@@ -386,6 +386,7 @@ async fn run(ready: Option<Shell<Se>>, req: &Request) -> (i32, bool, Option<Stri
             code,
             background,
             hidden: hidden.clone(),
+            tmp_named: false,
         });
         for job in shell.jobs_mut().jobs.iter_mut() {
             if let Ok(r) = job.wait().await {
@@ -517,6 +518,68 @@ async fn run_exit_trap(shell: &mut Shell<Se>, code: i32) -> Option<i32> {
     .then(|| i32::from(u8::from(result.exit_code)))
 }
 
+/// The entries of the sandbox's private temp folder and their times, when
+/// the worker's temp folder is that (see [`name_private_tmp`]).
+fn private_tmp_entries(req: &Request) -> Vec<(std::ffi::OsString, std::time::SystemTime)> {
+    if req.private_tmp.is_none() {
+        return Vec::new();
+    }
+    use std::os::unix::fs::MetadataExt;
+    let dir = std::env::temp_dir();
+    // Only the folder's own file system: a root under /tmp is bound into
+    // bubblewrap's /tmp, and its changes are the project's.
+    let Ok(device) = std::fs::metadata(&dir).map(|m| m.dev()) else {
+        return Vec::new();
+    };
+    std::fs::read_dir(&dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter_map(|e| {
+                    let m = std::fs::symlink_metadata(e.path()).ok()?;
+                    (m.dev() == device).then_some((e.file_name(), m.modified().ok()?))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Names what the call made or changed in the sandbox's private temp
+/// folder (what it holds now against `before`), which the host's `/tmp`
+/// does not show: a program writing `/tmp/x` under the sandbox otherwise
+/// succeeds with no word of where `x` went.
+fn name_private_tmp(req: &Request, before: &[(std::ffi::OsString, std::time::SystemTime)]) -> bool {
+    let Some(fate) = &req.private_tmp else {
+        return false;
+    };
+    let dir = std::env::temp_dir();
+    let mut names: Vec<String> = private_tmp_entries(req)
+        .into_iter()
+        .filter(|entry| !before.contains(entry))
+        .map(|(name, _)| dir.join(name).display().to_string())
+        .collect();
+    if names.is_empty() {
+        return false;
+    }
+    names.sort();
+    let more = names.len().saturating_sub(3);
+    names.truncate(3);
+    let more = if more > 0 {
+        format!(" and {more} more")
+    } else {
+        String::new()
+    };
+    use std::io::Write;
+    let mut out = std::io::stdout();
+    let _ = writeln!(
+        out,
+        "[sandbox: {}{more} went to nib's private /tmp, which the host's /tmp does not show; {fate}]",
+        names.join(", ")
+    );
+    let _ = out.flush();
+    true
+}
+
 /// Marks the end of the call's own output in the pipe (see `channel::end_mark`).
 fn write_end_mark(req: &Request) {
     use std::io::Write;
@@ -642,6 +705,7 @@ pub fn main() -> ! {
         }
     };
     let _ = CALL_START.set(std::time::Instant::now());
+    let tmp_before = private_tmp_entries(&req);
     let _ = CHANNEL.set(Mutex::new(channel));
     let _ = REQUEST.set(req.clone());
     let (code, background, hidden) = runtime.block_on(run(ready, &req));
@@ -666,11 +730,13 @@ pub fn main() -> ! {
     let _ = std::io::stdout().flush();
     let _ = std::io::stderr().flush();
     if !background {
+        let tmp_named = name_private_tmp(&req, &tmp_before);
         write_end_mark(&req);
         send(&Event::Done {
             code,
             background: false,
             hidden,
+            tmp_named,
         });
         release_output();
     }
