@@ -327,3 +327,43 @@ fn a_jobs_end_raises_a_toast_and_stop_in_the_nibash_pane_ends_a_job() {
         screen.text()
     );
 }
+
+#[test]
+fn restore_in_the_trash_pane_puts_a_removed_file_back() {
+    let Some(claude) = tools() else { return };
+    let p = set_up();
+    std::fs::write(p.project.join("gone.txt"), "keep me\n").unwrap();
+    let script = Script::parse(
+        &json!({"steps": [
+            {"tool": "mcp__nib__nibash", "input": {"command": "rm gone.txt"}},
+            {"text": "Removed gone.txt."}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let mock = Mock::start(script, None).unwrap();
+    let screen = claude_at_prompt(&claude, &p, &mock);
+    screen.type_line("remove gone.txt");
+    screen.wait_for("the turn's end", Duration::from_secs(30), |s| {
+        s.contains("Removed gone.txt.")
+    });
+    assert!(!p.project.join("gone.txt").exists(), "rm did not remove it");
+    screen.type_line("/trash");
+    screen.wait_for(
+        "the /trash pane with Restore",
+        Duration::from_secs(20),
+        |s| s.contains("gone.txt") && s.contains("[ Restore"),
+    );
+    // The keyboard takes the pane (ctrl+x tab), Tab reaches Restore, Enter
+    // presses it.
+    screen.keys(&["C-x", "Tab", "Tab", "Enter"]);
+    screen.wait_for(
+        "the pane saying it restored",
+        Duration::from_secs(20),
+        |s| s.contains("restored gone.txt"),
+    );
+    assert_eq!(
+        std::fs::read_to_string(p.project.join("gone.txt")).unwrap(),
+        "keep me\n"
+    );
+}
