@@ -33,7 +33,8 @@ mkdir -p "$check/project"
 (cd "$out" && sha256sum -c "$name.tar.gz.sha256" >/dev/null)
 tar -C "$check" -xzf "$out/$name.tar.gz"
 nib="$check/$name/nib"
-"$nib" --version | grep -q "$version" || { echo "dist: --version does not say $version" >&2; exit 1; }
+said="$("$nib" --version)"
+[[ "$said" == *"$version"* ]] || { echo "dist: --version says \"$said\", not $version" >&2; exit 1; }
 "$nib" doctor >/dev/null
 answer="$(cd "$check/project" && printf '%s\n' \
   '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"dist","version":"1"}}}' \
