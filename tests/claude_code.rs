@@ -42,7 +42,7 @@ pub fn claude() -> Option<PathBuf> {
 
 /// A command with the place's HOME and nothing of this machine's Claude
 /// or nib configuration.
-fn command(program: &Path, p: &Place) -> Command {
+pub fn command(program: &Path, p: &Place) -> Command {
     let mut c = Command::new(program);
     c.current_dir(&p.project)
         .env("HOME", &p.home)

@@ -155,14 +155,8 @@ fn clock(rows: &[&str], call: &str) -> Option<u64> {
 /// (onboarding done, the key approved, the folder trusted).
 fn set_up() -> Place {
     let p = place();
-    let setup = Command::new(nib_bin())
+    let setup = crate::claude_code::command(&nib_bin(), &p)
         .args(["setup", "--user"])
-        .current_dir(&p.project)
-        .env("HOME", &p.home)
-        .env_remove("CLAUDE_CONFIG_DIR")
-        .env_remove("XDG_CONFIG_HOME")
-        .env_remove("XDG_STATE_HOME")
-        .env_remove("XDG_DATA_HOME")
         .output()
         .unwrap();
     assert!(setup.status.success(), "{setup:?}");

@@ -158,6 +158,17 @@ struct Pool {
 }
 
 impl Pool {
+    /// Makes the pool serve `key`: workers and a zygote started for
+    /// another configuration are let go.
+    fn serve(&mut self, key: &str) {
+        if self.key != key {
+            self.key = key.to_string();
+            self.ready.clear();
+            self.zygote = None;
+            self.starting = 0;
+        }
+    }
+
     /// How many ready workers the demand asks for now.
     fn wanted(&self) -> usize {
         let recent = self.peak_at.is_some_and(|t| t.elapsed() < IDLE);
@@ -329,15 +340,7 @@ impl Warm {
         if let Some(s) = self.take(key) {
             return Some(s);
         }
-        {
-            let mut p = self.lock();
-            if p.key != key {
-                p.key = key.to_string();
-                p.ready.clear();
-                p.zygote = None;
-                p.starting = 0;
-            }
-        }
+        self.lock().serve(key);
         let zygote = self.zygote_for(key, policy, cwd)?;
         fork_from(&zygote).ok()
     }
@@ -393,12 +396,7 @@ impl Warm {
     pub fn refill(self: &Arc<Self>, key: String, policy: nib_sandbox::Policy, cwd: PathBuf) {
         let to_start = {
             let mut p = self.lock();
-            if p.key != key {
-                p.key = key.clone();
-                p.ready.clear();
-                p.zygote = None;
-                p.starting = 0;
-            }
+            p.serve(&key);
             let wanted = p.wanted();
             let extra = p.ready.len().saturating_sub(wanted);
             let gone: Vec<Started> = p.ready.drain(..extra).collect();
