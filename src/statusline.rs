@@ -17,6 +17,10 @@ use serde::{Deserialize, Serialize};
 const EVERY: Duration = Duration::from_millis(1000);
 /// The least time between two looks that changed nothing.
 const SOONEST: Duration = Duration::from_millis(20);
+/// How old the oldest of the calls must be before an idle server shows
+/// them: a call that ends sooner (most do) never reaches the disk, where
+/// nobody could have seen it anyway. Jobs are shown at once.
+const QUIET: Duration = Duration::from_millis(100);
 
 /// One running call or job, as published.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -100,6 +104,11 @@ pub fn publish(state_dir: &Path, project: &Path, nib: Arc<crate::nibash::broker:
             while !s.load(std::sync::atomic::Ordering::Relaxed) {
                 let at = nib.jobs.changes.count();
                 let now = snapshot(&nib);
+                let shows_nothing = last.as_ref().is_none_or(|l| l.is_empty());
+                if shows_nothing && let Some(wait) = quiet_left(&now, now_ms()) {
+                    seen = nib.jobs.changes.wait_after(seen, wait);
+                    continue;
+                }
                 // Seconds tick: rewrite only when the set or a state changed,
                 // or every ten seconds while something runs.
                 let changed = last.as_ref().is_none_or(|l| {
@@ -127,6 +136,21 @@ pub fn publish(state_dir: &Path, project: &Path, nib: Arc<crate::nibash::broker:
             }
         });
     Guard { file, stop }
+}
+
+/// How long until calls this young are shown, when all of `running` are
+/// calls (no job) younger than [`QUIET`]; `None` when they are to be shown
+/// now (or there are none).
+fn quiet_left(running: &[Running], now_ms: u64) -> Option<Duration> {
+    if running.is_empty() || running.iter().any(|r| r.job) {
+        return None;
+    }
+    let oldest = running
+        .iter()
+        .map(|r| now_ms.saturating_sub(r.started_ms))
+        .max()?;
+    let quiet = u64::try_from(QUIET.as_millis()).unwrap_or(u64::MAX);
+    (oldest < quiet).then(|| Duration::from_millis(quiet - oldest))
 }
 
 fn write(file: &Path, running: &[Running]) {
@@ -289,6 +313,26 @@ mod tests {
             ]),
             "nib: running cargo test (12s); 2 jobs %1 npm run dev (5m), %2 make (ended)"
         );
+    }
+
+    #[test]
+    fn young_calls_wait_to_be_shown_and_jobs_do_not() {
+        let r = |started_ms, job| Running {
+            id: 1,
+            command: "true".into(),
+            seconds: 0,
+            started_ms,
+            job,
+            ended: false,
+        };
+        let now = 10_000;
+        assert_eq!(quiet_left(&[], now), None);
+        assert_eq!(
+            quiet_left(&[r(now - 30, false), r(now - 10, false)], now),
+            Some(Duration::from_millis(70))
+        );
+        assert_eq!(quiet_left(&[r(now - 100, false)], now), None);
+        assert_eq!(quiet_left(&[r(now - 30, false), r(now, true)], now), None);
     }
 
     /// The file is rewritten only when what runs changes: a reader counts

@@ -898,6 +898,46 @@ fn speed_scenarios(nib: &Path, work: &Path, state: &Path, n: usize) -> Result<()
             }
             .print();
         }
+        if env.is_empty() {
+            // What the machine gives plain bash: four `bash -c true`
+            // spawned at once against one (no nib): on two cores four
+            // processes cannot take the time of one either.
+            let d3 = dir.clone();
+            let mut four = || -> Result<(Duration, usize)> {
+                std::thread::sleep(Duration::from_millis(50));
+                let t = Instant::now();
+                let children: Vec<_> = (0..4)
+                    .map(|_| {
+                        Command::new("bash")
+                            .args(["-c", "true"])
+                            .current_dir(&d3)
+                            .stdin(Stdio::null())
+                            .spawn()
+                            .map_err(|e| format!("bash: {e}"))
+                    })
+                    .collect::<Result<_>>()?;
+                for mut c in children {
+                    c.wait().map_err(|e| format!("bash: {e}"))?;
+                }
+                Ok((t.elapsed(), 0))
+            };
+            let d4 = dir.clone();
+            let mut bases: Baselines<'_> = vec![(
+                "one `bash -c true`".into(),
+                Box::new(move || {
+                    std::thread::sleep(Duration::from_millis(50));
+                    run_program(&d4, &["bash", "-c", "true"])
+                }),
+            )];
+            let (s, c, b) = interleave(n, Some(&mut four), &mut bases)?;
+            Row {
+                scenario: "reference, no nib: 4 `bash -c true` spawned at once".into(),
+                nib: s,
+                chars: c,
+                baselines: b,
+            }
+            .print();
+        }
         {
             let srv = std::cell::RefCell::new(&mut srv);
             let mut f = || -> Result<(Duration, usize)> {

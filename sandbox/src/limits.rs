@@ -109,6 +109,9 @@ pub fn memory_cgroup_available() -> bool {
 #[derive(Debug)]
 pub struct TreeCgroups {
     dirs: Vec<PathBuf>,
+    /// Each cgroup's `cgroup.procs`, kept open to join (opening a cgroup
+    /// file costs more than writing it); `None` where it could not be.
+    procs: Vec<Option<std::fs::File>>,
 }
 
 impl TreeCgroups {
@@ -170,7 +173,16 @@ impl TreeCgroups {
                 }
             }
         }
-        (!dirs.is_empty()).then_some(TreeCgroups { dirs })
+        let procs = dirs
+            .iter()
+            .map(|d| {
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(d.join("cgroup.procs"))
+                    .ok()
+            })
+            .collect();
+        (!dirs.is_empty()).then_some(TreeCgroups { dirs, procs })
     }
 
     /// The files a process writes its pid to, to join.
@@ -192,8 +204,16 @@ impl TreeCgroups {
     /// Moves the process `pid` (this process's namespace) into the cgroups;
     /// the processes it starts from then on are in them too.
     pub fn join(&self, pid: u32) {
-        for file in self.procs_files() {
-            let _ = std::fs::write(file, pid.to_string());
+        use std::io::Write;
+        let pid = pid.to_string();
+        for (dir, open) in self.dirs.iter().zip(&self.procs) {
+            let _ = match open {
+                Some(file) => {
+                    let mut file: &std::fs::File = file;
+                    file.write_all(pid.as_bytes())
+                }
+                None => std::fs::write(dir.join("cgroup.procs"), &pid),
+            };
         }
     }
 
@@ -201,28 +221,71 @@ impl TreeCgroups {
     /// empty, then removes them.
     pub fn kill_all(&self) {
         for dir in &self.dirs {
-            let _ = kill_and_remove(dir);
+            kill_members(dir);
+            let _ = std::fs::remove_dir(dir);
         }
     }
+
+    /// Kills every process in the cgroups now, once, without waiting for
+    /// them to leave (a process forking meanwhile may leave a child: see
+    /// [`TreeCgroups::is_empty`] before the cgroups serve again).
+    pub fn kill_members_once(&self) {
+        for dir in &self.dirs {
+            for pid in members(dir).unwrap_or_default() {
+                // SAFETY: kill(2) with a pid read from a cgroup of nib's own
+                // and a constant signal; no memory is passed.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                }
+            }
+        }
+    }
+
+    /// Whether no process is in the cgroups (and they can be read).
+    pub fn is_empty(&self) -> bool {
+        self.dirs
+            .iter()
+            .all(|dir| members(dir).is_some_and(|m| m.is_empty()))
+    }
+}
+
+/// The processes in the cgroup at `dir`; `None` when it cannot be read.
+/// The list is read from a fresh open each time: cgroup v1 keeps the list
+/// an open file read first and serves it again to that file's later reads.
+fn members(dir: &Path) -> Option<Vec<i32>> {
+    Some(
+        std::fs::read_to_string(dir.join("cgroup.procs"))
+            .ok()?
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect(),
+    )
 }
 
 /// Kills every process in the cgroup at `dir`, repeatedly until it is
 /// empty, then removes it.
 fn kill_and_remove(dir: &Path) -> std::io::Result<()> {
+    kill_members(dir);
+    std::fs::remove_dir(dir)
+}
+
+/// Kills every process in the cgroup at `dir`, repeatedly until it is
+/// empty (or about half a second passed); whether it is empty.
+fn kill_members(dir: &Path) -> bool {
     // Processes that are ending (a PID namespace's init right after its
     // parent) leave the list within microseconds: check again soon, then
     // less often, for at most about half a second.
-    let procs_file = dir.join("cgroup.procs");
     let mut nap = std::time::Duration::from_micros(50);
     let deadline = std::time::Instant::now() + std::time::Duration::from_millis(500);
-    while std::time::Instant::now() < deadline {
-        let procs = std::fs::read_to_string(&procs_file).unwrap_or_default();
-        let pids: Vec<i32> = procs
-            .lines()
-            .filter_map(|l| l.trim().parse().ok())
-            .collect();
+    loop {
+        let Some(pids) = members(dir) else {
+            return false;
+        };
         if pids.is_empty() {
-            break;
+            return true;
+        }
+        if std::time::Instant::now() >= deadline {
+            return false;
         }
         for pid in pids {
             // SAFETY: kill(2) with a pid read from a cgroup of nib's own
@@ -234,7 +297,6 @@ fn kill_and_remove(dir: &Path) -> std::io::Result<()> {
         std::thread::sleep(nap);
         nap = (nap * 2).min(std::time::Duration::from_millis(10));
     }
-    std::fs::remove_dir(dir)
 }
 
 impl Drop for TreeCgroups {

@@ -343,14 +343,22 @@ impl Reads {
     /// The hidden paths that exist and lie inside what is readable (the
     /// ones a mount must cover), given the roots.
     pub fn hidden_inside(&self, roots: &[PathBuf], also: &[PathBuf]) -> Vec<PathBuf> {
+        // This runs for every call: the paths are compared as bytes once
+        // their components are laid out the same way (as `starts_with` would
+        // compare them, a component at a time, but without walking them for
+        // each pair), and only those inside are looked for on disk.
+        let inside: Vec<Vec<u8>> = self
+            .readable
+            .iter()
+            .chain(roots)
+            .chain(also)
+            .map(|r| laid_out(r))
+            .collect();
         self.hidden
             .iter()
             .filter(|h| {
-                self.readable
-                    .iter()
-                    .chain(roots)
-                    .chain(also)
-                    .any(|r| h.starts_with(r))
+                let h = laid_out(h);
+                inside.iter().any(|r| is_under(&h, r))
             })
             .filter(|h| std::fs::symlink_metadata(h).is_ok())
             .cloned()
@@ -377,6 +385,23 @@ impl Reads {
             hidden.join(", ")
         )
     }
+}
+
+/// `path`'s bytes with its components laid out one way (no doubled or
+/// trailing `/`, no `.`), so two such forms compare as their components do.
+fn laid_out(path: &Path) -> Vec<u8> {
+    use std::os::unix::ffi::OsStrExt;
+    path.components()
+        .collect::<PathBuf>()
+        .as_os_str()
+        .as_bytes()
+        .to_vec()
+}
+
+/// Whether laid-out `path` is `root` or inside it (as `Path::starts_with`).
+fn is_under(path: &[u8], root: &[u8]) -> bool {
+    path.starts_with(root)
+        && (path.len() == root.len() || root.ends_with(b"/") || path[root.len()] == b'/')
 }
 
 /// Why a folder named by PATH or a variable may not be made readable:
@@ -467,6 +492,39 @@ pub fn list_dir(dir: &Path) -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn laid_out_paths_compare_as_starts_with_does() {
+        let paths = [
+            "/",
+            "/home",
+            "/home/",
+            "/home/ann",
+            "/home/ann/",
+            "/home//ann",
+            "/home/./ann",
+            "/home/anna",
+            "/home/ann/.ssh",
+            "/home/ann/.ssh/id",
+            "/homer",
+            "/usr/lib/x",
+            "rel",
+            "rel/x",
+            "relx",
+        ];
+        for p in paths {
+            for r in paths {
+                let (p, r) = (Path::new(p), Path::new(r));
+                assert_eq!(
+                    is_under(&laid_out(p), &laid_out(r)),
+                    p.starts_with(r),
+                    "{} under {}",
+                    p.display(),
+                    r.display()
+                );
+            }
+        }
+    }
 
     fn p(s: &str) -> PathBuf {
         PathBuf::from(s)

@@ -43,6 +43,11 @@ use crate::{Limits, env};
 /// init and worker is forked there before it moves to its call's cgroups.
 const ZYGOTE_PIDS: u64 = 4;
 
+/// How many emptied cgroups a zygote keeps for its next calls (a turn's
+/// parallel calls): making and removing a cgroup costs more than the rest
+/// of a short call's start.
+const SPARE_CGROUPS: usize = 4;
+
 /// The fds a fork's answer carries: the call's channel (broker's end), the
 /// output pipe's read end, the status pipe's read end, the call init's pidfd.
 const ANSWER_FDS: usize = 4;
@@ -59,6 +64,9 @@ pub struct Zygote {
     proxied: bool,
     /// The caps each call's own cgroups get.
     limits: Limits,
+    /// Cgroups of calls that ended, emptied, for the next calls (only ones
+    /// no killer of an ended call can still reach).
+    spare: Mutex<Vec<TreeCgroups>>,
     /// What the zygote itself prints (a line when it cannot go on); held so
     /// a write never fails, not read.
     _output: std::io::PipeReader,
@@ -69,7 +77,7 @@ pub struct Zygote {
 pub struct Forked {
     /// The zygote stays while a call it forked runs (letting it go ends its
     /// namespace, and every call in it).
-    _zygote: Arc<Zygote>,
+    zygote: Arc<Zygote>,
     pidfd: Arc<OwnedFd>,
     /// The call's own pids and memory cgroups, where the machine allows.
     cgroup: Option<Arc<TreeCgroups>>,
@@ -94,6 +102,7 @@ impl Sandbox {
             control: Mutex::new(ours),
             proxied,
             limits,
+            spare: Mutex::new(Vec::new()),
             _output: output,
         })
     }
@@ -125,7 +134,7 @@ impl Zygote {
             });
         };
         let mut forked = Forked {
-            _zygote: Arc::clone(self),
+            zygote: Arc::clone(self),
             pidfd: Arc::new(pidfd),
             cgroup: None,
             status: Some(std::fs::File::from(status)),
@@ -134,8 +143,12 @@ impl Zygote {
         };
         // The call's processes count in cgroups of its own, as a started
         // worker's do: the call init, and the worker if it is forked yet
-        // (what either forks later is born there).
-        if let (Some(cgroup), Some(init)) = (TreeCgroups::create(&self.limits), forked.id()) {
+        // (what either forks later is born there). An earlier call's
+        // emptied cgroups serve when there are some.
+        let cgroup = self
+            .spare_cgroups()
+            .or_else(|| TreeCgroups::create(&self.limits));
+        if let (Some(cgroup), Some(init)) = (cgroup, forked.id()) {
             cgroup.join(init);
             for child in children_of(init) {
                 cgroup.join(child);
@@ -147,6 +160,22 @@ impl Zygote {
             std::io::PipeReader::from(out),
             UnixStream::from(chan),
         ))
+    }
+
+    /// Emptied cgroups of an ended call, if there are some. Each was
+    /// killed through when its call ended; one that still lists a process
+    /// (the call init not yet reaped, a child born while the kill went
+    /// round) is killed through again and left for a later call.
+    fn spare_cgroups(&self) -> Option<TreeCgroups> {
+        let mut spare = self.spare.lock().unwrap_or_else(|p| p.into_inner());
+        let at = spare.iter().position(|c| {
+            let empty = c.is_empty();
+            if !empty {
+                c.kill_members_once();
+            }
+            empty
+        })?;
+        Some(spare.swap_remove(at))
     }
 
     /// Whether the zygote has ended.
@@ -198,8 +227,10 @@ impl Forked {
         let mut raw = Vec::new();
         let _ = pipe.read_to_end(&mut raw);
         self.ended = Some(status_of(&raw));
+        // The call init ended what the call left; whatever is still in its
+        // cgroups is killed now (not waited for: see `spare_cgroups`).
         if let Some(c) = &self.cgroup {
-            c.kill_all();
+            c.kill_members_once();
         }
     }
 
@@ -233,6 +264,18 @@ impl Drop for Forked {
     fn drop(&mut self) {
         if self.ended.is_none() {
             self.killer().kill();
+        }
+        // The call's cgroups serve a next call when the call ended and no
+        // killer holds them any more (one kept could end the next call's
+        // processes); else they are removed.
+        let Some(cgroup) = self.cgroup.take().and_then(|c| Arc::try_unwrap(c).ok()) else {
+            return;
+        };
+        if self.ended.is_some() {
+            let mut spare = self.zygote.spare.lock().unwrap_or_else(|p| p.into_inner());
+            if spare.len() < SPARE_CGROUPS {
+                spare.push(cgroup);
+            }
         }
     }
 }

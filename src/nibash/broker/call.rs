@@ -466,7 +466,7 @@ fn partial_mark(held: &[u8], mark: &[u8]) -> usize {
 }
 
 fn spawn_reader(mut pipe: std::io::PipeReader, tx: Sender<Msg>, mark: Vec<u8>) {
-    std::thread::spawn(move || {
+    super::threads::run(move || {
         let mut buf = vec![0u8; 64 * 1024];
         // Bytes held back because they may be the start of the mark.
         let mut held: Vec<u8> = Vec::new();
@@ -511,7 +511,7 @@ fn spawn_reader(mut pipe: std::io::PipeReader, tx: Sender<Msg>, mark: Vec<u8>) {
 /// Forwards the worker's events; the receiver hears when the channel closed.
 fn spawn_events(mut chan: Channel, tx: Sender<Msg>) -> mpsc::Receiver<()> {
     let (closed_tx, closed) = mpsc::channel();
-    std::thread::spawn(move || {
+    super::threads::run(move || {
         while let Ok(Some(ev)) = chan.recv::<Event>() {
             if tx.send(Msg::Event(ev)).is_err() {
                 break;
@@ -531,7 +531,7 @@ fn spawn_waiter(
     tx: Sender<Msg>,
     events_closed: mpsc::Receiver<()>,
 ) {
-    std::thread::spawn(move || {
+    super::threads::run(move || {
         worker.wait_exited();
         entry.forget_killer();
         // The worker's end of the channel closed with it (no program holds
@@ -556,15 +556,14 @@ fn spawn_waiter(
 /// Runs one call and returns the tool's answer.
 pub fn run(ctx: &Ctx, nib: &Arc<Nibash>, args: CallArgs) -> ToolOutput {
     let finished_jobs = nib.jobs.take_finished_report();
-    let judge =
-        crate::model::judge::RuleJudge::from_settings(&ctx.config.model, ctx.config.sandbox).ok();
     let gate = match super::rules::gate(
         ctx.workspace.project_dir(),
         &args.command,
         ctx.config.failpoint.as_deref(),
-        judge
-            .as_ref()
-            .map(|j| j as &dyn nib_policy::model::DecisionModel),
+        || {
+            crate::model::judge::RuleJudge::from_settings(&ctx.config.model, ctx.config.sandbox)
+                .ok()
+        },
     ) {
         Ok(g) => g,
         Err(super::rules::Refusal(message)) => {

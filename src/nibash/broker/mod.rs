@@ -8,6 +8,7 @@
 //! - [`call`]: one call: spawn, serve the channel, wait until the command
 //!   line is done or its timeout turns it into a job.
 //! - [`warm`]: the worker started ahead of the next call.
+//! - [`threads`]: the helper threads of calls, kept between calls.
 //! - [`changes`]: the files a call changed, listed after it with new tags.
 //! - [`jobs`]: the calls still running and the jobs that carry over between
 //!   calls, with their output.
@@ -32,6 +33,7 @@ pub mod rules;
 pub mod runners;
 pub mod skim;
 pub mod summary;
+pub mod threads;
 pub mod warm;
 pub mod watch;
 pub mod withheld;

@@ -31,19 +31,28 @@ pub struct Refusal(pub String);
 
 /// Checks `command` against the rules in force for `dir`. `failpoint`
 /// `rules-static-off` (tests only) skips the check before the call, to
-/// prove the runtime layers on their own.
-pub fn gate(
+/// prove the runtime layers on their own. `judge` makes the decision model
+/// for `rule` entries; it is made only when there are rules.
+pub fn gate<J: nib_policy::model::DecisionModel>(
     dir: &Path,
     command: &str,
     failpoint: Option<&str>,
-    judge: Option<&dyn nib_policy::model::DecisionModel>,
+    judge: impl FnOnce() -> Option<J>,
 ) -> Result<Gate, Refusal> {
     let rules = match Rules::find(dir) {
         Ok(Some(r)) => r,
         Ok(None) => return Ok(Gate::default()),
         Err(e) => return Err(Refusal(format!("refused: {e}. Nothing ran."))),
     };
-    let verdict = nib_policy::check(&rules, command, dir, judge);
+    let judge = judge();
+    let verdict = nib_policy::check(
+        &rules,
+        command,
+        dir,
+        judge
+            .as_ref()
+            .map(|j| j as &dyn nib_policy::model::DecisionModel),
+    );
     if let Verdict::Refuse { message, .. } = verdict
         && failpoint != Some("rules-static-off")
     {

@@ -411,37 +411,32 @@ impl Warm {
         }
         let warm = Arc::clone(self);
         let written = crate::stdio::lines_written();
-        let spawned = std::thread::Builder::new()
-            .name("nib-warm".into())
-            .spawn(move || {
-                crate::stdio::wait_for_line_after(written, ANSWER_BOUND);
-                for _ in 0..to_start {
-                    // A start takes a core: not while a call of the burst
-                    // is still running (bounded, so the pool still fills).
-                    warm.wait_idle(IDLE_WAIT);
-                    let started = match warm.zygote_for(&key, &policy, &cwd) {
-                        Some(z) => fork_from(&z),
-                        None => Err("no zygote".to_string()),
-                    };
-                    let mut p = warm.lock();
-                    if p.key != key {
-                        // Another configuration took over meanwhile.
+        // On a call's helper thread (kept between calls, see `threads`).
+        super::threads::run(move || {
+            crate::stdio::wait_for_line_after(written, ANSWER_BOUND);
+            for _ in 0..to_start {
+                // A start takes a core: not while a call of the burst
+                // is still running (bounded, so the pool still fills).
+                warm.wait_idle(IDLE_WAIT);
+                let started = match warm.zygote_for(&key, &policy, &cwd) {
+                    Some(z) => fork_from(&z),
+                    None => Err("no zygote".to_string()),
+                };
+                let mut p = warm.lock();
+                if p.key != key {
+                    // Another configuration took over meanwhile.
+                    return;
+                }
+                p.starting = p.starting.saturating_sub(1);
+                match started {
+                    Ok(s) => p.ready.push(s),
+                    Err(_) => {
+                        p.starting = 0;
                         return;
                     }
-                    p.starting = p.starting.saturating_sub(1);
-                    match started {
-                        Ok(s) => p.ready.push(s),
-                        Err(_) => {
-                            p.starting = 0;
-                            return;
-                        }
-                    }
                 }
-            });
-        if spawned.is_err() {
-            let mut p = self.lock();
-            p.starting = p.starting.saturating_sub(to_start);
-        }
+            }
+        });
     }
 
     /// Waits until no call is running, at most `bound`.
