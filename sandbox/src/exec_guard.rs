@@ -493,9 +493,9 @@ struct View {
 
 /// The most symlinks one resolution follows (the kernel's limit).
 const MAX_LINKS: usize = 40;
-/// `statfs.f_type` of procfs (its C type differs between architectures).
-#[allow(clippy::unnecessary_cast)]
-const PROC_SUPER_MAGIC: libc::__fsword_t = 0x9fa0 as libc::__fsword_t;
+/// `statfs.f_type` of procfs (its C type differs between architectures
+/// and between glibc and musl, so it is compared as an i64).
+const PROC_SUPER_MAGIC: i64 = 0x9fa0;
 
 impl View {
     fn proc_open(&self, rest: &str) -> std::io::Result<OwnedFd> {
@@ -568,7 +568,11 @@ impl View {
                 return Err(std::io::Error::from_raw_os_error(libc::ELOOP));
             }
             let on_proc = rustix::fs::fstatfs(&cur)
-                .map(|s| s.f_type == PROC_SUPER_MAGIC)
+                .map(|s| {
+                    #[allow(clippy::unnecessary_cast)]
+                    let kind = s.f_type as i64;
+                    kind == PROC_SUPER_MAGIC
+                })
                 .unwrap_or(false);
             if on_proc {
                 cur = match name.as_encoded_bytes() {

@@ -128,7 +128,11 @@ pub fn programs(sockets: Sockets) -> Result<Vec<BpfProgram>, String> {
             SeccompRule::new(vec![cond(
                 1,
                 SeccompCmpOp::MaskedEq(0xffff_ffff),
-                libc::TIOCSTI,
+                // An unsigned long in glibc, an int in musl.
+                #[allow(clippy::unnecessary_cast)]
+                {
+                    libc::TIOCSTI as u64
+                },
             )?])
             .map_err(|e| e.to_string())?,
         ],
