@@ -750,6 +750,7 @@ pub fn doctor(config: &Config) -> i32 {
     out.push_str(&in_force);
     out.push('\n');
     out.push_str(&config.read_policy_text());
+    out.push_str(&config.brokered_text());
     out.push_str("exec-time rules: while nib.json has program rules, every exec of a nibash call is checked by the file it runs (seccomp user notification, in every mode)\n");
     if !config.sandbox && confining {
         out.push_str("to confine programs: start nib with NIB_SANDBOX=1 in its environment (Claude Code: \"env\": {\"NIB_SANDBOX\": \"1\"} in nib's entry of .mcp.json or ~/.claude.json; docs/sandbox.md says what it holds)\n");

@@ -42,6 +42,12 @@ pub const NIB_SANDBOX_HIDE: &str = "NIB_SANDBOX_HIDE";
 /// anyway; the others are withheld under `NIB_SANDBOX=1`.
 pub const NIB_SANDBOX_ENV: &str = "NIB_SANDBOX_ENV";
 
+/// Brokered secrets (`;` separated `VAR@HOST[,HOST…][=basic:USER|=header:NAME]`):
+/// sandboxed programs see a placeholder in VAR, and nib's proxy puts the
+/// real value in the declared header of requests to those hosts
+/// ([`crate::netproxy::secrets`]).
+pub use crate::netproxy::secrets::NIB_SANDBOX_SECRETS;
+
 /// The memory a call's programs may use together (`8G`, `512M`, bytes;
 /// default 8G): a memory cgroup where one can be made, and each process's
 /// private memory (RLIMIT_DATA) everywhere.
@@ -114,6 +120,8 @@ pub struct Config {
     pub sandbox_hide: Vec<PathBuf>,
     /// [`NIB_SANDBOX_ENV`] names.
     pub sandbox_env: Vec<String>,
+    /// [`NIB_SANDBOX_SECRETS`] as written.
+    pub sandbox_secrets: Option<String>,
     /// [`NIB_SANDBOX_MEMORY`] in bytes, when set to a size.
     pub sandbox_memory: Option<u64>,
     /// nibash is on ([`NIB_SHELL`] is not `0`).
@@ -152,7 +160,7 @@ impl Config {
         nib_sandbox::Policy {
             confine: self.sandbox,
             writable: roots.to_vec(),
-            read_only: self.sandbox_bind.clone(),
+            read_only: self.bound_read_only(),
             // Unconfined programs read what the user can: no policy to make.
             reads: if self.sandbox {
                 self.reads()
@@ -163,6 +171,7 @@ impl Config {
                 }
             },
             pass_env: self.sandbox_env.clone(),
+            set_env: self.brokered_env(),
             network: self.sandbox_network,
             protected,
             pinned,
@@ -181,6 +190,14 @@ impl Config {
         }
     }
 
+    /// Folders bound read-only for programs: NIB_SANDBOX_BIND's, and the
+    /// brokered secrets' trust folder (the session authority's certificate).
+    fn bound_read_only(&self) -> Vec<PathBuf> {
+        let mut out = self.sandbox_bind.clone();
+        out.extend(self.brokered().and_then(|b| b.trust_dir.clone()));
+        out
+    }
+
     /// What sandboxed programs may read: the system, the toolchains and
     /// caches this environment names, `NIB_SANDBOX_BIND`; hidden: the
     /// default credential list, `NIB_SANDBOX_HIDE` and the project's
@@ -195,7 +212,7 @@ impl Config {
             home,
             path: std::env::var_os("PATH"),
             toolchain_vars: nib_sandbox::UserReads::toolchain_vars_from(|n| std::env::var_os(n)),
-            allow: self.sandbox_bind.clone(),
+            allow: self.bound_read_only(),
             hide,
         })
     }
@@ -228,7 +245,12 @@ impl Config {
         }
         let mut vars: Vec<(std::ffi::OsString, std::ffi::OsString)> =
             nib_sandbox::scrub(std::env::vars_os());
-        nib_sandbox::withhold_secrets(&mut vars, &self.sandbox_env)
+        let mut withheld = nib_sandbox::withhold_secrets(&mut vars, &self.sandbox_env);
+        // Brokered ones are not withheld: programs hold their placeholders.
+        if let Some(b) = self.brokered() {
+            withheld.retain(|n| !b.secrets.placeholders.iter().any(|(v, _)| v == n));
+        }
+        withheld
     }
 
     /// The route to nib's proxy when programs reach the network through it
@@ -243,6 +265,7 @@ impl Config {
             self.network_hosts.as_deref(),
             self.confirm_network,
             &self.project_dir,
+            self.sandbox_secrets.as_deref(),
         ) {
             Ok(Some(r)) => Some(r.route()),
             Ok(None) => None,
@@ -251,6 +274,43 @@ impl Config {
                 None
             }
         }
+    }
+
+    /// The session's brokered secrets (NIB_SANDBOX=1 with
+    /// NIB_SANDBOX_SECRETS); read once, with the proxy when it runs.
+    pub fn brokered(&self) -> Option<std::sync::Arc<crate::netproxy::Brokered>> {
+        if !self.sandbox || self.sandbox_secrets.is_none() {
+            return None;
+        }
+        // The proxy reads them against its allowlist when it starts; with
+        // no proxy, every entry is refused (nothing could carry it).
+        let _ = self.proxy_route();
+        Some(crate::netproxy::brokered(
+            self.sandbox_secrets.as_deref(),
+            None,
+        ))
+    }
+
+    /// What confined programs get for the brokered secrets: placeholders,
+    /// the session authority's trust, git's helper.
+    fn brokered_env(&self) -> Vec<(String, String)> {
+        self.brokered().map(|b| b.program_env()).unwrap_or_default()
+    }
+
+    /// The brokered secrets in one line each, by name and host (for
+    /// `nib doctor` and nibash_status); empty when none are declared.
+    pub fn brokered_text(&self) -> String {
+        let Some(b) = self.brokered() else {
+            return String::new();
+        };
+        let lines = b.secrets.describe();
+        if lines.is_empty() {
+            return String::new();
+        }
+        format!(
+            "brokered secrets (NIB_SANDBOX_SECRETS; programs see placeholders):\n  {}\n",
+            lines.join("\n  ")
+        )
     }
 
     /// How programs reach the network, in one phrase (for `nib doctor` and
@@ -454,6 +514,9 @@ impl Config {
                         .collect()
                 })
                 .unwrap_or_default(),
+            sandbox_secrets: std::env::var(NIB_SANDBOX_SECRETS)
+                .ok()
+                .filter(|v| !v.trim().is_empty()),
             sandbox_memory: std::env::var(NIB_SANDBOX_MEMORY).ok().and_then(|v| {
                 let size = parse_size(&v);
                 if size.is_none() {

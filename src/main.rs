@@ -11,6 +11,12 @@ use std::io::Write;
 use anyhow::Context;
 use rmcp::ServiceExt;
 
+/// musl's allocator is slow under the broker's threads; the static build
+/// takes mimalloc (docs/install.md, the musl section).
+#[cfg(target_env = "musl")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env(config::NIB_LOG)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,rmcp::service=error"));

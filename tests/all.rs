@@ -32,5 +32,6 @@ mod reads;
 mod red_team;
 mod replay;
 mod runners;
+mod secrets;
 mod terminal;
 mod write;

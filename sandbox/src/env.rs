@@ -91,6 +91,15 @@ pub fn withhold_secrets(vars: &mut Vec<(OsString, OsString)>, pass: &[String]) -
     withheld
 }
 
+/// Sets `set` in `vars`, each replacing any variable of its name.
+pub fn set(vars: &mut Vec<(OsString, OsString)>, set: &[(String, String)]) {
+    vars.retain(|(k, _)| !set.iter().any(|(name, _)| OsStr::new(name) == k));
+    vars.extend(
+        set.iter()
+            .map(|(k, v)| (OsString::from(k), OsString::from(v))),
+    );
+}
+
 /// Variables every worker gets.
 const SET: &[(&str, &str)] = &[
     ("PAGER", "cat"),

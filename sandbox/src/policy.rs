@@ -94,6 +94,11 @@ pub struct Policy {
     /// (NIB_SANDBOX_ENV); the others are withheld ([`crate::env`]).
     #[serde(default)]
     pub pass_env: Vec<String>,
+    /// Variables set for confined programs after the secrets are withheld
+    /// (brokered secrets' placeholders, the trust their proxy needs); they
+    /// replace any of the same name.
+    #[serde(default)]
+    pub set_env: Vec<(String, String)>,
 }
 
 /// Which layers this machine offers (see [`crate::probe`]).

@@ -285,6 +285,7 @@ impl Sandbox {
         let mut vars: Vec<(OsString, OsString)> = env::scrub(std::env::vars_os());
         if self.policy.confine {
             env::withhold_secrets(&mut vars, &self.policy.pass_env);
+            env::set(&mut vars, &self.policy.set_env);
         }
         let proxy = self
             .policy

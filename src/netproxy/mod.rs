@@ -4,6 +4,11 @@
 //! classifies addresses, [`proxy`] serves `CONNECT` tunnels and plain HTTP
 //! and records what it reached and refused.
 //!
+//! Brokered secrets ([`secrets`], `NIB_SANDBOX_SECRETS`): programs hold
+//! placeholders; for the hosts the user declared, the proxy terminates the
+//! tunnel under a session authority ([`tls`]) and fills the declared header
+//! on the way out ([`terminate`]). [`brokered`] holds the session's.
+//!
 //! [`running`] starts the proxy once per process, on a thread of its own,
 //! listening on `127.0.0.1` (for programs held to its port by Landlock) and
 //! on a Unix socket in a private folder (bound into bubblewrap, where a
@@ -13,6 +18,9 @@
 pub mod address;
 pub mod proxy;
 pub mod rules;
+pub mod secrets;
+pub mod terminate;
+pub mod tls;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -57,6 +65,189 @@ fn project_lists(project: &Path) -> (Vec<String>, Vec<String>) {
             .unwrap_or_default()
     };
     (list("allow"), list("deny"))
+}
+
+/// The session's brokered secrets and what programs need to use them.
+pub struct Brokered {
+    /// The declarations.
+    pub secrets: secrets::Secrets,
+    /// The authority terminating the declared hosts' tunnels (when any
+    /// secret is in force).
+    pub authority: Option<tls::Authority>,
+    /// The folder programs read the authority's certificate from
+    /// (`ca.pem`, and `bundle.pem` with the system's roots), when written.
+    pub trust_dir: Option<PathBuf>,
+}
+
+impl Brokered {
+    /// The variables confined programs get: each declared variable's
+    /// placeholder; with an authority, the trust variables naming its
+    /// bundle, and a git credential helper for Basic secrets' hosts.
+    pub fn program_env(&self) -> Vec<(String, String)> {
+        let mut out = self.secrets.placeholders.clone();
+        let Some(dir) = self.trust_dir.as_ref().filter(|_| self.authority.is_some()) else {
+            return out;
+        };
+        let bundle = dir.join("bundle.pem").to_string_lossy().into_owned();
+        for var in [
+            "SSL_CERT_FILE",
+            "REQUESTS_CA_BUNDLE",
+            "CURL_CA_BUNDLE",
+            "GIT_SSL_CAINFO",
+            "CARGO_HTTP_CAINFO",
+        ] {
+            out.push((var.into(), bundle.clone()));
+        }
+        out.push((
+            "NODE_EXTRA_CA_CERTS".into(),
+            dir.join("ca.pem").to_string_lossy().into_owned(),
+        ));
+        out.extend(git_config(
+            &self.secrets,
+            std::env::var("GIT_CONFIG_COUNT").ok(),
+        ));
+        out
+    }
+}
+
+/// git's settings for the secrets, as `GIT_CONFIG_*` variables after the
+/// `existing` count: the user's credential helpers reset, a helper that
+/// answers a Basic secret's placeholder for its hosts (git asks it after
+/// the server's challenge, on any port), and for Bearer and header secrets
+/// an extra header on the hosts' default HTTPS port.
+fn git_config(secrets: &secrets::Secrets, existing: Option<String>) -> Vec<(String, String)> {
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    let mut answers = String::new();
+    for s in &secrets.accepted {
+        match &s.wire {
+            secrets::Wire::Basic { user } => {
+                for h in &s.hosts {
+                    answers.push_str(&format!(
+                        " {h}) printf 'username=%s\\npassword=%s\\n' '{user}' '{}';;",
+                        s.placeholder
+                    ));
+                }
+            }
+            _ => {
+                for h in &s.hosts {
+                    pairs.push((
+                        format!("http.https://{h}/.extraHeader"),
+                        s.placeholder_header(),
+                    ));
+                }
+            }
+        }
+    }
+    if !answers.is_empty() {
+        pairs.insert(0, ("credential.helper".into(), String::new()));
+        pairs.insert(
+            1,
+            (
+                "credential.helper".into(),
+                format!(
+                    "!f() {{ test \"$1\" = get || exit 0; h=; while IFS='=' read -r k v; do [ \"$k\" = host ] && h=\"${{v%:*}}\"; done; case \"$h\" in{answers} esac; }}; f"
+                ),
+            ),
+        );
+    }
+    if pairs.is_empty() {
+        return Vec::new();
+    }
+    let start: usize = existing.and_then(|c| c.parse().ok()).unwrap_or(0);
+    let mut out = vec![(
+        "GIT_CONFIG_COUNT".to_string(),
+        (start + pairs.len()).to_string(),
+    )];
+    for (i, (k, v)) in pairs.into_iter().enumerate() {
+        out.push((format!("GIT_CONFIG_KEY_{}", start + i), k));
+        out.push((format!("GIT_CONFIG_VALUE_{}", start + i), v));
+    }
+    out
+}
+
+static BROKERED: OnceLock<Arc<Brokered>> = OnceLock::new();
+
+/// The session's brokered secrets, read from `spec` the first time
+/// (later calls get the same): entries whose hosts `rules` does not allow
+/// are refused, all of them when there are no rules (no proxy runs).
+pub fn brokered(spec: Option<&str>, rules: Option<&rules::HostRules>) -> Arc<Brokered> {
+    Arc::clone(BROKERED.get_or_init(|| {
+        let secrets = secrets::Secrets::parse(
+            spec.unwrap_or_default(),
+            |v| std::env::var(v).ok(),
+            |h| rules.is_some_and(|r| r.check_host(h).is_ok()),
+        );
+        for (entry, why) in &secrets.refused {
+            tracing::warn!("NIB_SANDBOX_SECRETS: {entry} is refused: {why}");
+        }
+        let mut hosts: Vec<String> = secrets
+            .accepted
+            .iter()
+            .flat_map(|s| s.hosts.iter().cloned())
+            .collect();
+        hosts.sort();
+        hosts.dedup();
+        let authority = if hosts.is_empty() {
+            None
+        } else {
+            match tls::Authority::new(&hosts, tls::system_roots()) {
+                Ok(a) => Some(a),
+                Err(e) => {
+                    tracing::warn!("NIB_SANDBOX_SECRETS: {e}; no secret is brokered");
+                    None
+                }
+            }
+        };
+        let trust_dir = authority.as_ref().and_then(|a| match write_trust(a) {
+            Ok(dir) => Some(dir),
+            Err(e) => {
+                tracing::warn!("NIB_SANDBOX_SECRETS: writing the session's certificate: {e}");
+                None
+            }
+        });
+        Arc::new(Brokered {
+            secrets,
+            authority,
+            trust_dir,
+        })
+    }))
+}
+
+/// Writes the authority's certificate (`ca.pem`) and it with the system's
+/// roots (`bundle.pem`) to a folder of this process's, readable to
+/// programs; the folders of killed nibs are swept.
+fn write_trust(authority: &tls::Authority) -> Result<PathBuf, String> {
+    use std::os::unix::fs::DirBuilderExt;
+    nib_sandbox::sweep_leftovers(
+        &std::env::temp_dir(),
+        "nib-trust-",
+        std::time::Duration::from_secs(600),
+        |p| std::fs::remove_dir_all(p),
+    );
+    let dir = std::env::temp_dir().join(format!("nib-trust-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::DirBuilder::new()
+        .mode(0o755)
+        .create(&dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?;
+    let bundle = format!(
+        "{}{}",
+        tls::pem_of(&tls::system_roots()),
+        authority.ca_pem()
+    );
+    for (name, text) in [
+        ("ca.pem", authority.ca_pem()),
+        ("bundle.pem", bundle.as_str()),
+    ] {
+        std::fs::write(dir.join(name), text.as_bytes())
+            .map_err(|e| format!("{}: {e}", dir.join(name).display()))?;
+    }
+    Ok(dir)
+}
+
+/// The session's brokered secrets when they were read.
+pub fn brokered_now() -> Option<Arc<Brokered>> {
+    BROKERED.get().cloned()
 }
 
 static RUNNING: OnceLock<Result<Option<Running>, String>> = OnceLock::new();
@@ -109,6 +300,7 @@ pub fn running(
     hosts: Option<&str>,
     confirm: bool,
     project: &Path,
+    secrets: Option<&str>,
 ) -> Result<Option<&'static Running>, String> {
     RUNNING
         .get_or_init(|| {
@@ -121,7 +313,8 @@ pub fn running(
             if !rules.any() {
                 return Ok(None);
             }
-            start(rules, confirm).map(Some)
+            let brokered = brokered(secrets, Some(&rules));
+            start(rules, confirm, brokered).map(Some)
         })
         .as_ref()
         .map(Option::as_ref)
@@ -134,6 +327,9 @@ pub fn remove_socket_folder() {
     if let Some(dir) = current().and_then(|r| r.socket.parent()) {
         let _ = std::fs::remove_dir_all(dir);
     }
+    if let Some(dir) = brokered_now().and_then(|b| b.trust_dir.clone()) {
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }
 
 /// The proxy already running, if any (for answers and nibash_status).
@@ -144,11 +340,18 @@ pub fn current() -> Option<&'static Running> {
         .and_then(Option::as_ref)
 }
 
-fn start(rules: rules::HostRules, confirm: bool) -> Result<Running, String> {
+fn start(
+    rules: rules::HostRules,
+    confirm: bool,
+    brokered: Arc<Brokered>,
+) -> Result<Running, String> {
     use std::os::unix::fs::DirBuilderExt;
     let described = rules.describe();
-    let proxy =
-        Arc::new(proxy::Proxy::new(rules, Arc::new(proxy::SystemResolver)).confirming(confirm));
+    let proxy = Arc::new(
+        proxy::Proxy::new(rules, Arc::new(proxy::SystemResolver))
+            .confirming(confirm)
+            .brokering(brokered),
+    );
     let tcp = std::net::TcpListener::bind("127.0.0.1:0")
         .map_err(|e| format!("listening on 127.0.0.1: {e}"))?;
     let port = tcp.local_addr().map_err(|e| e.to_string())?.port();

@@ -188,6 +188,8 @@ pub struct Proxy {
     per_call: Mutex<HashMap<String, Arc<AtomicUsize>>>,
     /// The session's and a call's limits (tests lower them).
     limits: (Option<usize>, usize),
+    /// Brokered secrets: their hosts' tunnels are terminated.
+    brokered: Option<Arc<super::Brokered>>,
 }
 
 /// What a client asked for.
@@ -354,6 +356,101 @@ async fn answer<S: AsyncWrite + Unpin>(s: &mut S, status: &str, why: &str) {
     let _ = s.shutdown().await;
 }
 
+/// The program's side of a tunnel: what was read past the `CONNECT` head,
+/// then the stream.
+struct Rewound<S> {
+    ahead: Vec<u8>,
+    at: usize,
+    inner: S,
+}
+
+impl<S> Rewound<S> {
+    fn new(ahead: Vec<u8>, inner: S) -> Rewound<S> {
+        Rewound {
+            ahead,
+            at: 0,
+            inner,
+        }
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Rewound<S> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        if self.at < self.ahead.len() {
+            let n = buf.remaining().min(self.ahead.len() - self.at);
+            let at = self.at;
+            buf.put_slice(&self.ahead[at..at + n]);
+            self.at += n;
+            return std::task::Poll::Ready(Ok(()));
+        }
+        std::pin::Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Rewound<S> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<io::Result<usize>> {
+        std::pin::Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+/// A tunnel to `host` terminated on both sides: the program's TLS under
+/// the session authority's certificate for `host`, the proxy's own to the
+/// real server (verified against the system's roots), and the relay
+/// between them. A handshake that fails on either side ends the tunnel.
+async fn terminate<S: AsyncRead + AsyncWrite + Unpin>(
+    authority: &super::tls::Authority,
+    secrets: &[&super::secrets::Secret],
+    host: &str,
+    client: S,
+    upstream: TcpStream,
+) {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    let Ok(name) = tokio_rustls::rustls::pki_types::ServerName::try_from(bare.to_string()) else {
+        return;
+    };
+    // The real server first: when its certificate does not verify, the
+    // program's handshake never completes (no secret can follow it).
+    let Ok(Ok(server)) = tokio::time::timeout(
+        UPSTREAM_TIMEOUT,
+        authority.connector().connect(name, upstream),
+    )
+    .await
+    else {
+        tracing::warn!("brokered secrets: no verified TLS with {host}; the tunnel ends");
+        return;
+    };
+    let Ok(acceptor) = authority.acceptor(bare) else {
+        return;
+    };
+    let Ok(Ok(client)) = tokio::time::timeout(UPSTREAM_TIMEOUT, acceptor.accept(client)).await
+    else {
+        return;
+    };
+    super::terminate::relay(client, server, secrets).await;
+}
+
 impl Proxy {
     /// A proxy with these rules.
     pub fn new(rules: HostRules, resolver: Arc<dyn Resolve>) -> Proxy {
@@ -367,7 +464,27 @@ impl Proxy {
             open: Arc::default(),
             per_call: Mutex::default(),
             limits: (None, CALL_CONNECTIONS),
+            brokered: None,
         }
+    }
+
+    /// The same proxy, terminating the tunnels to hosts with a brokered
+    /// secret in force and refusing plain requests that carry a placeholder.
+    pub fn brokering(mut self, brokered: Arc<super::Brokered>) -> Proxy {
+        self.brokered = Some(brokered);
+        self
+    }
+
+    /// The authority and secrets for `host` when its tunnel is terminated.
+    fn terminated(
+        &self,
+        host: &str,
+    ) -> Option<(&super::tls::Authority, Vec<&super::secrets::Secret>)> {
+        let b = self.brokered.as_deref()?;
+        let secrets = b
+            .secrets
+            .for_host(host.trim_start_matches('[').trim_end_matches(']'));
+        (!secrets.is_empty()).then_some((b.authority.as_ref()?, secrets))
     }
 
     /// The same proxy holding at most `session` connections at once, and
@@ -571,6 +688,20 @@ impl Proxy {
         let (host, port) = match &ask {
             Ask::Tunnel { host, port } | Ask::Forward { host, port, .. } => (host.clone(), *port),
         };
+        // A placeholder in a plain request goes nowhere: not to a host the
+        // secret is not declared for, and not in clear text to one it is.
+        if let (Ask::Forward { head, .. }, Some(b)) = (&ask, &self.brokered)
+            && (b.secrets.holds_placeholder(head) || b.secrets.holds_placeholder(&rest))
+        {
+            let why = Refusal::Placeholder;
+            self.log.block(&host, port, &why, call.as_deref());
+            return answer(
+                &mut client,
+                "403 Forbidden",
+                &format!("blocked {host}:{port} — {why}; nothing was sent"),
+            )
+            .await;
+        }
         let mut upstream = match self.open(&host, port, call.as_deref()).await {
             Ok(s) => s,
             Err((status, why)) => return answer(&mut client, &status, &why).await,
@@ -583,6 +714,16 @@ impl Proxy {
                     .is_err()
                 {
                     return;
+                }
+                if let Some((authority, secrets)) = self.terminated(&host) {
+                    return terminate(
+                        authority,
+                        &secrets,
+                        &host,
+                        Rewound::new(rest, client),
+                        upstream,
+                    )
+                    .await;
                 }
             }
             Ask::Forward { head, .. } => {

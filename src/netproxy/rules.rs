@@ -79,6 +79,9 @@ pub enum Refusal {
     BadName,
     /// Not on the list, and the user did not allow it when asked.
     Declined,
+    /// The request carried a brokered secret's placeholder to a host the
+    /// secret is not declared for (NIB_SANDBOX_SECRETS).
+    Placeholder,
 }
 
 impl std::fmt::Display for Refusal {
@@ -98,6 +101,10 @@ impl std::fmt::Display for Refusal {
             Refusal::Declined => write!(
                 f,
                 "not in NIB_SANDBOX_NETWORK, and the user did not allow it"
+            ),
+            Refusal::Placeholder => write!(
+                f,
+                "the request carried a brokered secret's placeholder, which NIB_SANDBOX_SECRETS does not declare for this host"
             ),
         }
     }

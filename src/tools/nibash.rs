@@ -232,6 +232,7 @@ pub fn status(mut args: Args, ctx: &Ctx, shell: &Arc<Nibash>) -> Result<ToolOutp
         network_status(ctx)
     ));
     out.push_str(&ctx.config.read_policy_text());
+    out.push_str(&ctx.config.brokered_text());
     out.push_str(&crate::nibash::broker::rules::describe(
         ctx.workspace.project_dir(),
         ctx.config,

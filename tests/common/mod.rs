@@ -478,6 +478,7 @@ impl Library {
             sandbox_bind: Vec::new(),
             sandbox_hide: Vec::new(),
             sandbox_env: Vec::new(),
+            sandbox_secrets: None,
             sandbox_memory: None,
             shell: true,
             channel: false,

@@ -1,0 +1,648 @@
+//! Brokered secrets (`NIB_SANDBOX_SECRETS`): credentials sandboxed programs
+//! use on the wire without ever holding them. This module owns the user's
+//! declarations, the per-session placeholders programs see instead of the
+//! real values, and the pure rewriting the proxy applies: the declared
+//! header of a request to a declared host (placeholder → real value), and
+//! response bytes (real value → placeholder). The TLS side is [`super::tls`]'s,
+//! the request-by-request relay [`super::terminate`]'s.
+//!
+//! Only the user declares a secret (an environment variable of nib's):
+//! nothing of a project's is read here.
+
+use base64::Engine;
+
+/// The variable holding the declarations.
+pub const NIB_SANDBOX_SECRETS: &str = "NIB_SANDBOX_SECRETS";
+
+/// A real value shorter than this is refused: its placeholder would be
+/// too easy to meet by chance, and scrubbing responses of it would cut
+/// ordinary text.
+const SHORTEST: usize = 8;
+
+/// Where a secret goes on the wire.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Wire {
+    /// `Authorization: Bearer VALUE` (or `token VALUE`, as forges take).
+    Bearer,
+    /// `Authorization: Basic base64(USER:VALUE)`.
+    Basic { user: String },
+    /// `NAME: VALUE`.
+    Header { name: String },
+}
+
+impl Wire {
+    fn describe(&self) -> String {
+        match self {
+            Wire::Bearer => "Authorization: Bearer".into(),
+            Wire::Basic { user } => format!("Authorization: Basic (user {user})"),
+            Wire::Header { name } => format!("header {name}"),
+        }
+    }
+}
+
+/// One declared secret.
+pub struct Secret {
+    /// The variable programs see (holding the placeholder).
+    pub var: String,
+    /// The hosts it may go to, lowercase, exact.
+    pub hosts: Vec<String>,
+    /// The header it goes in.
+    pub wire: Wire,
+    /// The value programs see.
+    pub placeholder: String,
+    /// The value the host gets.
+    real: String,
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the real value, not even in a debug print.
+        f.debug_struct("Secret")
+            .field("var", &self.var)
+            .field("hosts", &self.hosts)
+            .field("wire", &self.wire)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Secret {
+    /// Whether it may go to `host`.
+    pub fn goes_to(&self, host: &str) -> bool {
+        self.hosts.iter().any(|h| h.eq_ignore_ascii_case(host))
+    }
+
+    /// The header line carrying the placeholder as this secret's wire form
+    /// says (what nib has git send).
+    pub fn placeholder_header(&self) -> String {
+        match &self.wire {
+            Wire::Bearer => format!("Authorization: Bearer {}", self.placeholder),
+            Wire::Basic { user } => format!(
+                "Authorization: Basic {}",
+                b64(&format!("{user}:{}", self.placeholder))
+            ),
+            Wire::Header { name } => format!("{name}: {}", self.placeholder),
+        }
+    }
+
+    /// `(real, placeholder)` byte pairs a response is scrubbed of: the
+    /// value itself and, for Basic, the encoded pair a server may echo.
+    pub fn echoes(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut out = vec![(
+            self.real.as_bytes().to_vec(),
+            self.placeholder.as_bytes().to_vec(),
+        )];
+        if let Wire::Basic { user } = &self.wire {
+            out.push((
+                b64(&format!("{user}:{}", self.real)).into_bytes(),
+                b64(&format!("{user}:{}", self.placeholder)).into_bytes(),
+            ));
+        }
+        out
+    }
+}
+
+fn b64(s: &str) -> String {
+    base64::engine::general_purpose::STANDARD.encode(s)
+}
+
+/// The session's declarations: those in force and those refused (whose
+/// variables programs still see only as placeholders).
+#[derive(Debug, Default)]
+pub struct Secrets {
+    /// In force.
+    pub accepted: Vec<Secret>,
+    /// `(entry as written, why)`.
+    pub refused: Vec<(String, String)>,
+    /// `(variable, placeholder)` for every declared variable, refused ones
+    /// too: a variable the user declared secret never reaches a program.
+    pub placeholders: Vec<(String, String)>,
+}
+
+impl Secrets {
+    /// Reads `spec` (`VAR@HOST[,HOST…][=basic:USER|=header:NAME|=bearer]`
+    /// entries separated by `;`), taking values from `value_of`; a host must
+    /// pass `allowed` (the network allowlist) or the entry is refused.
+    pub fn parse(
+        spec: &str,
+        value_of: impl Fn(&str) -> Option<String>,
+        allowed: impl Fn(&str) -> bool,
+    ) -> Secrets {
+        let mut out = Secrets::default();
+        for entry in spec.split(';').map(str::trim).filter(|e| !e.is_empty()) {
+            let (var, hosts, wire) = match read_entry(entry) {
+                Ok(read) => read,
+                Err(why) => {
+                    out.refused.push((entry.to_string(), why));
+                    continue;
+                }
+            };
+            let real = value_of(&var).unwrap_or_default();
+            // One placeholder per variable, whatever becomes of the entry.
+            let placeholder = match out.placeholders.iter().find(|(v, _)| *v == var) {
+                Some((_, p)) => p.clone(),
+                None => {
+                    let p = placeholder_for(if real.is_empty() {
+                        "placeholder"
+                    } else {
+                        &real
+                    });
+                    out.placeholders.push((var.clone(), p.clone()));
+                    p
+                }
+            };
+            match refusal(&var, &real, &hosts, &allowed) {
+                Some(why) => out.refused.push((entry.to_string(), why)),
+                None => out.accepted.push(Secret {
+                    var,
+                    hosts,
+                    wire,
+                    placeholder,
+                    real,
+                }),
+            }
+        }
+        out
+    }
+
+    /// The secrets that may go to `host`.
+    pub fn for_host(&self, host: &str) -> Vec<&Secret> {
+        self.accepted.iter().filter(|s| s.goes_to(host)).collect()
+    }
+
+    /// Whether `text` holds any placeholder (a request that carries one
+    /// to a host it was not declared for).
+    pub fn holds_placeholder(&self, text: &[u8]) -> bool {
+        self.placeholders
+            .iter()
+            .any(|(_, p)| memchr::memmem::find(text, p.as_bytes()).is_some())
+    }
+
+    /// The declarations, one line each, by name and host, never by value
+    /// (for `nib doctor` and nibash_status).
+    pub fn describe(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .accepted
+            .iter()
+            .map(|s| format!("{} → {} ({})", s.var, s.hosts.join(", "), s.wire.describe()))
+            .collect();
+        out.extend(
+            self.refused
+                .iter()
+                .map(|(entry, why)| format!("refused {entry}: {why}")),
+        );
+        out
+    }
+}
+
+/// Why an entry whose syntax was read cannot be in force, if it cannot.
+fn refusal(
+    var: &str,
+    real: &str,
+    hosts: &[String],
+    allowed: &impl Fn(&str) -> bool,
+) -> Option<String> {
+    if real.is_empty() {
+        return Some(format!("{var} is not set in nib's environment"));
+    }
+    if real.chars().count() < SHORTEST {
+        return Some(format!(
+            "{var}'s value is shorter than {SHORTEST} characters, too short to tell from other text"
+        ));
+    }
+    if !real.bytes().all(|b| (0x21..0x7f).contains(&b)) {
+        return Some(format!(
+            "{var}'s value holds spaces or characters a header cannot carry"
+        ));
+    }
+    hosts.iter().find(|h| !allowed(h)).map(|h| {
+        format!("{h} is not in NIB_SANDBOX_NETWORK (a brokered secret goes only to hosts the network allowlist holds)")
+    })
+}
+
+/// `VAR@HOST[,HOST…][=WIRE]` read, or why not.
+fn read_entry(entry: &str) -> Result<(String, Vec<String>, Wire), String> {
+    let (left, wire) = match entry.split_once('=') {
+        Some((l, w)) => (l, Some(w.trim())),
+        None => (entry, None),
+    };
+    let (var, hosts) = left
+        .split_once('@')
+        .ok_or("an entry is VAR@HOST[,HOST…], with an optional =basic:USER or =header:NAME")?;
+    let var = var.trim();
+    if var.is_empty()
+        || var.starts_with(|c: char| c.is_ascii_digit())
+        || !var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    {
+        return Err(format!("{var:?} is not a variable name"));
+    }
+    let hosts: Vec<String> = hosts
+        .split(',')
+        .map(|h| h.trim().to_ascii_lowercase())
+        .filter(|h| !h.is_empty())
+        .collect();
+    if hosts.is_empty() {
+        return Err("no host named after @".into());
+    }
+    if let Some(h) = hosts.iter().find(|h| !is_exact_host(h)) {
+        return Err(format!(
+            "{h:?} is not an exact host name or address (no wildcards, ports or paths)"
+        ));
+    }
+    let wire = match wire {
+        None | Some("bearer") => Wire::Bearer,
+        Some(w) => match w.split_once(':') {
+            Some(("basic", user)) if !user.is_empty() && !user.contains([':', ';']) => {
+                Wire::Basic {
+                    user: user.to_string(),
+                }
+            }
+            Some(("header", name))
+                if !name.is_empty()
+                    && name
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') =>
+            {
+                Wire::Header {
+                    name: name.to_string(),
+                }
+            }
+            _ => {
+                return Err(format!(
+                    "{w:?} is not a wire form: bearer, basic:USER or header:NAME"
+                ));
+            }
+        },
+    };
+    Ok((var.to_string(), hosts, wire))
+}
+
+/// A host name (letters, digits, `-`, `.`) or an IP address.
+fn is_exact_host(h: &str) -> bool {
+    h.parse::<std::net::IpAddr>().is_ok()
+        || (!h.is_empty()
+            && h.len() <= 253
+            && h.split('.').all(|label| {
+                !label.is_empty()
+                    && label.len() <= 63
+                    && label
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+            }))
+}
+
+/// A random value of `real`'s shape: the same length, a prefix ending in
+/// `_` or `-` within the first 16 characters kept (`ghp_`, `glpat-`,
+/// `sk-ant-api03-`), each later letter or digit replaced by a random one
+/// of its kind, other characters kept; never equal to `real`.
+pub fn placeholder_for(real: &str) -> String {
+    let chars: Vec<char> = real.chars().collect();
+    let keep = chars
+        .iter()
+        .take(16)
+        .rposition(|c| *c == '_' || *c == '-')
+        .map_or(0, |i| i + 1);
+    loop {
+        let mut random = random_bytes(chars.len());
+        let out: String = chars
+            .iter()
+            .enumerate()
+            .map(|(i, &c)| {
+                let r = random.get_mut(i).map_or(0, |b| *b);
+                if i < keep {
+                    c
+                } else if c.is_ascii_digit() {
+                    char::from(b'0' + r % 10)
+                } else if c.is_ascii_lowercase() {
+                    char::from(b'a' + r % 26)
+                } else if c.is_ascii_uppercase() {
+                    char::from(b'A' + r % 26)
+                } else {
+                    c
+                }
+            })
+            .collect();
+        if out != real {
+            return out;
+        }
+    }
+}
+
+/// `n` bytes from the kernel's randomness.
+fn random_bytes(n: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        // 32 hex digits of randomness per token.
+        let token = nib_sandbox::proxy_token();
+        out.extend(
+            token
+                .as_bytes()
+                .chunks(2)
+                .filter_map(|p| std::str::from_utf8(p).ok())
+                .filter_map(|p| u8::from_str_radix(p, 16).ok()),
+        );
+    }
+    out.truncate(n);
+    out
+}
+
+/// A request head's lines rewritten for `host`: the declared header of each
+/// secret going there carries the real value where it carried the
+/// placeholder; nothing else changes. Also says whether a placeholder was
+/// left elsewhere in the head (the URL, another header).
+pub fn fill_request_head(head: &str, host_secrets: &[&Secret]) -> (String, bool) {
+    let mut out = String::with_capacity(head.len() + 64);
+    let mut stray = false;
+    for (i, line) in head.split("\r\n").enumerate() {
+        if i > 0 {
+            out.push_str("\r\n");
+        }
+        let filled = (i > 0)
+            .then(|| line.split_once(':'))
+            .flatten()
+            .and_then(|(name, value)| {
+                host_secrets
+                    .iter()
+                    .find_map(|s| fill_header(s, name.trim(), value.trim()))
+                    .map(|v| format!("{}: {v}", name.trim()))
+            });
+        match filled {
+            Some(f) => out.push_str(&f),
+            None => {
+                stray |= host_secrets
+                    .iter()
+                    .any(|s| line.contains(s.placeholder.as_str()));
+                out.push_str(line);
+            }
+        }
+    }
+    (out, stray)
+}
+
+/// The header value with the real value in place of the placeholder, when
+/// `name: value` is `secret`'s declared header carrying its placeholder.
+fn fill_header(secret: &Secret, name: &str, value: &str) -> Option<String> {
+    match &secret.wire {
+        Wire::Bearer if name.eq_ignore_ascii_case("authorization") => {
+            let (scheme, token) = value.split_once(' ')?;
+            let known =
+                scheme.eq_ignore_ascii_case("bearer") || scheme.eq_ignore_ascii_case("token");
+            (known && token.trim() == secret.placeholder)
+                .then(|| format!("{scheme} {}", secret.real))
+        }
+        Wire::Basic { user } if name.eq_ignore_ascii_case("authorization") => {
+            let (scheme, encoded) = value.split_once(' ')?;
+            if !scheme.eq_ignore_ascii_case("basic") {
+                return None;
+            }
+            let decoded = base64::engine::general_purpose::STANDARD
+                .decode(encoded.trim())
+                .ok()?;
+            (decoded == format!("{user}:{}", secret.placeholder).as_bytes())
+                .then(|| format!("{scheme} {}", b64(&format!("{user}:{}", secret.real))))
+        }
+        Wire::Header { name: declared } if name.eq_ignore_ascii_case(declared) => {
+            (value == secret.placeholder).then(|| secret.real.clone())
+        }
+        _ => None,
+    }
+}
+
+/// Replaces each real value with its placeholder (the same length) in a
+/// stream of bytes cut anywhere: it holds back the last bytes of each piece
+/// that could start a value the next piece ends.
+pub struct Scrubber {
+    pairs: Vec<(Vec<u8>, Vec<u8>)>,
+    held: Vec<u8>,
+}
+
+impl Scrubber {
+    /// A scrubber of these `(real, placeholder)` pairs (equal lengths).
+    pub fn new(pairs: Vec<(Vec<u8>, Vec<u8>)>) -> Scrubber {
+        let pairs = pairs
+            .into_iter()
+            .filter(|(r, p)| !r.is_empty() && r.len() == p.len())
+            .collect();
+        Scrubber {
+            pairs,
+            held: Vec::new(),
+        }
+    }
+
+    /// Whether it has nothing to replace.
+    pub fn is_idle(&self) -> bool {
+        self.pairs.is_empty()
+    }
+
+    /// `piece` scrubbed, less what is held back for the next piece.
+    pub fn push(&mut self, piece: &[u8]) -> Vec<u8> {
+        if self.pairs.is_empty() {
+            return piece.to_vec();
+        }
+        self.held.extend_from_slice(piece);
+        self.replace_all();
+        let longest = self.pairs.iter().map(|(r, _)| r.len()).max().unwrap_or(1);
+        let keep = (longest - 1).min(self.held.len());
+        let rest = self.held.split_off(self.held.len() - keep);
+        std::mem::replace(&mut self.held, rest)
+    }
+
+    /// What is still held, scrubbed (at the end of the stream).
+    pub fn finish(&mut self) -> Vec<u8> {
+        self.replace_all();
+        std::mem::take(&mut self.held)
+    }
+
+    fn replace_all(&mut self) {
+        for (real, placeholder) in &self.pairs {
+            let mut from = 0;
+            while let Some(at) = memchr::memmem::find(&self.held[from..], real) {
+                let at = from + at;
+                self.held[at..at + real.len()].copy_from_slice(placeholder);
+                from = at + real.len();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const REAL: &str = "ghp_R3alT0kenValue0123456789abcdefABCD";
+
+    fn parsed(spec: &str) -> Secrets {
+        Secrets::parse(
+            spec,
+            |v| match v {
+                "GH_TOKEN" => Some(REAL.to_string()),
+                "SHORT" => Some("abc".into()),
+                "SPACED" => Some("has a space in it".into()),
+                _ => None,
+            },
+            |h| h != "evil.example",
+        )
+    }
+
+    #[test]
+    fn entries_are_read_with_their_wire_forms_and_bad_ones_refused_with_a_reason() {
+        let s = parsed(
+            "GH_TOKEN@github.com,api.github.com; GH_TOKEN@git.example=basic:x-access-token;\
+             GH_TOKEN@registry.example=header:X-Api-Key; GH_TOKEN@evil.example; MISSING@a.example;\
+             SHORT@a.example; SPACED@a.example; bad entry; GH_TOKEN@*.example; GH_TOKEN@a.example=cookie",
+        );
+        let got: Vec<(&str, Vec<&str>, &Wire)> = s
+            .accepted
+            .iter()
+            .map(|s| {
+                (
+                    s.var.as_str(),
+                    s.hosts.iter().map(String::as_str).collect(),
+                    &s.wire,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (
+                    "GH_TOKEN",
+                    vec!["github.com", "api.github.com"],
+                    &Wire::Bearer
+                ),
+                (
+                    "GH_TOKEN",
+                    vec!["git.example"],
+                    &Wire::Basic {
+                        user: "x-access-token".into()
+                    }
+                ),
+                (
+                    "GH_TOKEN",
+                    vec!["registry.example"],
+                    &Wire::Header {
+                        name: "X-Api-Key".into()
+                    }
+                ),
+            ]
+        );
+        let refused: Vec<&str> = s.refused.iter().map(|(e, _)| e.as_str()).collect();
+        assert_eq!(
+            refused,
+            vec![
+                "GH_TOKEN@evil.example",
+                "MISSING@a.example",
+                "SHORT@a.example",
+                "SPACED@a.example",
+                "bad entry",
+                "GH_TOKEN@*.example",
+                "GH_TOKEN@a.example=cookie"
+            ]
+        );
+        assert!(
+            s.refused[0].1.contains("NIB_SANDBOX_NETWORK"),
+            "{:?}",
+            s.refused
+        );
+        // Every declared variable has one placeholder, refused ones too.
+        let vars: Vec<&str> = s.placeholders.iter().map(|(v, _)| v.as_str()).collect();
+        assert_eq!(vars, vec!["GH_TOKEN", "MISSING", "SHORT", "SPACED"]);
+        assert!(
+            s.accepted
+                .iter()
+                .all(|a| a.placeholder == s.placeholders[0].1)
+        );
+        // Descriptions name variables and hosts, never the value.
+        let text = s.describe().join("\n");
+        assert!(
+            text.contains("GH_TOKEN → github.com, api.github.com"),
+            "{text}"
+        );
+        assert!(!text.contains(REAL) && !format!("{s:?}").contains(REAL));
+    }
+
+    #[test]
+    fn a_placeholder_has_the_shape_of_the_value_and_differs() {
+        for real in [
+            REAL,
+            "glpat-AbCdEf0123456789xyz",
+            "sk-ant-api03-abcDEF123-_x",
+            "12345678",
+        ] {
+            let p = placeholder_for(real);
+            assert_eq!(p.len(), real.len(), "{real} {p}");
+            assert_ne!(p, real);
+            for (a, b) in real.chars().zip(p.chars()) {
+                assert_eq!(a.is_ascii_digit(), b.is_ascii_digit(), "{real} {p}");
+                assert_eq!(a.is_ascii_lowercase(), b.is_ascii_lowercase(), "{real} {p}");
+                assert_eq!(a.is_ascii_uppercase(), b.is_ascii_uppercase(), "{real} {p}");
+            }
+        }
+        assert!(placeholder_for(REAL).starts_with("ghp_"));
+        assert!(placeholder_for("sk-ant-api03-abcDEF123-_x").starts_with("sk-ant-api03-"));
+        assert_ne!(placeholder_for(REAL), placeholder_for(REAL));
+    }
+
+    #[test]
+    fn only_the_declared_header_is_filled_and_a_stray_placeholder_is_noticed() {
+        let s = parsed("GH_TOKEN@h.example; GH_TOKEN@b.example=basic:bot");
+        let (bearer, basic) = (&s.accepted[0], &s.accepted[1]);
+        let ph = &bearer.placeholder;
+        let head = format!(
+            "POST /x?t={ph} HTTP/1.1\r\nHost: h.example\r\nauthorization: Bearer {ph}\r\nX-Other: {ph}"
+        );
+        let (out, stray) = fill_request_head(&head, &[bearer]);
+        assert_eq!(
+            out,
+            format!(
+                "POST /x?t={ph} HTTP/1.1\r\nHost: h.example\r\nauthorization: Bearer {REAL}\r\nX-Other: {ph}"
+            )
+        );
+        assert!(stray);
+        let (out, stray) = fill_request_head(
+            &format!("GET / HTTP/1.1\r\nAuthorization: token {ph}"),
+            &[bearer],
+        );
+        assert_eq!(
+            out,
+            format!("GET / HTTP/1.1\r\nAuthorization: token {REAL}")
+        );
+        assert!(!stray);
+        // Basic: only the declared user's pair.
+        let pair = |u: &str, v: &str| b64(&format!("{u}:{v}"));
+        let (out, _) = fill_request_head(
+            &format!("GET / HTTP/1.1\r\nAuthorization: Basic {}", pair("bot", ph)),
+            &[basic],
+        );
+        assert_eq!(
+            out,
+            format!(
+                "GET / HTTP/1.1\r\nAuthorization: Basic {}",
+                pair("bot", REAL)
+            )
+        );
+        let other = format!("GET / HTTP/1.1\r\nAuthorization: Basic {}", pair("eve", ph));
+        assert_eq!(fill_request_head(&other, &[basic]).0, other);
+        // No secret for the host: nothing changes.
+        let plain = format!("GET / HTTP/1.1\r\nAuthorization: Bearer {ph}");
+        assert_eq!(fill_request_head(&plain, &[]).0, plain);
+        assert!(s.holds_placeholder(plain.as_bytes()));
+        assert!(!s.holds_placeholder(b"GET / HTTP/1.1"));
+    }
+
+    #[test]
+    fn the_scrubber_replaces_values_cut_across_pieces() {
+        let text = format!("echo {REAL} and {REAL}{REAL}.");
+        let s = parsed("GH_TOKEN@h.example");
+        let ph = s.accepted[0].placeholder.clone();
+        let want = format!("echo {ph} and {ph}{ph}.");
+        for cut in [1, 3, 7, 20, 1000] {
+            let mut scrub = Scrubber::new(s.accepted[0].echoes());
+            let mut out = Vec::new();
+            for piece in text.as_bytes().chunks(cut) {
+                out.extend(scrub.push(piece));
+            }
+            out.extend(scrub.finish());
+            assert_eq!(String::from_utf8(out).unwrap(), want, "cut {cut}");
+        }
+    }
+}
