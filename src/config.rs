@@ -172,6 +172,10 @@ impl Config {
             },
             pass_env: self.sandbox_env.clone(),
             set_env: self.brokered_env(),
+            stand_in_files: self
+                .brokered()
+                .map(|b| b.stand_ins.clone())
+                .unwrap_or_default(),
             network: self.sandbox_network,
             protected,
             pinned,
@@ -207,6 +211,14 @@ impl Config {
             .filter(|h| !h.is_empty())
             .map(PathBuf::from);
         let mut hide = self.sandbox_hide.clone();
+        // Brokered files: hidden (bubblewrap then binds their stand-ins).
+        hide.extend(self.brokered().into_iter().flat_map(|b| {
+            b.secrets
+                .placeholders
+                .iter()
+                .filter_map(|(s, _)| crate::netproxy::secrets::file_of(s).map(|p| p.to_path_buf()))
+                .collect::<Vec<_>>()
+        }));
         hide.extend(project_hides(&self.project_dir, home.as_deref()));
         nib_sandbox::Reads::for_user(&nib_sandbox::UserReads {
             home,
@@ -288,6 +300,7 @@ impl Config {
         Some(crate::netproxy::brokered(
             self.sandbox_secrets.as_deref(),
             None,
+            &self.project_dir,
         ))
     }
 

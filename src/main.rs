@@ -116,7 +116,12 @@ fn main() -> std::process::ExitCode {
         tracing::warn!("edit journal: {line}");
     }
     match command {
-        cli::Command::Doctor => std::process::ExitCode::from(cli::doctor(&config) as u8),
+        cli::Command::Doctor => {
+            let code = cli::doctor(&config);
+            // The proxy's and the brokered secrets' folders, when doctor made them.
+            nib::netproxy::remove_socket_folder();
+            std::process::ExitCode::from(code as u8)
+        }
         cli::Command::Hook => std::process::ExitCode::SUCCESS,
         cli::Command::Statusline => {
             let mut input = String::new();

@@ -17,6 +17,8 @@ use tokio_rustls::rustls;
 use crate::common::*;
 
 const REAL: &str = "ghp_R3alCanaryT0ken0123456789abcdefXYZ";
+/// The value of a brokered file.
+const FILE_REAL: &str = "apikey-F1leCanary0123456789";
 
 /// What the server received: each request's head and body.
 type Seen = Arc<Mutex<Vec<String>>>;
@@ -29,7 +31,7 @@ struct Server {
     ca: PathBuf,
 }
 
-fn server(dir: &Path, repos: &Path) -> Server {
+fn https_server(dir: &Path, repos: &Path) -> Server {
     let ca_key = rcgen::KeyPair::generate().unwrap();
     let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
     ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
@@ -256,7 +258,7 @@ async fn a_brokered_token_reaches_its_host_in_its_header_and_nowhere_else() {
             &seed,
             &["push", "-q", repos.join("r.git").to_str().unwrap(), "main"],
         );
-        let server = server(outside.path(), &repos);
+        let server = https_server(outside.path(), &repos);
         let port = server.port;
 
         let dir = project();
@@ -267,15 +269,22 @@ async fn a_brokered_token_reaches_its_host_in_its_header_and_nowhere_else() {
             r#"{"sandbox": {"secrets": "GH_TOKEN@localhost"}, "secrets": ["GH_TOKEN@localhost"], "network": {"allow": ["localhost"]}}"#,
         )
         .unwrap();
+        // A token in a file of the user's, outside the project.
+        let token_file = outside.path().join("tokens").join("api.txt");
+        std::fs::create_dir_all(token_file.parent().unwrap()).unwrap();
+        std::fs::write(&token_file, format!("{FILE_REAL}\n")).unwrap();
+        std::fs::write(root.join(".token"), "inside-the-project-0123456789\n").unwrap();
+        let secrets = format!(
+            "GH_TOKEN@127.0.0.1; GH_TOKEN@127.0.0.1=basic:bot; file:{}@127.0.0.1=header:X-Api-Key; file:{}@127.0.0.1",
+            token_file.display(),
+            root.join(".token").display()
+        );
         let ca = server.ca.to_string_lossy().into_owned();
         let env = [
             ("NIB_SANDBOX", "1"),
             ("NIB_SANDBOX_BWRAP", bwrap),
             ("NIB_SANDBOX_NETWORK", "127.0.0.1,localhost"),
-            (
-                "NIB_SANDBOX_SECRETS",
-                "GH_TOKEN@127.0.0.1; GH_TOKEN@127.0.0.1=basic:bot",
-            ),
+            ("NIB_SANDBOX_SECRETS", secrets.as_str()),
             ("GH_TOKEN", REAL),
             ("SSL_CERT_FILE", ca.as_str()),
         ];
@@ -378,8 +387,48 @@ async fn a_brokered_token_reaches_its_host_in_its_header_and_nowhere_else() {
             "bwrap={bwrap}: {log:?}"
         );
 
+        // The brokered file: under bubblewrap programs read a stand-in
+        // holding its placeholder, and the header carries the real value
+        // to the server; with Landlock alone the file is hidden.
+        let file_use = nib
+            .ok("nibash", json!({"command": format!("cat {0}; {via} curl -sS -H \"X-Api-Key: $(cat {0})\" https://127.0.0.1:{port}/echo", token_file.display())}))
+            .await;
+        let got_file = server
+            .seen
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|r| r.contains(&format!("X-Api-Key: {FILE_REAL}\r\n")));
+        assert_eq!(got_file, bwrap == "1", "bwrap={bwrap}: {file_use}");
+        answers.push(file_use);
+
+        // A brokered host whose certificate nib does not trust (another
+        // CA's): nothing reaches it, and the program is told why.
+        let rogue_dir = outside.path().join("rogue");
+        std::fs::create_dir_all(&rogue_dir).unwrap();
+        let rogue = https_server(&rogue_dir, &repos);
+        let (refused, _) = nib
+            .call("nibash", json!({"command": format!("{via} curl -sS -H \"Authorization: Bearer $GH_TOKEN\" https://127.0.0.1:{}/echo", rogue.port)}))
+            .await;
+        assert!(
+            refused.contains("did not verify"),
+            "bwrap={bwrap}: {refused}"
+        );
+        assert!(rogue.seen.lock().unwrap().is_empty(), "bwrap={bwrap}");
+        answers.push(refused);
+
+        // No process a program can see holds the token in its environment.
+        let procs = nib
+            .ok("nibash", json!({"command": "cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c '^GH_TOKEN=' ; cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep '^GH_TOKEN='"}))
+            .await;
+        answers.push(procs);
+
         // Listed by name and host, never by value.
         let status = nib.ok("nibash_status", json!({})).await;
+        assert!(
+            status.contains("inside the project's folder"),
+            "bwrap={bwrap}: {status}"
+        );
         assert!(
             status.contains("GH_TOKEN → 127.0.0.1"),
             "bwrap={bwrap}: {status}"
@@ -389,7 +438,7 @@ async fn a_brokered_token_reaches_its_host_in_its_header_and_nowhere_else() {
         assert!(!answers.join("\n").contains("GH_TOKEN → localhost"));
         for a in &answers {
             assert!(
-                !a.contains(REAL),
+                !a.contains(REAL) && !a.contains(FILE_REAL),
                 "bwrap={bwrap}: the real token in an answer: {a}"
             );
         }

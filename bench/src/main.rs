@@ -2191,33 +2191,82 @@ fn read_head(s: &mut std::net::TcpStream) -> Result<String> {
 /// HTTPS for real: curl fetching a file from `openssl s_server` (a
 /// self-signed certificate for 127.0.0.1) through the proxy at `proxy_port`
 /// and directly, interleaved; skipped when openssl or curl is missing.
-fn https_through_the_proxy(dir: &Path, proxy_port: u16, n: usize) -> Result<()> {
+fn https_through_the_proxy(
+    nib: &Path,
+    scratch: &Path,
+    dir: &Path,
+    proxy_port: u16,
+    n: usize,
+) -> Result<()> {
     if !have("openssl") || !have("curl") {
         println!("  proxy: openssl or curl missing; the HTTPS row is skipped");
         return Ok(());
     }
     write(&dir.join("hello.txt"), "hello\n")?;
-    let made = Command::new("openssl")
-        .args([
-            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-        ])
-        .args([
-            "-keyout",
-            "key.pem",
-            "-out",
-            "cert.pem",
-            "-subj",
-            "/CN=127.0.0.1",
-        ])
-        .args(["-addext", "subjectAltName=IP:127.0.0.1"])
-        .current_dir(dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .map_err(|e| e.to_string())?;
-    if !made.success() {
-        return Err("openssl req failed".into());
-    }
+    // A CA and a certificate for 127.0.0.1 it signed (rustls, which nib's
+    // proxy verifies a brokered host with, takes no self-signed leaf).
+    write(
+        &dir.join("leaf.ext"),
+        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n",
+    )?;
+    let openssl = |args: &[&str]| -> Result<()> {
+        let made = Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .map_err(|e| e.to_string())?;
+        if made.success() {
+            Ok(())
+        } else {
+            Err(format!("openssl {args:?} failed"))
+        }
+    };
+    openssl(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "1",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-subj",
+        "/CN=nib-bench CA",
+    ])?;
+    openssl(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "key.pem",
+        "-out",
+        "leaf.csr",
+        "-subj",
+        "/CN=127.0.0.1",
+    ])?;
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "leaf.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-days",
+        "1",
+        "-out",
+        "cert.pem",
+        "-extfile",
+        "leaf.ext",
+    ])?;
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map_err(|e| e.to_string())?
@@ -2239,15 +2288,21 @@ fn https_through_the_proxy(dir: &Path, proxy_port: u16, n: usize) -> Result<()> 
         std::thread::sleep(Duration::from_millis(20));
     }
     let url = format!("https://127.0.0.1:{port}/hello.txt");
+    write(&dir.join("s_server.url"), &url)?;
     let proxy = format!("http://127.0.0.1:{proxy_port}");
-    let curl = |via: Option<&str>| -> Result<Duration> {
+    // curl through `via` (or straight), trusting `ca`, with `header` when given.
+    let curl = |via: Option<&str>, ca: &Path, header: Option<&str>| -> Result<Duration> {
         let mut c = Command::new("curl");
-        c.args(["-sf", "--cacert", "cert.pem", "-o", "/dev/null"])
+        c.args(["-sf", "-o", "/dev/null", "--cacert"])
+            .arg(ca)
             .current_dir(dir);
         match via {
             Some(p) => c.args(["--proxy", p]),
             None => c.args(["--noproxy", "*"]),
         };
+        if let Some(h) = header {
+            c.args(["-H", h]);
+        }
         let started = Instant::now();
         let ok = c.arg(&url).status().map_err(|e| e.to_string())?;
         if !ok.success() {
@@ -2255,17 +2310,185 @@ fn https_through_the_proxy(dir: &Path, proxy_port: u16, n: usize) -> Result<()> 
         }
         Ok(started.elapsed())
     };
-    let mut proxied = || -> Result<(Duration, usize)> { Ok((curl(Some(&proxy))?, 0)) };
+    let cert = dir.join("ca.pem");
+    let mut proxied = || -> Result<(Duration, usize)> { Ok((curl(Some(&proxy), &cert, None)?, 0)) };
     let mut bases: Baselines<'_> = vec![(
         "curl straight to the server".into(),
-        Box::new(|| curl(None)),
+        Box::new(|| curl(None, &cert, None)),
     )];
     let result = interleave(n.min(30), Some(&mut proxied), &mut bases);
+    let terminated = result.and_then(|(s, _, b)| {
+        Row {
+            scenario: "curl over HTTPS through the proxy (openssl s_server, loopback)".into(),
+            nib: s,
+            chars: None,
+            baselines: b,
+        }
+        .print();
+        terminated_tunnel(nib, scratch, dir, &proxy, n, &curl)
+    });
     let _ = tls.kill();
     let _ = tls.wait();
-    let (s, _, b) = result?;
+    terminated
+}
+
+/// The test server's URL, from the port file `https_through_the_proxy`
+/// leaves beside its certificate.
+fn url_of(dir: &Path) -> Result<String> {
+    std::fs::read_to_string(dir.join("s_server.url")).map_err(|e| e.to_string())
+}
+
+/// One HTTPS GET of `url` through the proxy at `proxy` (`http://HOST:PORT`)
+/// with `header`, over a rustls client of `config`; the time to the whole
+/// answer.
+fn tls_get(
+    config: &std::sync::Arc<rustls::ClientConfig>,
+    proxy: &str,
+    url: &str,
+    header: &str,
+) -> Result<Duration> {
+    use std::io::{Read, Write};
+    let target = url.trim_start_matches("https://");
+    let (authority, path) = target.split_once('/').unwrap_or((target, ""));
+    let host = authority.rsplit_once(':').map_or(authority, |(h, _)| h);
+    let started = Instant::now();
+    let mut tcp = std::net::TcpStream::connect(proxy.trim_start_matches("http://"))
+        .map_err(|e| e.to_string())?;
+    let _ = tcp.set_nodelay(true);
+    tcp.write_all(format!("CONNECT {authority} HTTP/1.1\r\n\r\n").as_bytes())
+        .map_err(|e| e.to_string())?;
+    let head = read_head(&mut tcp)?;
+    if !head.starts_with("HTTP/1.1 200") {
+        return Err(format!("the proxy said {head:?}"));
+    }
+    let name =
+        rustls::pki_types::ServerName::try_from(host.to_string()).map_err(|e| e.to_string())?;
+    let conn = rustls::ClientConnection::new(std::sync::Arc::clone(config), name)
+        .map_err(|e| e.to_string())?;
+    let mut tls = rustls::StreamOwned::new(conn, tcp);
+    tls.write_all(
+        format!(
+            "GET /{path} HTTP/1.1\r\nHost: {authority}\r\n{header}\r\nConnection: close\r\n\r\n"
+        )
+        .as_bytes(),
+    )
+    .map_err(|e| e.to_string())?;
+    let mut answer = Vec::new();
+    // The server closes without TLS's close_notify: what arrived counts.
+    let _ = tls.read_to_end(&mut answer);
+    if !answer.starts_with(b"HTTP/1.") {
+        return Err(format!("no answer: {:?}", String::from_utf8_lossy(&answer)));
+    }
+    Ok(started.elapsed())
+}
+
+/// The brokered secret's cost on the wire alone: a client whose trust (the
+/// bundle at `bundle`) is loaded once, through the terminating proxy and
+/// through the opaque one.
+fn tls_through(
+    terminating: &str,
+    opaque: &str,
+    bundle: &Path,
+    header: &str,
+    url: &str,
+    n: usize,
+) -> Result<()> {
+    let pem = std::fs::read(bundle).map_err(|e| e.to_string())?;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls::pki_types::pem::PemObject::pem_slice_iter(&pem).flatten() {
+        let cert: rustls::pki_types::CertificateDer<'static> = cert;
+        let _ = roots.add(cert);
+    }
+    let config = std::sync::Arc::new(
+        rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_root_certificates(roots)
+        .with_no_client_auth(),
+    );
+    let mut through =
+        || -> Result<(Duration, usize)> { Ok((tls_get(&config, terminating, url, header)?, 0)) };
+    let mut bases: Baselines<'_> = vec![(
+        "the same through an opaque tunnel".into(),
+        Box::new(|| tls_get(&config, opaque, url, header)),
+    )];
+    let (s, _, b) = interleave(n, Some(&mut through), &mut bases)?;
     Row {
-        scenario: "curl over HTTPS through the proxy (openssl s_server, loopback)".into(),
+        scenario: "HTTPS request (trust loaded once), tunnel terminated to fill a brokered secret"
+            .into(),
+        nib: s,
+        chars: None,
+        baselines: b,
+    }
+    .print();
+    Ok(())
+}
+
+/// A curl to the test server: through a proxy or straight, trusting a
+/// bundle, with a header.
+type Curl<'a> = dyn Fn(Option<&str>, &Path, Option<&str>) -> Result<Duration> + 'a;
+
+/// A brokered secret's cost on the wire (NIB_SANDBOX_SECRETS): curl with
+/// the placeholder in `Authorization` through a second nib whose proxy
+/// terminates the server's tunnel and fills the real token in, against the
+/// same request through `opaque`, the first nib's proxy, which only tunnels.
+fn terminated_tunnel(
+    nib: &Path,
+    scratch: &Path,
+    dir: &Path,
+    opaque: &str,
+    n: usize,
+    curl: &Curl<'_>,
+) -> Result<()> {
+    let cert = dir.join("ca.pem");
+    let cert_text = cert.to_string_lossy().into_owned();
+    let mut server = Server::spawn_with(
+        nib,
+        dir,
+        &scratch.join("proxy-secrets-state"),
+        &[
+            ("NIB_SANDBOX", "1"),
+            ("NIB_SANDBOX_NETWORK", "127.0.0.1"),
+            ("NIB_SANDBOX_SECRETS", "BENCH_TOKEN@127.0.0.1"),
+            ("BENCH_TOKEN", "bench_R3alT0ken0123456789"),
+            // nib's proxy trusts the test server's certificate.
+            ("SSL_CERT_FILE", &cert_text),
+        ],
+    )?;
+    server.initialize()?;
+    let said = server.call(
+        "nibash",
+        json!({"command": "echo $HTTP_PROXY; echo $SSL_CERT_FILE; echo $BENCH_TOKEN"}),
+    )?;
+    let lines: Vec<&str> = said.lines().map(str::trim).collect();
+    let (Some(proxy), Some(bundle), Some(placeholder)) = (
+        lines
+            .first()
+            .and_then(|l| l.rsplit_once('@'))
+            .map(|(_, a)| format!("http://{a}")),
+        lines.get(1).filter(|b| b.ends_with("bundle.pem")),
+        lines.get(2),
+    ) else {
+        println!("  proxy: no brokered secret here ({said:?}); the terminated row is skipped");
+        return Ok(());
+    };
+    let header = format!("Authorization: Bearer {placeholder}");
+    tls_through(&proxy, opaque, Path::new(bundle), &header, &url_of(dir)?, n)?;
+    // Both curls trust the same bundle (the system's roots, the test
+    // server's CA, the session's authority): parsing it is curl's own cost
+    // (tens of milliseconds for a system bundle), not the proxy's.
+    let bundle = PathBuf::from(bundle);
+    let mut through =
+        || -> Result<(Duration, usize)> { Ok((curl(Some(&proxy), &bundle, Some(&header))?, 0)) };
+    let mut bases: Baselines<'_> = vec![(
+        "the same through an opaque tunnel".into(),
+        Box::new(|| curl(Some(opaque), &bundle, Some(&header))),
+    )];
+    let (s, _, b) = interleave(n.min(30), Some(&mut through), &mut bases)?;
+    Row {
+        scenario: "curl over HTTPS, tunnel terminated to fill a brokered secret".into(),
         nib: s,
         chars: None,
         baselines: b,
@@ -2343,7 +2566,7 @@ fn proxy_scenarios(nib: &Path, scratch: &Path, n: usize) -> Result<()> {
         baselines: b,
     }
     .print();
-    https_through_the_proxy(&dir, port, n)?;
+    https_through_the_proxy(nib, scratch, &dir, port, n)?;
     let pid = server.child.id();
     let before = status_kib(pid, "VmRSS:").unwrap_or(0);
     let mut open = Vec::new();

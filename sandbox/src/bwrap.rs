@@ -170,6 +170,9 @@ pub fn bwrap_argv(
     for p in &policy.protected {
         push(&["--ro-bind-try".as_ref(), p.as_os_str(), p.as_os_str()]);
     }
+    for (file, stand_in) in &policy.stand_in_files {
+        push(&["--ro-bind".as_ref(), stand_in.as_os_str(), file.as_os_str()]);
+    }
     for m in &policy.masked {
         if m.exists() {
             push(&["--ro-bind".as_ref(), "/dev/null".as_ref(), m.as_os_str()]);

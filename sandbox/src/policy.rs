@@ -99,6 +99,11 @@ pub struct Policy {
     /// replace any of the same name.
     #[serde(default)]
     pub set_env: Vec<(String, String)>,
+    /// `(file, stand-in)`: under bubblewrap the stand-in is bound read-only
+    /// over the file (a brokered secret's file, holding its placeholder);
+    /// the caller also hides the file, which is all Landlock alone can do.
+    #[serde(default)]
+    pub stand_in_files: Vec<(PathBuf, PathBuf)>,
 }
 
 /// Which layers this machine offers (see [`crate::probe`]).

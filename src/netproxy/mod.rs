@@ -75,8 +75,12 @@ pub struct Brokered {
     /// secret is in force).
     pub authority: Option<tls::Authority>,
     /// The folder programs read the authority's certificate from
-    /// (`ca.pem`, and `bundle.pem` with the system's roots), when written.
+    /// (`ca.pem`, and `bundle.pem` with the system's roots), when written;
+    /// it also holds the brokered files' stand-ins (`files/N`).
     pub trust_dir: Option<PathBuf>,
+    /// `(brokered file, its stand-in holding the placeholder)`: bound over
+    /// the file under bubblewrap; with Landlock alone the file is hidden.
+    pub stand_ins: Vec<(PathBuf, PathBuf)>,
 }
 
 impl Brokered {
@@ -84,7 +88,13 @@ impl Brokered {
     /// placeholder; with an authority, the trust variables naming its
     /// bundle, and a git credential helper for Basic secrets' hosts.
     pub fn program_env(&self) -> Vec<(String, String)> {
-        let mut out = self.secrets.placeholders.clone();
+        let mut out: Vec<(String, String)> = self
+            .secrets
+            .placeholders
+            .iter()
+            .filter(|(source, _)| secrets::file_of(source).is_none())
+            .cloned()
+            .collect();
         let Some(dir) = self.trust_dir.as_ref().filter(|_| self.authority.is_some()) else {
             return out;
         };
@@ -170,13 +180,33 @@ static BROKERED: OnceLock<Arc<Brokered>> = OnceLock::new();
 /// The session's brokered secrets, read from `spec` the first time
 /// (later calls get the same): entries whose hosts `rules` does not allow
 /// are refused, all of them when there are no rules (no proxy runs).
-pub fn brokered(spec: Option<&str>, rules: Option<&rules::HostRules>) -> Arc<Brokered> {
+pub fn brokered(
+    spec: Option<&str>,
+    rules: Option<&rules::HostRules>,
+    project: &Path,
+) -> Arc<Brokered> {
     Arc::clone(BROKERED.get_or_init(|| {
-        let secrets = secrets::Secrets::parse(
+        let mut secrets = secrets::Secrets::parse(
             spec.unwrap_or_default(),
-            |v| std::env::var(v).ok(),
+            |source| match secrets::file_of(source) {
+                Some(path) => std::fs::read_to_string(path).ok(),
+                None => std::env::var(source).ok(),
+            },
             |h| rules.is_some_and(|r| r.check_host(h).is_ok()),
         );
+        // nib's own file tools read inside the project: a file there would
+        // be read whole by any agent that asks.
+        let project = std::fs::canonicalize(project).unwrap_or_else(|_| project.to_path_buf());
+        secrets.refuse_if(|s| {
+            let file = secrets::file_of(&s.var)?;
+            let real = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
+            real.starts_with(&project).then(|| {
+                format!(
+                    "{} is inside the project's folder, where nib's file tools read; keep a brokered file outside it",
+                    file.display()
+                )
+            })
+        });
         for (entry, why) in &secrets.refused {
             tracing::warn!("NIB_SANDBOX_SECRETS: {entry} is refused: {why}");
         }
@@ -198,25 +228,38 @@ pub fn brokered(spec: Option<&str>, rules: Option<&rules::HostRules>) -> Arc<Bro
                 }
             }
         };
-        let trust_dir = authority.as_ref().and_then(|a| match write_trust(a) {
-            Ok(dir) => Some(dir),
-            Err(e) => {
-                tracing::warn!("NIB_SANDBOX_SECRETS: writing the session's certificate: {e}");
+        let files: Vec<(PathBuf, String)> = secrets
+            .placeholders
+            .iter()
+            .filter_map(|(source, p)| Some((secrets::file_of(source)?.to_path_buf(), p.clone())))
+            .collect();
+        let written = (authority.is_some() || !files.is_empty())
+            .then(|| write_trust(authority.as_ref(), &files))
+            .transpose()
+            .unwrap_or_else(|e| {
+                tracing::warn!("NIB_SANDBOX_SECRETS: writing the session's trust folder: {e}");
                 None
-            }
-        });
+            });
+        let (trust_dir, stand_ins) = written.unzip();
         Arc::new(Brokered {
             secrets,
             authority,
             trust_dir,
+            stand_ins: stand_ins.unwrap_or_default(),
         })
     }))
 }
 
 /// Writes the authority's certificate (`ca.pem`) and it with the system's
-/// roots (`bundle.pem`) to a folder of this process's, readable to
-/// programs; the folders of killed nibs are swept.
-fn write_trust(authority: &tls::Authority) -> Result<PathBuf, String> {
+/// roots (`bundle.pem`), and a stand-in for each brokered file (`files/N`,
+/// the placeholder and a line end), to a folder of this process's,
+/// readable to programs; the folders of killed nibs are swept. Returns the
+/// folder and `(file, stand-in)` pairs.
+#[allow(clippy::type_complexity)]
+fn write_trust(
+    authority: Option<&tls::Authority>,
+    files: &[(PathBuf, String)],
+) -> Result<(PathBuf, Vec<(PathBuf, PathBuf)>), String> {
     use std::os::unix::fs::DirBuilderExt;
     nib_sandbox::sweep_leftovers(
         &std::env::temp_dir(),
@@ -230,19 +273,28 @@ fn write_trust(authority: &tls::Authority) -> Result<PathBuf, String> {
         .mode(0o755)
         .create(&dir)
         .map_err(|e| format!("{}: {e}", dir.display()))?;
-    let bundle = format!(
-        "{}{}",
-        tls::pem_of(&tls::system_roots()),
-        authority.ca_pem()
-    );
-    for (name, text) in [
-        ("ca.pem", authority.ca_pem()),
-        ("bundle.pem", bundle.as_str()),
-    ] {
-        std::fs::write(dir.join(name), text.as_bytes())
-            .map_err(|e| format!("{}: {e}", dir.join(name).display()))?;
+    let put = |path: PathBuf, text: &str| {
+        std::fs::write(&path, text.as_bytes()).map_err(|e| format!("{}: {e}", path.display()))
+    };
+    if let Some(authority) = authority {
+        let bundle = format!(
+            "{}{}",
+            tls::pem_of(&tls::system_roots()),
+            authority.ca_pem()
+        );
+        put(dir.join("ca.pem"), authority.ca_pem())?;
+        put(dir.join("bundle.pem"), &bundle)?;
     }
-    Ok(dir)
+    let mut stand_ins = Vec::new();
+    if !files.is_empty() {
+        std::fs::create_dir(dir.join("files")).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    for (i, (file, placeholder)) in files.iter().enumerate() {
+        let copy = dir.join("files").join(i.to_string());
+        put(copy.clone(), &format!("{placeholder}\n"))?;
+        stand_ins.push((file.clone(), copy));
+    }
+    Ok((dir, stand_ins))
 }
 
 /// The session's brokered secrets when they were read.
@@ -313,7 +365,7 @@ pub fn running(
             if !rules.any() {
                 return Ok(None);
             }
-            let brokered = brokered(secrets, Some(&rules));
+            let brokered = brokered(secrets, Some(&rules), project);
             start(rules, confirm, brokered).map(Some)
         })
         .as_ref()
@@ -321,8 +373,9 @@ pub fn running(
         .map_err(Clone::clone)
 }
 
-/// Removes the running proxy's socket folder, at a normal exit (the
-/// folder of a nib that was killed is swept by a later one).
+/// Removes the running proxy's socket folder and the brokered secrets'
+/// trust folder, at a normal exit (the folders of a nib that was killed
+/// are swept by a later one).
 pub fn remove_socket_folder() {
     if let Some(dir) = current().and_then(|r| r.socket.parent()) {
         let _ = std::fs::remove_dir_all(dir);

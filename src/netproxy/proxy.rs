@@ -295,7 +295,6 @@ async fn join_halves<S: AsyncRead + AsyncWrite + Unpin>(client: S, mut upstream:
 /// The worker token a request names (`Proxy-Authorization: Basic` of
 /// `nib:TOKEN`, from the proxy variables' address), if it names one.
 fn call_token(head: &[u8]) -> Option<String> {
-    use base64::Engine;
     let text = std::str::from_utf8(head).ok()?;
     let value = text.split("\r\n").skip(1).find_map(|line| {
         let (name, value) = line.split_once(':')?;
@@ -303,14 +302,7 @@ fn call_token(head: &[u8]) -> Option<String> {
             .eq_ignore_ascii_case("proxy-authorization")
             .then(|| value.trim())
     })?;
-    let (scheme, encoded) = value.split_once(' ')?;
-    if !scheme.eq_ignore_ascii_case("basic") {
-        return None;
-    }
-    let decoded = base64::engine::general_purpose::STANDARD
-        .decode(encoded.trim())
-        .ok()?;
-    let pair = String::from_utf8(decoded).ok()?;
+    let pair = super::secrets::basic_pair(value)?;
     let (user, token) = pair.split_once(':')?;
     (user == nib_sandbox::PROXY_USER && !token.is_empty()).then(|| token.to_string())
 }
@@ -418,37 +410,52 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Rewound<S> {
 /// A tunnel to `host` terminated on both sides: the program's TLS under
 /// the session authority's certificate for `host`, the proxy's own to the
 /// real server (verified against the system's roots), and the relay
-/// between them. A handshake that fails on either side ends the tunnel.
+/// between them. When the real server does not verify, the program's
+/// request is answered `502` with the reason, and `refused` records it.
 async fn terminate<S: AsyncRead + AsyncWrite + Unpin>(
     authority: &super::tls::Authority,
     secrets: &[&super::secrets::Secret],
     host: &str,
     client: S,
     upstream: TcpStream,
+    refused: impl Fn(&Refusal),
 ) {
     let bare = host.trim_start_matches('[').trim_end_matches(']');
     let Ok(name) = tokio_rustls::rustls::pki_types::ServerName::try_from(bare.to_string()) else {
         return;
     };
-    // The real server first: when its certificate does not verify, the
-    // program's handshake never completes (no secret can follow it).
-    let Ok(Ok(server)) = tokio::time::timeout(
+    let server = tokio::time::timeout(
         UPSTREAM_TIMEOUT,
         authority.connector().connect(name, upstream),
     )
-    .await
-    else {
-        tracing::warn!("brokered secrets: no verified TLS with {host}; the tunnel ends");
-        return;
-    };
+    .await;
     let Ok(acceptor) = authority.acceptor(bare) else {
         return;
     };
-    let Ok(Ok(client)) = tokio::time::timeout(UPSTREAM_TIMEOUT, acceptor.accept(client)).await
+    let Ok(Ok(mut client)) = tokio::time::timeout(UPSTREAM_TIMEOUT, acceptor.accept(client)).await
     else {
         return;
     };
-    super::terminate::relay(client, server, secrets).await;
+    match server {
+        Ok(Ok(server)) => super::terminate::relay(client, server, secrets).await,
+        failed => {
+            // No verified server: the program's request is read and
+            // answered here, saying why; nothing reached the server.
+            let why = match failed {
+                Ok(Err(e)) => e.to_string(),
+                _ => "no answer in time".to_string(),
+            };
+            let refusal = Refusal::Unverified;
+            refused(&refusal);
+            let _ = tokio::time::timeout(UPSTREAM_TIMEOUT, read_head(&mut client)).await;
+            answer(
+                &mut client,
+                "502 Bad Gateway",
+                &format!("{host}: {refusal} ({why})"),
+            )
+            .await;
+        }
+    }
 }
 
 impl Proxy {
@@ -716,12 +723,14 @@ impl Proxy {
                     return;
                 }
                 if let Some((authority, secrets)) = self.terminated(&host) {
+                    let refused = |why: &Refusal| self.log.block(&host, port, why, call.as_deref());
                     return terminate(
                         authority,
                         &secrets,
                         &host,
                         Rewound::new(rest, client),
                         upstream,
+                        refused,
                     )
                     .await;
                 }

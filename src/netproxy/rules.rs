@@ -82,6 +82,9 @@ pub enum Refusal {
     /// The request carried a brokered secret's placeholder to a host the
     /// secret is not declared for (NIB_SANDBOX_SECRETS).
     Placeholder,
+    /// A host with a brokered secret whose TLS did not verify against the
+    /// system's roots (the secret was held back).
+    Unverified,
 }
 
 impl std::fmt::Display for Refusal {
@@ -105,6 +108,10 @@ impl std::fmt::Display for Refusal {
             Refusal::Placeholder => write!(
                 f,
                 "the request carried a brokered secret's placeholder, which NIB_SANDBOX_SECRETS does not declare for this host"
+            ),
+            Refusal::Unverified => write!(
+                f,
+                "its TLS certificate did not verify against the system's roots (or SSL_CERT_FILE of nib's environment); the brokered secret was not sent"
             ),
         }
     }

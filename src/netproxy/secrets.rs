@@ -9,6 +9,8 @@
 //! Only the user declares a secret (an environment variable of nib's):
 //! nothing of a project's is read here.
 
+use std::path::Path;
+
 use base64::Engine;
 
 /// The variable holding the declarations.
@@ -113,15 +115,18 @@ pub struct Secrets {
     pub accepted: Vec<Secret>,
     /// `(entry as written, why)`.
     pub refused: Vec<(String, String)>,
-    /// `(variable, placeholder)` for every declared variable, refused ones
-    /// too: a variable the user declared secret never reaches a program.
+    /// `(source, placeholder)` for every declared source, refused ones too:
+    /// a variable (or file, `file:/PATH`) the user declared secret never
+    /// reaches a program.
     pub placeholders: Vec<(String, String)>,
 }
 
 impl Secrets {
     /// Reads `spec` (`VAR@HOST[,HOST…][=basic:USER|=header:NAME|=bearer]`
-    /// entries separated by `;`), taking values from `value_of`; a host must
-    /// pass `allowed` (the network allowlist) or the entry is refused.
+    /// entries separated by `;`, `file:/PATH` in place of VAR for a file
+    /// holding the value), taking values from `value_of` (given VAR or
+    /// `file:/PATH`, trimmed); a host must pass `allowed` (the network
+    /// allowlist) or the entry is refused.
     pub fn parse(
         spec: &str,
         value_of: impl Fn(&str) -> Option<String>,
@@ -136,7 +141,9 @@ impl Secrets {
                     continue;
                 }
             };
-            let real = value_of(&var).unwrap_or_default();
+            let real = value_of(&var)
+                .map(|v| v.trim().to_string())
+                .unwrap_or_default();
             // One placeholder per variable, whatever becomes of the entry.
             let placeholder = match out.placeholders.iter().find(|(v, _)| *v == var) {
                 Some((_, p)) => p.clone(),
@@ -162,6 +169,19 @@ impl Secrets {
             }
         }
         out
+    }
+
+    /// Moves the secrets `why` finds a reason against to the refused ones.
+    pub fn refuse_if(&mut self, why: impl Fn(&Secret) -> Option<String>) {
+        let accepted = std::mem::take(&mut self.accepted);
+        for secret in accepted {
+            match why(&secret) {
+                Some(reason) => self
+                    .refused
+                    .push((format!("{}@{}", secret.var, secret.hosts.join(",")), reason)),
+                None => self.accepted.push(secret),
+            }
+        }
     }
 
     /// The secrets that may go to `host`.
@@ -202,7 +222,10 @@ fn refusal(
     allowed: &impl Fn(&str) -> bool,
 ) -> Option<String> {
     if real.is_empty() {
-        return Some(format!("{var} is not set in nib's environment"));
+        return Some(match file_of(var) {
+            Some(path) => format!("{} cannot be read by nib, or is empty", path.display()),
+            None => format!("{var} is not set in nib's environment"),
+        });
     }
     if real.chars().count() < SHORTEST {
         return Some(format!(
@@ -219,21 +242,33 @@ fn refusal(
     })
 }
 
-/// `VAR@HOST[,HOST…][=WIRE]` read, or why not.
+/// The file a source names (`file:/PATH`), when it names one.
+pub fn file_of(source: &str) -> Option<&Path> {
+    source.strip_prefix("file:").map(Path::new)
+}
+
+/// `VAR@HOST[,HOST…][=WIRE]` (or `file:/PATH@…`) read, or why not.
 fn read_entry(entry: &str) -> Result<(String, Vec<String>, Wire), String> {
     let (left, wire) = match entry.split_once('=') {
         Some((l, w)) => (l, Some(w.trim())),
         None => (entry, None),
     };
-    let (var, hosts) = left
-        .split_once('@')
-        .ok_or("an entry is VAR@HOST[,HOST…], with an optional =basic:USER or =header:NAME")?;
+    let (var, hosts) = left.rsplit_once('@').ok_or(
+        "an entry is VAR@HOST[,HOST…] or file:/PATH@HOST[,HOST…], with an optional =basic:USER or =header:NAME",
+    )?;
     let var = var.trim();
-    if var.is_empty()
-        || var.starts_with(|c: char| c.is_ascii_digit())
-        || !var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-    {
-        return Err(format!("{var:?} is not a variable name"));
+    match var.strip_prefix("file:") {
+        Some(path) if !Path::new(path).is_absolute() => {
+            return Err(format!("{path:?} is not an absolute path"));
+        }
+        Some(_) => {}
+        None if var.is_empty()
+            || var.starts_with(|c: char| c.is_ascii_digit())
+            || !var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') =>
+        {
+            return Err(format!("{var:?} is not a variable name"));
+        }
+        None => {}
     }
     let hosts: Vec<String> = hosts
         .split(',')
@@ -390,14 +425,8 @@ fn fill_header(secret: &Secret, name: &str, value: &str) -> Option<String> {
                 .then(|| format!("{scheme} {}", secret.real))
         }
         Wire::Basic { user } if name.eq_ignore_ascii_case("authorization") => {
-            let (scheme, encoded) = value.split_once(' ')?;
-            if !scheme.eq_ignore_ascii_case("basic") {
-                return None;
-            }
-            let decoded = base64::engine::general_purpose::STANDARD
-                .decode(encoded.trim())
-                .ok()?;
-            (decoded == format!("{user}:{}", secret.placeholder).as_bytes())
+            let (scheme, _) = value.split_once(' ')?;
+            (basic_pair(value)? == format!("{user}:{}", secret.placeholder))
                 .then(|| format!("{scheme} {}", b64(&format!("{user}:{}", secret.real))))
         }
         Wire::Header { name: declared } if name.eq_ignore_ascii_case(declared) => {
@@ -405,6 +434,19 @@ fn fill_header(secret: &Secret, name: &str, value: &str) -> Option<String> {
         }
         _ => None,
     }
+}
+
+/// The `USER:PASSWORD` pair an `Authorization` (or `Proxy-Authorization`)
+/// value of the Basic scheme carries, decoded.
+pub fn basic_pair(value: &str) -> Option<String> {
+    let (scheme, encoded) = value.trim().split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return None;
+    }
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(encoded.trim())
+        .ok()?;
+    String::from_utf8(decoded).ok()
 }
 
 /// Replaces each real value with its placeholder (the same length) in a
