@@ -254,6 +254,31 @@ async fn nib_json_program_rules_hold_for_a_providers_programs_in_every_mode() {
 }
 
 #[tokio::test]
+async fn under_the_sandbox_a_provider_holds_a_brokered_secrets_placeholder() {
+    const REAL: &str = "ghp_ProviderCanary0123456789abcdefXY";
+    for bwrap in ["1", "0"] {
+        let dir = project_with_code();
+        nib_json_with(dir.path(), &[("zemble", &[])]);
+        let env = [
+            ("NIB_SANDBOX", "1"),
+            ("NIB_PROVIDERS_SANDBOX", "1"),
+            ("NIB_SANDBOX_BWRAP", bwrap),
+            ("NIB_SANDBOX_NETWORK", "127.0.0.1"),
+            ("NIB_SANDBOX_SECRETS", "GH_TOKEN@127.0.0.1"),
+            ("GH_TOKEN", REAL),
+        ];
+        let nib = serve(Era::Handshake, dir.path(), &env, &[]).await;
+        let said = nib.ok("zemble_env", json!({"name": "GH_TOKEN"})).await;
+        assert!(!said.contains(REAL), "bwrap={bwrap}: {said}");
+        assert!(
+            said.contains("ghp_"),
+            "bwrap={bwrap}: no placeholder: {said}"
+        );
+        nib.stop().await;
+    }
+}
+
+#[tokio::test]
 async fn under_the_sandbox_a_provider_is_confined_to_the_roots() {
     let outside = tempfile::tempdir().unwrap();
     let canary = outside.path().join("provider-canary");
