@@ -2,7 +2,8 @@
 //! "Layers" section: every file of `src/`, `policy/src/` and `sandbox/src/`
 //! is a module, each `crate::…` or `super::…` path in it (outside its test
 //! modules) an import of the module that path names — an item the crate
-//! root re-exports counts as an import of the module it comes from. An
+//! root re-exports counts as an import of the module it comes from — and so
+//! is each bare `child::…` path to a module the file declares (`mod child;`). An
 //! import may go to its own group or to a layer beneath; no import may
 //! close a circle; the nibash worker and broker never import each other.
 
@@ -72,9 +73,35 @@ fn imports(
             }
         }
     };
+    // The modules this file declares (`mod x;`): a bare `x::…` path in it
+    // is an import of its child.
+    let children: Vec<String> = code
+        .lines()
+        .map(str::trim)
+        .filter_map(|l| {
+            let l = l
+                .strip_prefix("pub ")
+                .or_else(|| l.strip_prefix("pub(crate) "))
+                .unwrap_or(l);
+            let name = l.strip_prefix("mod ")?.strip_suffix(';')?;
+            Some(name.trim().to_string())
+        })
+        .collect();
     for line in code.lines().map(str::trim) {
         if line.starts_with("//") {
             continue;
+        }
+        for child in &children {
+            let pattern = format!("{child}::");
+            for (at, _) in line.match_indices(&pattern) {
+                let before = line[..at].chars().last();
+                if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+                    continue;
+                }
+                let mut full = me.clone();
+                full.push(child.clone());
+                add(full);
+            }
         }
         for (at, _) in line
             .match_indices("crate::")
@@ -345,10 +372,25 @@ fn the_check_sees_a_circle_and_an_upward_import() {
     )
     .unwrap();
     std::fs::write(dir.path().join("d.rs"), "use crate::Thing;\n").unwrap();
+    // A parent calling its child by bare path, the child calling back up.
+    std::fs::create_dir(dir.path().join("p")).unwrap();
+    std::fs::write(
+        dir.path().join("p").join("mod.rs"),
+        "mod q;\npub fn g() {}\npub fn f() { q::h() }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("p").join("q.rs"),
+        "pub fn h() { super::g() }\n",
+    )
+    .unwrap();
     let (_, graph) = graph_of(dir.path());
     assert_eq!(
         circles(&graph),
-        vec![vec!["a".to_string(), "b".to_string()]]
+        vec![
+            vec!["a".to_string(), "b".to_string()],
+            vec!["p".to_string(), "p/q".to_string()]
+        ]
     );
     // The re-exported item is an import of the module it comes from; a
     // test module's imports are not counted.

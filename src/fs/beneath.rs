@@ -200,6 +200,12 @@ pub fn open_parent_creating(
     Err(Miss::Outside)
 }
 
+/// The folder path the kernel holds for an fd (for pattern checks and messages).
+pub(super) fn fd_path(fd: impl AsFd) -> Option<PathBuf> {
+    use std::os::fd::AsRawFd;
+    std::fs::read_link(format!("/proc/self/fd/{}", fd.as_fd().as_raw_fd())).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 
-use super::FsError;
+use super::error::FsError;
 
 /// The home trash folder.
 pub fn trash_home() -> Result<PathBuf, FsError> {
@@ -95,7 +95,7 @@ pub fn move_to_trash(parent: &OwnedFd, name: &OsStr, shown: &Path) -> Result<(),
         std::fs::create_dir_all(d)?;
         let _ = std::fs::set_permissions(d, std::os::unix::fs::PermissionsExt::from_mode(0o700));
     }
-    let original = super::fd_path(parent)
+    let original = super::beneath::fd_path(parent)
         .map(|p| p.join(name))
         .unwrap_or_else(|| shown.to_path_buf());
     let files_fd = rustix::fs::open(

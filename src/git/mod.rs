@@ -12,6 +12,7 @@
 //! touched; the whole output is kept in the call's log by the caller.
 
 pub mod history;
+mod noise;
 pub mod patch;
 pub mod status;
 
@@ -321,37 +322,12 @@ fn listing(out: &str, name: &dyn Fn(&str) -> String) -> String {
     s
 }
 
-/// A line of progress (rewritten in place with `\r`, or git's counters).
-fn is_progress(line: &str) -> bool {
-    const COUNTERS: &[&str] = &[
-        "Enumerating objects:",
-        "Counting objects:",
-        "Compressing objects:",
-        "Writing objects:",
-        "Receiving objects:",
-        "Resolving deltas:",
-        "Unpacking objects:",
-        "Total ",
-        "Delta compression",
-    ];
-    let l = line.strip_prefix("remote: ").unwrap_or(line);
-    line.contains('\r') || COUNTERS.iter().any(|c| l.starts_with(c))
-}
-
-/// A hint or advice line.
-fn is_hint(line: &str) -> bool {
-    line == "hint:" || line.starts_with("hint: ") || {
-        let t = line.trim_start();
-        t.len() < line.len() && t.starts_with("(use \"git ") && t.ends_with(')')
-    }
-}
-
 /// `text` without hints and progress; whether anything went.
 pub fn quiet(text: &str) -> (String, bool) {
     let mut out = String::with_capacity(text.len());
     let mut cut = false;
     for line in text.lines() {
-        if is_hint(line) || is_progress(line) {
+        if noise::is_hint(line) || noise::is_progress(line) {
             cut = true;
             continue;
         }

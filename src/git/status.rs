@@ -100,7 +100,7 @@ pub fn long(text: &str, name: &dyn Fn(&str) -> String) -> String {
                 continue;
             }
         }
-        if line.is_empty() || super::is_hint(line) {
+        if line.is_empty() || super::noise::is_hint(line) {
             continue;
         }
         if let Some(entry) = line.strip_prefix('\t') {

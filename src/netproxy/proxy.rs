@@ -189,7 +189,7 @@ pub struct Proxy {
     /// The session's and a call's limits (tests lower them).
     limits: (Option<usize>, usize),
     /// Brokered secrets: their hosts' tunnels are terminated.
-    brokered: Option<Arc<super::Brokered>>,
+    brokered: Option<Arc<super::brokering::Brokered>>,
 }
 
 /// What a client asked for.
@@ -477,7 +477,7 @@ impl Proxy {
 
     /// The same proxy, terminating the tunnels to hosts with a brokered
     /// secret in force and refusing plain requests that carry a placeholder.
-    pub fn brokering(mut self, brokered: Arc<super::Brokered>) -> Proxy {
+    pub fn brokering(mut self, brokered: Arc<super::brokering::Brokered>) -> Proxy {
         self.brokered = Some(brokered);
         self
     }
@@ -541,7 +541,7 @@ impl Proxy {
         if self.allowed.lock().is_ok_and(|a| a.contains(&host)) {
             return Some(true);
         }
-        let ask = super::asker()?;
+        let ask = super::asker::asker()?;
         let what = format!("{host}:{port}");
         let yes = tokio::task::spawn_blocking(move || ask(&what))
             .await

@@ -16,8 +16,8 @@ use brush_core::builtins::CommandExecuteFunc;
 use brush_core::commands::CommandArg;
 use brush_core::{ExecutionContext, ExecutionControlFlow, ExecutionResult};
 
+use super::link::{Se, ask, original, send};
 use super::own::Answer;
-use super::{Se, ask, original, send};
 use crate::nibash::channel::{Ask, Event, Reply};
 
 /// The builtins this module provides, by name.
@@ -237,7 +237,7 @@ fn trash(ctx: ExecutionContext<'_, Se>, args: Vec<CommandArg>) -> Answer<'_> {
 /// that number). This call's own number (what `$!` gives) means its latest
 /// job and is turned into `%+`.
 fn broker_jobs(ctx: &mut ExecutionContext<'_, Se>, args: &mut [CommandArg]) -> Vec<u32> {
-    let own = super::request().map(|r| r.job);
+    let own = super::link::request().map(|r| r.job);
     let mut ids = Vec::new();
     for a in args.iter_mut().skip(1) {
         let text = a.to_string();
@@ -308,7 +308,7 @@ fn job_control(mut ctx: ExecutionContext<'_, Se>, mut args: Vec<CommandArg>) -> 
                 // (after its EXIT trap) with 128+N. The worker's own process
                 // is this shell, so end the command line the same way.
                 let signal = kills_self(&argv).unwrap_or(libc::SIGTERM);
-                super::note_fatal_signal(signal);
+                super::link::note_fatal_signal(signal);
                 let mut r = ExecutionResult::new(u8::try_from(128 + signal).unwrap_or(255));
                 r.next_control_flow = brush_core::ExecutionControlFlow::ExitShell;
                 Ok(r)
@@ -477,8 +477,10 @@ fn kills_self(argv: &[String]) -> Option<i32> {
         }
     }
     let me = std::process::id().to_string();
-    (!targets.is_empty() && targets.iter().all(|t| *t == me) && super::FATAL.contains(&signal))
-        .then_some(signal)
+    (!targets.is_empty()
+        && targets.iter().all(|t| *t == me)
+        && super::link::FATAL.contains(&signal))
+    .then_some(signal)
 }
 
 /// Whether process `pid` exists and this shell may signal it (`kill -0`).
@@ -529,7 +531,7 @@ fn hash(ctx: ExecutionContext<'_, Se>, args: Vec<CommandArg>) -> Answer<'_> {
             return call_original(ctx, args).await;
         }
         if defs.is_empty() {
-            let names = super::request()
+            let names = super::link::request()
                 .map(|r| r.names.clone())
                 .unwrap_or_default();
             let mut out = ctx.stdout();
@@ -540,11 +542,14 @@ fn hash(ctx: ExecutionContext<'_, Se>, args: Vec<CommandArg>) -> Answer<'_> {
         }
         // The broker's table, to say at once what it would refuse (it
         // checks again: the worker is not trusted).
-        let sources = super::request()
+        let sources = super::link::request()
             .map(|r| r.name_sources.clone())
             .unwrap_or_default();
         let mut table = crate::names::Names::from_pairs(
-            super::request().map(|r| &r.names).into_iter().flatten(),
+            super::link::request()
+                .map(|r| &r.names)
+                .into_iter()
+                .flatten(),
             &sources,
         );
         for d in defs {
@@ -588,7 +593,7 @@ fn enable(ctx: ExecutionContext<'_, Se>, args: Vec<CommandArg>) -> Answer<'_> {
         let hidden = |n: &str| {
             STAND_INS.contains(&n)
                 || internal(n)
-                || super::request().is_some_and(|r| {
+                || super::link::request().is_some_and(|r| {
                     r.rules
                         .iter()
                         .any(|rule| rule.programs.iter().any(|p| p == n))

@@ -22,9 +22,9 @@ use std::path::PathBuf;
 use brush_core::commands::CommandArg;
 use brush_core::{ExecutionContext, ExecutionResult};
 
+use super::link::{Se, ask};
 use super::own::Answer;
 use super::system::{capture, finish};
-use super::{Se, ask};
 use crate::nibash::channel::{Ask, Reply};
 
 fn strings(args: &[CommandArg]) -> Vec<String> {
@@ -63,7 +63,7 @@ pub fn git(ctx: ExecutionContext<'_, Se>, args: Vec<CommandArg>) -> Answer<'_> {
                 git_clean(&ctx, rest)
             }
             _ => {
-                let to_model = super::to_model(&ctx);
+                let to_model = super::link::to_model(&ctx);
                 match crate::git::plan(rest).filter(|_| to_model) {
                     Some(plan) => Ok(super::git::reshaped(&ctx, &argv, &plan)),
                     None => super::own::system(ctx, args).await,
@@ -161,7 +161,7 @@ pub fn find(ctx: ExecutionContext<'_, Se>, args: Vec<CommandArg>) -> Answer<'_> 
         let argv = strings(&args);
         let rest = argv.get(1..).unwrap_or_default();
         if !rest.iter().any(|a| a == "-delete") {
-            let to_model = super::to_model(&ctx);
+            let to_model = super::link::to_model(&ctx);
             if to_model && super::listing::lists_paths(rest) {
                 return Ok(super::listing::find(&ctx, rest));
             }

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use brush_core::commands::CommandArg;
 use brush_core::{ExecutionContext, ExecutionResult};
 
-use super::Se;
+use super::link::Se;
 use crate::git::{self, Place, Plan};
 use crate::nibash::channel::Event;
 
@@ -94,13 +94,13 @@ fn shape(
         return (out_text.into_owned(), err_text.into_owned());
     };
     for (path, tag, lines) in shaped.seen {
-        super::send(&Event::Seen {
+        super::link::send(&Event::Seen {
             path,
             tag: tag.to_string(),
             lines: ranges(lines),
         });
     }
-    super::send(&Event::Whole {
+    super::link::send(&Event::Whole {
         command: command.to_string(),
         text: format!("{out_text}{err_text}"),
         named: shaped.cut,
@@ -314,7 +314,7 @@ pub fn each(ctx: ExecutionContext<'_, Se>, args: Vec<CommandArg>) -> super::own:
             return Ok(ExecutionResult::new(2));
         }
         let cwd = ctx.shell.working_dir().to_path_buf();
-        let to_model = super::to_model(&ctx);
+        let to_model = super::link::to_model(&ctx);
         let repos = repositories(&cwd);
         if repos.is_empty() {
             let _ = writeln!(

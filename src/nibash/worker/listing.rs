@@ -9,7 +9,7 @@ use std::os::unix::ffi::OsStrExt;
 
 use brush_core::{ExecutionContext, ExecutionResult};
 
-use super::Se;
+use super::link::Se;
 use super::system::{capture, finish};
 use crate::nibash::channel::Reply;
 

@@ -16,6 +16,7 @@ pub mod bridge;
 pub mod deletes;
 pub mod discarded;
 pub mod git;
+mod link;
 pub mod listing;
 pub mod own;
 pub mod system;
@@ -24,81 +25,17 @@ pub mod words;
 use std::collections::HashMap;
 use std::os::fd::FromRawFd;
 use std::os::unix::net::UnixStream;
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 use brush_builtins::BuiltinSet;
 use brush_core::builtins::{CommandExecuteFunc, Registration};
-use brush_core::extensions::DefaultShellExtensions;
 use brush_core::{ProfileLoadBehavior, RcLoadBehavior, Shell, SourceInfo};
 
-use super::channel::{Ask, Channel, Event, Reply, Request};
+use super::channel::{Channel, Event, Request};
 
 pub use super::channel::{NIBASH_ARG, ZYGOTE_ARG};
-
-/// The shell extensions nibash uses (brush's defaults).
-pub type Se = DefaultShellExtensions;
-
-/// The builtin functions nib wraps, as brush registered them.
-pub(crate) fn original(name: &str) -> Option<CommandExecuteFunc<Se>> {
-    static ORIGINALS: OnceLock<HashMap<String, CommandExecuteFunc<Se>>> = OnceLock::new();
-    ORIGINALS
-        .get_or_init(|| {
-            brush_builtins::default_builtins::<Se>(BuiltinSet::BashMode)
-                .into_iter()
-                .map(|(k, v)| (k, v.execute_func))
-                .collect()
-        })
-        .get(name)
-        .copied()
-}
-
-static CHANNEL: OnceLock<Mutex<Channel>> = OnceLock::new();
-static REQUEST: OnceLock<Request> = OnceLock::new();
-
-/// The request this worker runs.
-pub(crate) fn request() -> Option<&'static Request> {
-    REQUEST.get()
-}
-
-/// Sends an event to the broker (ignored when there is no broker, as in tests).
-pub(crate) fn send(event: &Event) {
-    if let Some(c) = CHANNEL.get() {
-        let mut c = c.lock().unwrap_or_else(|p| p.into_inner());
-        let _ = c.send(event);
-    }
-}
-
-/// Asks the broker and waits for its answer.
-pub(crate) fn ask(question: Ask) -> Reply {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-    let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let Some(c) = CHANNEL.get() else {
-        return Reply {
-            id,
-            err: "nibash: no broker to ask (this command works only inside a nibash call)\n".into(),
-            code: 1,
-            ..Reply::default()
-        };
-    };
-    let mut c = c.lock().unwrap_or_else(|p| p.into_inner());
-    if c.send(&Event::Ask { id, ask: question }).is_err() {
-        return Reply {
-            id,
-            err: "nibash: the broker is gone\n".into(),
-            code: 1,
-            ..Reply::default()
-        };
-    }
-    match c.recv::<Reply>() {
-        Ok(Some(r)) => r,
-        _ => Reply {
-            id,
-            err: "nibash: the broker did not answer\n".into(),
-            code: 1,
-            ..Reply::default()
-        },
-    }
-}
+pub use link::Se;
+use link::{FATAL, request, send, take_fatal_signal, to_model};
 
 fn registration(f: CommandExecuteFunc<Se>) -> Registration<Se> {
     Registration {
@@ -136,15 +73,6 @@ fn forbid(shell: &mut Shell<Se>, rules: &[super::channel::RuntimeRule]) {
             shell.register_builtin(p.clone(), registration(forbidden));
         }
     }
-}
-
-/// Whether the command's stdout goes straight to the model (not piped,
-/// redirected or captured).
-pub(crate) fn to_model(ctx: &brush_core::ExecutionContext<'_, Se>) -> bool {
-    matches!(
-        ctx.params.try_stdout(ctx.shell),
-        Some(brush_core::openfiles::OpenFile::Stdout(_))
-    )
 }
 
 /// `ls`: grouped by folder when its output goes to the model.
@@ -409,30 +337,6 @@ async fn run(ready: Option<Shell<Se>>, req: &Request) -> (i32, bool, Option<Stri
     };
     (code, background, hidden)
 }
-
-/// A fatal signal the shell sent itself (`kill $$`), for the closing status.
-static SELF_SIGNAL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
-
-/// Records that the shell ended itself with `signal` (see `bridge`'s kill).
-pub(crate) fn note_fatal_signal(signal: i32) {
-    SELF_SIGNAL.store(signal, std::sync::atomic::Ordering::SeqCst);
-}
-
-fn take_fatal_signal() -> Option<i32> {
-    match SELF_SIGNAL.swap(0, std::sync::atomic::Ordering::SeqCst) {
-        0 => None,
-        s => Some(s),
-    }
-}
-
-/// The signals that end bash after running its EXIT trap.
-const FATAL: [i32; 5] = [
-    libc::SIGTERM,
-    libc::SIGHUP,
-    libc::SIGINT,
-    libc::SIGUSR1,
-    libc::SIGUSR2,
-];
 
 /// A fatal signal another process sent the shell, noted by the handler.
 static RECEIVED: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
@@ -706,8 +610,7 @@ pub fn main() -> ! {
     };
     let _ = CALL_START.set(std::time::Instant::now());
     let tmp_before = private_tmp_entries(&req);
-    let _ = CHANNEL.set(Mutex::new(channel));
-    let _ = REQUEST.set(req.clone());
+    link::connect(channel, req.clone());
     let (code, background, hidden) = runtime.block_on(run(ready, &req));
     if !background {
         // Processes the line started and did not wait for (process

@@ -17,7 +17,7 @@ use brush_core::commands::{CommandArg, ShellForCommand, SimpleCommand};
 use brush_core::{ExecutionContext, ExecutionResult};
 use serde_json::{Map, Value, json};
 
-use super::Se;
+use super::link::Se;
 use crate::context::Ctx;
 use crate::nibash::channel::Event;
 use crate::state::Agent;
@@ -37,7 +37,7 @@ pub(crate) type Answer<'a> = Pin<
 pub fn run(ctx: ExecutionContext<'_, Se>, args: Vec<CommandArg>) -> Answer<'_> {
     Box::pin(async move {
         let argv: Vec<String> = args.iter().map(ToString::to_string).collect();
-        let to_model = super::to_model(&ctx);
+        let to_model = super::link::to_model(&ctx);
         if to_model {
             let cwd = ctx.shell.working_dir().to_path_buf();
             let name = ctx.command_name.clone();
@@ -691,7 +691,7 @@ pub fn answer(call: &Call) -> (String, u8) {
 /// project with the broker's names, a fresh agent (unconfined: the worker's
 /// sandbox confines it); reports the rows the tools showed as seen.
 pub fn with_tools<T>(f: impl FnOnce(&Ctx, &Workspace) -> T) -> Result<T, String> {
-    let project = super::request()
+    let project = super::link::request()
         .map(|r| r.cwd.clone())
         .unwrap_or_else(|| std::env::current_dir().unwrap_or_default());
     let config = match crate::config::Config::from_env() {
@@ -705,7 +705,7 @@ pub fn with_tools<T>(f: impl FnOnce(&Ctx, &Workspace) -> T) -> Result<T, String>
     };
     let workspace = Workspace::new(project);
     // The broker's names, so the rows' headers shorten as the tools' do.
-    if let Some(req) = super::request() {
+    if let Some(req) = super::link::request() {
         workspace.set_names(crate::names::Names::from_pairs(
             &req.names,
             &req.name_sources,
@@ -726,7 +726,7 @@ pub fn with_tools<T>(f: impl FnOnce(&Ctx, &Workspace) -> T) -> Result<T, String>
         if version.seen.ranges().is_empty() {
             continue;
         }
-        super::send(&Event::Seen {
+        super::link::send(&Event::Seen {
             path: path.to_path_buf(),
             tag: version.tag.to_string(),
             lines: version.seen.ranges().to_vec(),

@@ -7,7 +7,7 @@ use std::io::Write;
 
 use brush_core::{ExecutionContext, ExecutionResult};
 
-use super::Se;
+use super::link::Se;
 use crate::nibash::channel::Reply;
 
 /// Runs the system program `name args` with the shell's folder and exported

@@ -169,7 +169,7 @@ fn selected(
             "\":{spec}\" is neither a line range nor a declaration nib finds in this kind of file"
         ));
     };
-    super::declaration_spans(lang, spec, bytes).map_err(|e| match &e.hint {
+    super::selector::declaration_spans(lang, spec, bytes).map_err(|e| match &e.hint {
         Some(h) => format!("{e} at that revision ({h})"),
         None => format!("{e} at that revision"),
     })

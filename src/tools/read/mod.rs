@@ -17,7 +17,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use super::OUTPUT_CAP;
+use crate::blocks::OUTPUT_CAP;
 use crate::blocks::{Block, Row, SeenTarget};
 use crate::context::args::{ArgError, Args};
 use crate::context::{Ctx, ToolOutput};
@@ -674,7 +674,7 @@ fn declaration_block(
              JavaScript, Go, Python, Rust, C, C++ and Zig files. Nothing was read.\nhint: read a line range, e.g. {shown}:1-80"
         ));
     };
-    let spans = match declaration_spans(lang, names, bytes) {
+    let spans = match selector::declaration_spans(lang, names, bytes) {
         Ok(s) => s,
         Err(why) => {
             return Block::failure(format!(
@@ -693,58 +693,6 @@ fn declaration_block(
         }
     }
     block
-}
-
-/// No declaration of that name: which ones, and the nearest names if any.
-#[derive(Debug)]
-pub struct UnknownDeclaration {
-    names: Vec<String>,
-    /// `did you mean …?`, when names are near.
-    pub hint: Option<String>,
-}
-
-impl std::fmt::Display for UnknownDeclaration {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "no declaration named {}", self.names.join(", "))
-    }
-}
-
-/// The line spans of the declarations `names` (`name`, `Type.member`,
-/// `a,b`) in `bytes` of `lang`, merged; or which names are unknown.
-pub fn declaration_spans(
-    lang: crate::lang::Lang,
-    names: &str,
-    bytes: &[u8],
-) -> Result<Vec<(usize, usize)>, UnknownDeclaration> {
-    let decls = crate::lang::declarations(lang, bytes);
-    let mut spans: Vec<(usize, usize)> = Vec::new();
-    let mut unknown = Vec::new();
-    for want in names.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-        let found: Vec<&crate::lang::Decl> = decls
-            .iter()
-            .filter(|d| {
-                d.qualified == want || d.name == want || d.qualified.ends_with(&format!(".{want}"))
-            })
-            .collect();
-        if found.is_empty() {
-            unknown.push(want.to_string());
-        }
-        spans.extend(found.iter().map(|d| (d.start, d.end)));
-    }
-    if unknown.is_empty() {
-        return Ok(selector::merge_spans(spans));
-    }
-    let all: Vec<&str> = decls.iter().map(|d| d.qualified.as_str()).collect();
-    let mut near: Vec<String> = unknown
-        .iter()
-        .flat_map(|u| human::similar(u, all.iter().copied()))
-        .collect();
-    let mut once = std::collections::HashSet::new();
-    near.retain(|n| once.insert(n.clone()));
-    Err(UnknownDeclaration {
-        names: unknown,
-        hint: (!near.is_empty()).then(|| format!("did you mean {}?", near.join(", "))),
-    })
 }
 
 /// An image as image content, scaled to what a model sees.
