@@ -496,16 +496,18 @@ fn plan_section(
             let ops = with_imports(plan.ops.clone(), import_lang, &base, &section.imports)
                 .map_err(|m| Refusal::Hard(format!("patch line {}: {m}", section.line), None))?;
             let mut ready = finish(
-                section,
-                path,
-                &shown,
-                &base,
-                &base,
-                &ops,
-                &SeenLines::default(),
-                None,
-                stat,
-                current.as_ref().map(|c| c.bytes.as_slice()),
+                Planned {
+                    section,
+                    path,
+                    shown: &shown,
+                    base: &base,
+                    current: &base,
+                    ops: &ops,
+                    seen_now: &SeenLines::default(),
+                    base_ops: None,
+                    stat,
+                    raw: current.as_ref().map(|c| c.bytes.as_slice()),
+                },
                 ctx,
             )?;
             if created {
@@ -687,16 +689,18 @@ fn plan_section(
                 }
             }
             let mut ready = finish(
-                section,
-                path,
-                &shown,
-                &base_text,
-                &cur.text,
-                &ops,
-                &seen_now,
-                Some(&plan.ops),
-                Some(cur.stat.clone()),
-                Some(&cur.bytes),
+                Planned {
+                    section,
+                    path,
+                    shown: &shown,
+                    base: &base_text,
+                    current: &cur.text,
+                    ops: &ops,
+                    seen_now: &seen_now,
+                    base_ops: Some(&plan.ops),
+                    stat: Some(cur.stat.clone()),
+                    raw: Some(&cur.bytes),
+                },
                 ctx,
             )?;
             if stale {
@@ -783,21 +787,45 @@ fn with_imports(
     Ok(ops)
 }
 
-/// Splices the ops into the current text and builds the steps and answer.
-#[allow(clippy::too_many_arguments)]
-fn finish(
-    section: &Section,
-    path: &Path,
-    shown: &str,
-    base: &Text,
-    current: &Arc<Text>,
-    ops: &[Op],
-    seen_now: &SeenLines,
-    base_ops: Option<&[Op]>,
+/// One section's planned change, ready to be spliced: the file, the text
+/// the agent's patch was read against and the text it lands on, the ops,
+/// and what the agent has seen.
+struct Planned<'a> {
+    section: &'a Section,
+    path: &'a Path,
+    /// The path as the answer shows it.
+    shown: &'a str,
+    /// The text the patch's line numbers refer to.
+    base: &'a Text,
+    /// The text the ops land on (the base itself, or the file as it is now
+    /// when the edit was rebased).
+    current: &'a Arc<Text>,
+    ops: &'a [Op],
+    /// Lines seen, in `current`'s numbering.
+    seen_now: &'a SeenLines,
+    /// The ops against `base` when they were rebased (for warnings that
+    /// read the agent's own lines).
+    base_ops: Option<&'a [Op]>,
+    /// The file's metadata, kept on the new version.
     stat: Option<fs::Stat>,
-    raw: Option<&[u8]>,
-    ctx: &Ctx,
-) -> Result<Ready, Refusal> {
+    /// The file's bytes as read (written as they are when there are no ops).
+    raw: Option<&'a [u8]>,
+}
+
+/// Splices the ops into the current text and builds the steps and answer.
+fn finish(planned: Planned<'_>, ctx: &Ctx) -> Result<Ready, Refusal> {
+    let Planned {
+        section,
+        path,
+        shown,
+        base,
+        current,
+        ops,
+        seen_now,
+        base_ops,
+        stat,
+        raw,
+    } = planned;
     let (new_text, landed) = apply::splice(current, ops);
     let new_text = Arc::new(new_text);
     let mut notes = Vec::new();

@@ -551,8 +551,8 @@ fn plan_grep(name: &str, args: &[String], cwd: &Path) -> Option<Call> {
             format!(r"\b(?:{regex})\b")
         };
     }
-    grep_call(
-        regex,
+    grep_call(GrepAsk {
+        pattern: regex,
         paths,
         globs,
         ignore_case,
@@ -560,7 +560,7 @@ fn plan_grep(name: &str, args: &[String], cwd: &Path) -> Option<Call> {
         before,
         after,
         mode,
-    )
+    })
 }
 
 fn escape_regex(text: &str) -> String {
@@ -574,8 +574,8 @@ fn escape_regex(text: &str) -> String {
     out
 }
 
-#[allow(clippy::too_many_arguments)]
-fn grep_call(
+/// What a grep-family command line asks the grep tool for.
+struct GrepAsk<'a> {
     pattern: String,
     paths: Vec<String>,
     globs: Vec<String>,
@@ -583,8 +583,21 @@ fn grep_call(
     literal: bool,
     before: usize,
     after: usize,
-    mode: Option<&str>,
-) -> Option<Call> {
+    mode: Option<&'a str>,
+}
+
+/// The grep tool call for `ask`.
+fn grep_call(ask: GrepAsk<'_>) -> Option<Call> {
+    let GrepAsk {
+        pattern,
+        paths,
+        globs,
+        ignore_case,
+        literal,
+        before,
+        after,
+        mode,
+    } = ask;
     let mut m = Map::new();
     m.insert("pattern".into(), json!(pattern));
     m.insert("paths".into(), json!(paths));
@@ -661,8 +674,8 @@ fn plan_rg(args: &[String], cwd: &Path) -> Option<Call> {
         }
         regex = format!(r"\b(?:{regex})\b");
     }
-    let mut call = grep_call(
-        regex,
+    let mut call = grep_call(GrepAsk {
+        pattern: regex,
         paths,
         globs,
         ignore_case,
@@ -670,7 +683,7 @@ fn plan_rg(args: &[String], cwd: &Path) -> Option<Call> {
         before,
         after,
         mode,
-    )?;
+    })?;
     if no_ignore && let Call::Grep(m) = &mut call {
         m.insert("noIgnore".into(), json!(true));
     }

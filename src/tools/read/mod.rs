@@ -317,7 +317,13 @@ fn read_one(
         }
         _ => Default::default(),
     };
-    let mut block = rows_for(block, &path, &shown, &text, &file, head, ranges, opts);
+    let of = Reading {
+        path: &path,
+        shown: &shown,
+        text: &text,
+        file: &file,
+    };
+    let mut block = rows_for(block, of, head, ranges, opts);
     if !block.error && !known.is_empty() {
         let rows = std::mem::take(&mut block.rows);
         let (rows, hidden) = versions::collapse(rows, &known, opts.collapse, &text);
@@ -418,18 +424,31 @@ fn large_file_lines(
     block
 }
 
-/// The rows of a text file: a range, the whole file, its first rows, or its outline.
-#[allow(clippy::too_many_arguments)]
+/// A text file being read: where it is, how the answer names it, its
+/// text and its bytes as read.
+#[derive(Clone, Copy)]
+struct Reading<'a> {
+    path: &'a Path,
+    shown: &'a str,
+    text: &'a Text,
+    file: &'a fs::FileBytes,
+}
+
+/// The rows of a text file: a range, the whole file, its first rows, or its
+/// outline; `head` is its first bytes (what kind of file it is).
 fn rows_for(
     mut block: Block,
-    path: &Path,
-    shown: &str,
-    text: &Text,
-    file: &fs::FileBytes,
+    of: Reading<'_>,
     head: &[u8],
     ranges: Option<Vec<selector::LineRange>>,
     opts: ReadOptions,
 ) -> Block {
+    let Reading {
+        path,
+        shown,
+        text,
+        file,
+    } = of;
     if let Some(ranges) = ranges {
         let spans = match selector::resolve(&ranges, text.len()) {
             Ok(s) => s,
@@ -441,7 +460,7 @@ fn rows_for(
         };
         if opts.outline {
             let within = |n: usize| spans.iter().any(|&(a, b)| a <= n && n <= b);
-            return outline_rows(block, path, shown, text, file, opts, &within);
+            return outline_rows(block, of, opts, &within);
         }
         for (a, b) in spans {
             for n in a..=b {
@@ -466,7 +485,7 @@ fn rows_for(
     let shape = filekind::shape(path);
     let (max_lines, max_bytes) = shape.limits();
     if opts.outline {
-        return outline_rows(block, path, shown, text, file, opts, &|_| true);
+        return outline_rows(block, of, opts, &|_| true);
     }
     if text.len() <= max_lines && file.stat.size <= max_bytes {
         for n in 1..=text.len() {
@@ -489,7 +508,7 @@ fn rows_for(
         ));
         return block;
     }
-    outline_rows(block, path, shown, text, file, opts, &|_| true)
+    outline_rows(block, of, opts, &|_| true)
 }
 
 /// A file's outline rows (those of lines `within` allows): the syntax
@@ -497,13 +516,16 @@ fn rows_for(
 /// parsed, else the indentation outline.
 fn outline_rows(
     mut block: Block,
-    path: &Path,
-    shown: &str,
-    text: &Text,
-    file: &fs::FileBytes,
+    of: Reading<'_>,
     opts: ReadOptions,
     within: &dyn Fn(usize) -> bool,
 ) -> Block {
+    let Reading {
+        path,
+        shown,
+        text,
+        file,
+    } = of;
     let shape = filekind::shape(path);
     let parsed = crate::lang::Lang::of(path).map(|l| crate::lang::outline(l, &file.bytes));
     let mut lines = match &parsed {
