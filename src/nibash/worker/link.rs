@@ -96,7 +96,7 @@ pub(crate) fn to_model(ctx: &brush_core::ExecutionContext<'_, Se>) -> bool {
 /// A fatal signal the shell sent itself (`kill $$`), for the closing status.
 static SELF_SIGNAL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
 
-/// Records that the shell ended itself with `signal` (see `bridge`'s kill).
+/// Records that the shell ended itself with `signal` (see `builtins`' kill).
 pub(crate) fn note_fatal_signal(signal: i32) {
     SELF_SIGNAL.store(signal, std::sync::atomic::Ordering::SeqCst);
 }

@@ -4,7 +4,7 @@
 //! channel as fd 3. It builds a brush shell that starts afresh in the
 //! project directory while it waits for the [`Request`] (a warm worker waits
 //! long), registers nib's own commands
-//! ([`own`]), the builtins that need the broker ([`bridge`]) and the deletes
+//! ([`own`]), the builtins that need the broker ([`builtins`]) and the deletes
 //! that go to the trash ([`deletes`]), runs the
 //! command line and reports [`Event::Done`]. Everything it starts inherits the
 //! worker's confinement; it never touches the user's authority itself, it
@@ -12,7 +12,7 @@
 //!
 //! One worker runs one call, so the channel is a process-wide handle.
 
-pub mod bridge;
+pub mod builtins;
 pub mod deletes;
 pub mod discarded;
 pub mod git;
@@ -54,7 +54,7 @@ fn builtins() -> HashMap<String, Registration<Se>> {
     for name in own::NAMES {
         m.insert((*name).to_string(), registration(own::run));
     }
-    for (name, f) in bridge::builtins() {
+    for (name, f) in builtins::builtins() {
         m.insert(name.to_string(), registration(f));
     }
     m.insert("git".into(), registration(deletes::git));

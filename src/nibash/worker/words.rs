@@ -4,7 +4,7 @@
 //! - `$!` (and `${!}`) is the job spec of this call (`%3`): the number a
 //!   later call's `wait`, `kill` or `jobs` knows it by, should the call
 //!   leave jobs running. Within the call, `wait %3` and `kill %3` mean the
-//!   latest job it started (see `bridge`).
+//!   latest job it started (see `builtins`).
 //! - `~name/…` at the start of an unquoted word is the named directory
 //!   `name` (from `hash -d`); programs receive the real path.
 
