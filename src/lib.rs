@@ -6,6 +6,7 @@
 //! `main.rs` only picks between serving and a CLI verb ([`cli`]).
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
+#![deny(missing_docs)]
 
 pub mod agents;
 pub mod blocks;

@@ -2,6 +2,7 @@
 //! MCP on stdio ([`server`]) or runs one tool as a CLI verb ([`cli`]). stdout
 //! carries only protocol messages (or a verb's output); the broker never prints.
 
+#![deny(missing_docs)]
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use nib::{cli, config, server, stdio};

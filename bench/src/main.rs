@@ -10,6 +10,7 @@
 //! It asserts nothing about timings: CI runs `--quick` only to keep it working.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
+#![deny(missing_docs)]
 
 mod deciders;
 mod file_tools;

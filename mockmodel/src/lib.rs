@@ -13,6 +13,8 @@
 //! script's next step; one that offers none (a client's side request: a
 //! title, a summary) is answered with a short text and takes no step.
 
+#![deny(missing_docs)]
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -33,6 +35,7 @@ pub struct Step {
 /// The steps, in order.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Script {
+    /// The steps; each request is answered by the next one.
     pub steps: Vec<Step>,
 }
 
@@ -98,6 +101,7 @@ impl Script {
 
 /// A running mock: its address, and what it was sent.
 pub struct Mock {
+    /// The loopback port it listens on.
     pub port: u16,
     state: Arc<Mutex<State>>,
 }

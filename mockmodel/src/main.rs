@@ -2,6 +2,8 @@
 //! the script on a free loopback port until it is killed; prints the base
 //! URL on its first line (and writes the port to `--port-file`).
 
+#![deny(missing_docs)]
+
 use std::io::Write;
 use std::path::PathBuf;
 

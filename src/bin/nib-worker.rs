@@ -4,6 +4,8 @@
 //! stays the fallback entry when this binary is missing
 //! ([`nib_sandbox::entry_beside`]).
 
+#![deny(missing_docs)]
+
 fn main() {
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     if args.first().is_some_and(|a| a == nib_sandbox::WORKER_ARG) {

@@ -40,10 +40,17 @@ pub const NEUTRAL_CONFIG: [&str; 7] = [
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Shape {
     /// `git status`, long (`short: false`) or `-s`.
-    Status { short: bool },
+    Status {
+        /// `-s`/`--short` (also `-sb`) rather than the long form.
+        short: bool,
+    },
     /// `log`, `show`, `diff`: commit headers (unless the command gave its own
     /// format), `--stat` with exact counts, patches as rows.
-    History { headers: bool },
+    History {
+        /// nib shapes the commit headers (false when the command gave its
+        /// own `--format`/`--pretty`).
+        headers: bool,
+    },
     /// `ls-files`: paths grouped by folder.
     Listing,
     /// A subcommand that changes the repository: hints and progress removed.

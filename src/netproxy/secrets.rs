@@ -27,9 +27,15 @@ pub enum Wire {
     /// `Authorization: Bearer VALUE` (or `token VALUE`, as forges take).
     Bearer,
     /// `Authorization: Basic base64(USER:VALUE)`.
-    Basic { user: String },
+    Basic {
+        /// The user name paired with the value.
+        user: String,
+    },
     /// `NAME: VALUE`.
-    Header { name: String },
+    Header {
+        /// The header's name.
+        name: String,
+    },
 }
 
 impl Wire {

@@ -2,6 +2,7 @@
 //! by its first argument and reports on stdout; it also serves as the worker
 //! entry when called with the worker argument.
 
+#![deny(missing_docs)]
 #![allow(clippy::print_stdout, unsafe_code)]
 
 use std::ffi::OsString;
