@@ -22,10 +22,10 @@ use std::time::{Duration, SystemTime};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::fs;
-use crate::hashline::Tag;
-use crate::state::Agent;
-use crate::text::Text;
+use nib_files::fs;
+use nib_files::seen::Agent;
+use nib_text::hashline::Tag;
+use nib_text::text::Text;
 
 /// Files remembered per saved agent at most.
 pub const SAVED_FILES: usize = 2000;
@@ -258,7 +258,7 @@ impl Agents {
     }
 
     /// Every agent's own names (`hash -d`), for the record of names used.
-    pub fn own_names(&self) -> Vec<crate::names::Name> {
+    pub fn own_names(&self) -> Vec<nib_files::names::Name> {
         let slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
         slots
             .values()

@@ -4,16 +4,17 @@
 //! Exit status: 0 on success, 1 when the tool reports an error, 2 for a usage
 //! error. The MCP server is `nib` with no arguments (see `main`).
 
+use crate::confinement::Confinement;
 use std::io::{Read, Write};
 use std::sync::Mutex;
 
 use serde_json::{Map, Value, json};
 
-use crate::config::Config;
-use crate::context::Ctx;
-use crate::state::Agent;
 use crate::tools;
-use crate::workspace::Workspace;
+use nib_files::config::Config;
+use nib_files::context::Ctx;
+use nib_files::seen::Agent;
+use nib_files::workspace::Workspace;
 
 /// What the command line asked for.
 #[derive(Debug, PartialEq, Eq)]
@@ -483,7 +484,7 @@ pub fn shape(s: &Shape) -> u8 {
         let extra = |row: &str| crate::nibash::broker::cut::has_word(row, &words);
         // The keyword or fixed rows the configured decider starts from
         // (environment, then setup.json); the model's windows are for calls.
-        let decider = crate::model::Settings::from_env(&crate::config::config_dir()).decider;
+        let decider = crate::llm::Settings::from_env(&nib_files::config::config_dir()).decider;
         let keep = crate::nibash::broker::cut::pick(
             &rows,
             crate::nibash::broker::cut::Decider::of(decider),
@@ -767,7 +768,7 @@ const JSON_FLAG: &str = "__nib_json";
 /// The answer as one JSON object for scripts: the text, whether it is an
 /// error, the exit status of a command (`sh`), the files written with their
 /// new tags.
-fn json_answer(out: &crate::context::ToolOutput, code: i32) -> String {
+fn json_answer(out: &nib_files::context::ToolOutput, code: i32) -> String {
     let written: Vec<Value> = out
         .written
         .iter()
@@ -794,11 +795,11 @@ pub fn undo(config: &Config, which: Option<usize>) -> i32 {
     let tty = std::io::IsTerminal::is_terminal(&stdout);
     let (text, code) = match which {
         None => (
-            crate::undo::list(&config.state_dir, &config.project_dir, shown),
+            nib_files::undo::list(&config.state_dir, &config.project_dir, shown),
             0,
         ),
         Some(n) => {
-            let (text, all) = crate::undo::revert(
+            let (text, all) = nib_files::undo::revert(
                 &config.state_dir,
                 &config.project_dir,
                 &undo_floor(config),
@@ -816,8 +817,8 @@ pub fn undo(config: &Config, which: Option<usize>) -> i32 {
 
 /// The confinement `nib undo` adds of its own environment to the one each
 /// change recorded (the stricter of the two applies).
-pub fn undo_floor(config: &Config) -> crate::undo::Confinement {
-    crate::undo::Confinement {
+pub fn undo_floor(config: &Config) -> nib_files::undo::Confinement {
+    nib_files::undo::Confinement {
         sandbox: config.sandbox,
         confirm: config.confirm_outside_roots,
         roots: vec![config.project_dir.clone()],
@@ -828,7 +829,7 @@ pub fn undo_floor(config: &Config) -> crate::undo::Confinement {
 /// since nib wrote them left out); exit 2 with a line on stderr when there
 /// is none to show.
 pub fn undo_diff(config: &Config) -> i32 {
-    match crate::undo::latest_diff(
+    match nib_files::undo::latest_diff(
         &config.state_dir,
         &config.project_dir,
         &undo_floor(config),
@@ -874,7 +875,8 @@ pub fn run_tool(config: Config, name: &str, mut args: Map<String, Value>) -> i32
     }
     let workspace = Workspace::with_project_names(config.project_dir.clone(), false);
     // Names agents used in two sessions are the command line's too.
-    workspace.update_names(|n| crate::names::load_kept(&config.state_dir, &config.project_dir, n));
+    workspace
+        .update_names(|n| nib_files::names::load_kept(&config.state_dir, &config.project_dir, n));
     // Tokens an earlier `nib grep --replace` or refused `nib edit` printed.
     let mut first = Agent::default();
     crate::cli_tokens::load(&config.state_dir, &mut first.tokens);
@@ -892,6 +894,7 @@ pub fn run_tool(config: Config, name: &str, mut args: Map<String, Value>) -> i32
         scope,
         enforce_seen: false,
         live: None,
+        programs: &crate::nibash::broker::command_rules::JudgedPrograms,
     };
     let result = tools::call(name, Some(args), &ctx, &nibash);
     if matches!(name, "edit" | "grep") {

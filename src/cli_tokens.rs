@@ -13,9 +13,9 @@ use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
-use crate::fs;
-use crate::state::{PendingEdit, Tokens};
-use crate::text::Text;
+use nib_files::fs;
+use nib_files::seen::{PendingEdit, Tokens};
+use nib_text::text::Text;
 
 /// How many tokens are kept.
 pub const KEEP: usize = 64;

@@ -10,7 +10,7 @@
 //!   agents saw stops counting ([`crate::agents::record_reset`]); a SessionStart
 //!   that names a parent session records a fork ([`crate::agents::record_fork`]).
 //! - PostToolUse of nib's edit and write: the change as a diff, a message
-//!   for the person (from [`crate::undo`]'s record), not for the model.
+//!   for the person (from [`nib_files::undo`]'s record), not for the model.
 //! - UserPromptSubmit and SessionStart: a one-line reminder of nib's tools
 //!   (a session's first prompt gets none: SessionStart's is in the same request).
 //!
@@ -200,12 +200,12 @@ pub fn run(state: &Path, input: &[u8]) -> HookAnswer {
             let project = std::fs::canonicalize(&project).unwrap_or(project);
             // The change's own confinement applies; the hook's
             // environment may add the sandbox, never take it away.
-            let floor = crate::undo::Confinement {
-                sandbox: std::env::var_os(crate::config::NIB_SANDBOX).is_some_and(|v| v == "1"),
+            let floor = nib_files::undo::Confinement {
+                sandbox: std::env::var_os(nib_files::config::NIB_SANDBOX).is_some_and(|v| v == "1"),
                 confirm: false,
                 roots: vec![project.clone()],
             };
-            match crate::undo::latest_diff(
+            match nib_files::undo::latest_diff(
                 state,
                 &project,
                 &floor,

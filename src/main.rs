@@ -5,7 +5,8 @@
 #![deny(missing_docs)]
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-use nib::{cli, config, server, stdio};
+use nib::{cli, server, stdio};
+use nib_files::config;
 
 use std::io::Write;
 
@@ -62,16 +63,16 @@ fn main() -> std::process::ExitCode {
     // A nibash worker, already confined: run one call's command line.
     if raw
         .first()
-        .is_some_and(|a| a == nib::nibash::worker::NIBASH_ARG)
+        .is_some_and(|a| a == nib_shell::worker::NIBASH_ARG)
     {
         // The session's zygote: forks a worker for each call.
         if raw
             .get(1)
-            .is_some_and(|a| a == nib::nibash::worker::ZYGOTE_ARG)
+            .is_some_and(|a| a == nib_shell::worker::ZYGOTE_ARG)
         {
-            nib_sandbox::serve_zygote(nib::nibash::worker::main);
+            nib_sandbox::serve_zygote(nib_shell::worker::main);
         }
-        nib::nibash::worker::main();
+        nib_shell::worker::main();
     }
     let args: Vec<String> = std::env::args().skip(1).collect();
     // The hook runs on every tool call of the client: answer it first, with no setup.
@@ -113,7 +114,7 @@ fn main() -> std::process::ExitCode {
         }
     };
     // A multi-file edit cut short by a crash is completed (or rolled back) first.
-    for line in nib::edit::journal::recover(&config.state_dir) {
+    for line in nib_files::tools::edit::journal::recover(&config.state_dir) {
         tracing::warn!("edit journal: {line}");
     }
     match command {
@@ -165,7 +166,7 @@ fn main() -> std::process::ExitCode {
                 );
             }
             config.cli_providers = providers;
-            nib::memory::limit_arenas();
+            nib_text::malloc::limit_arenas();
             let runtime = match tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
                 .enable_all()

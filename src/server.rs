@@ -2,7 +2,7 @@
 //!
 //! This is the only module that knows MCP. It lists the tools of
 //! [`crate::tools`] with their annotations, runs each call on a blocking thread
-//! and wraps the [`crate::context::ToolOutput`] in a CallToolResult. Argument and
+//! and wraps the [`nib_files::context::ToolOutput`] in a CallToolResult. Argument and
 //! routing errors become protocol errors (invalid params); everything a tool
 //! reports is a result with `isError`.
 //!
@@ -19,6 +19,7 @@
 //! allows the deprecation.
 #![allow(deprecated)]
 
+use crate::confinement::Confinement;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -33,11 +34,11 @@ use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
 
 use crate::agents::Agents;
-use crate::config::Config;
-use crate::context::{ApprovalRequest, Ctx, ToolOutput};
-use crate::state::Agent;
 use crate::tools::{self, CallError};
-use crate::workspace::Workspace;
+use nib_files::config::Config;
+use nib_files::context::{ApprovalRequest, Ctx, ToolOutput};
+use nib_files::seen::Agent;
+use nib_files::workspace::Workspace;
 
 /// The key of the roots request in an `input_required` result.
 const ROOTS_INPUT: &str = "roots";
@@ -114,7 +115,7 @@ impl NibServer {
                 let w =
                     Workspace::with_project_names(config.project_dir.clone(), config.auto_names);
                 w.update_names(|n| {
-                    crate::names::load_kept(&config.state_dir, &config.project_dir, n)
+                    nib_files::names::load_kept(&config.state_dir, &config.project_dir, n)
                 });
                 w
             },
@@ -213,7 +214,7 @@ impl NibServer {
                 inner.nibash.warm.refill(key, policy, cwd);
                 // The git-dir sweep's first walk, off the first call's path.
                 if inner.config.sandbox {
-                    crate::fs::git_guard::prime(&roots);
+                    nib_files::fs::git_guard::prime(&roots);
                 }
             });
     }
@@ -509,7 +510,7 @@ impl NibServer {
             Some(token) => {
                 let peer = context.peer.clone();
                 let handle = tokio::runtime::Handle::current();
-                crate::context::Live::with_progress(Box::new(move |secs, message| {
+                nib_files::context::Live::with_progress(Box::new(move |secs, message| {
                     let peer = peer.clone();
                     let token = token.clone();
                     handle.spawn(async move {
@@ -521,7 +522,7 @@ impl NibServer {
                     });
                 }))
             }
-            None => crate::context::Live::default(),
+            None => nib_files::context::Live::default(),
         });
         let ct = context.ct.clone();
         let watcher = {
@@ -554,14 +555,15 @@ impl NibServer {
                 scope,
                 enforce_seen: true,
                 live: Some(live.as_ref()),
+                programs: &crate::nibash::broker::command_rules::JudgedPrograms,
             };
             let started = std::time::Instant::now();
             let mut outcome = work(&ctx);
             if let Ok(out) = &mut outcome {
-                crate::context::push_notes(&mut out.text, &ctx.workspace.name_news());
+                nib_files::context::push_notes(&mut out.text, &ctx.workspace.name_news());
             }
-            crate::lang::release_call_trees();
-            crate::memory::trim_after(started.elapsed());
+            nib_text::lang::release_call_trees();
+            nib_text::malloc::trim_after(started.elapsed());
             outcome
         })
         .await;
@@ -571,7 +573,7 @@ impl NibServer {
         })?;
         match outcome {
             Ok(out) => Ok(out),
-            Err(e @ CallError::UnknownTool(_)) => {
+            Err(e @ CallError::UnknownTool(..)) => {
                 Err(McpError::invalid_params(e.to_string(), None))
             }
             Err(CallError::Args(e)) => Err(McpError::invalid_params(
@@ -623,7 +625,7 @@ impl NibServer {
         if !modern || !can_ask || !self.inner.config.confirm_network {
             return None;
         }
-        let not_listed = crate::netproxy::rules::Refusal::NotAllowed.to_string();
+        let not_listed = crate::netproxy::hosts::Refusal::NotAllowed.to_string();
         let hosts: Vec<String> = out
             .network_refused
             .iter()
@@ -715,9 +717,9 @@ impl NibServer {
                 self.inner.config.sandbox,
                 self.inner.config.confirm_outside_roots,
             )
-            .unwrap_or(crate::fs::Scope::Open);
+            .unwrap_or(nib_files::fs::Scope::Open);
         let load = |p: &Path| {
-            crate::fs::read_file(&scope, p, crate::context::TEXT_LIMIT)
+            nib_files::fs::read_file(&scope, p, nib_files::context::TEXT_LIMIT)
                 .ok()
                 .map(|f| f.bytes)
         };
@@ -751,7 +753,7 @@ impl NibServer {
         let inner = &self.inner;
         let mut used = inner.workspace.names().list().to_vec();
         used.extend(inner.agents.own_names());
-        crate::names::save_used(
+        nib_files::names::save_used(
             &inner.config.state_dir,
             &inner.config.project_dir,
             &used,
@@ -760,7 +762,7 @@ impl NibServer {
     }
 
     fn refused_write(&self, key: &Path, why: &str) -> CallToolResponse {
-        let shown = crate::path_text::escape_control(&key.to_string_lossy());
+        let shown = nib_text::path_text::escape_control(&key.to_string_lossy());
         result(ToolOutput::error(format!(
             "{shown}: the write needs a person's approval, which {why}. Nothing was written.\n\
              hint: ask again to be prompted, or keep the change inside the roots\n"

@@ -92,7 +92,7 @@ impl Places {
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
             .unwrap_or_else(|| home.join(".claude"));
-        let config_dir = crate::config::config_dir();
+        let config_dir = nib_files::config::config_dir();
         let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("nib"));
         let exe = std::fs::canonicalize(&exe).unwrap_or(exe);
         let path = std::env::var_os("PATH");
@@ -651,9 +651,10 @@ pub fn run(places: &Places, args: &SetupArgs) -> (String, i32) {
             continue;
         }
         if let Some(dir) = c.path.parent() {
-            let _ = crate::fs::create_dir_all(dir);
+            let _ = nib_files::fs::create_dir_all(dir);
         }
-        let written = crate::fs::write_atomic(&crate::fs::Scope::Open, &c.path, c.after.as_bytes());
+        let written =
+            nib_files::fs::write_atomic(&nib_files::fs::Scope::Open, &c.path, c.after.as_bytes());
         let verb = if c.existed { "updated" } else { "created" };
         match written {
             Ok(_) => out.push_str(&format!("{verb} {}\n", c.path.display())),

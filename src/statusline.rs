@@ -56,7 +56,7 @@ fn folder(state_dir: &Path) -> PathBuf {
 
 /// The name every status file of this project starts with.
 fn project_key(project: &Path) -> String {
-    let canonical = crate::fs::canonical(project).unwrap_or_else(|_| project.to_path_buf());
+    let canonical = nib_files::fs::canonical(project).unwrap_or_else(|_| project.to_path_buf());
     format!(
         "{:016x}",
         xxhash_rust::xxh3::xxh3_64(canonical.as_os_str().as_encoded_bytes())
@@ -155,7 +155,7 @@ fn quiet_left(running: &[Running], now_ms: u64) -> Option<Duration> {
 
 fn write(file: &Path, running: &[Running]) {
     if running.is_empty() {
-        let _ = crate::fs::recover_remove(file);
+        let _ = nib_files::fs::recover_remove(file);
         return;
     }
     let published = Published {
@@ -163,8 +163,8 @@ fn write(file: &Path, running: &[Running]) {
         running: running.to_vec(),
     };
     if let (Some(dir), Ok(json)) = (file.parent(), serde_json::to_vec(&published)) {
-        let _ = crate::fs::create_dir_all(dir);
-        let _ = crate::fs::write_state(file, &json);
+        let _ = nib_files::fs::create_dir_all(dir);
+        let _ = nib_files::fs::write_state(file, &json);
     }
 }
 
@@ -177,7 +177,7 @@ pub struct Guard {
 impl Drop for Guard {
     fn drop(&mut self) {
         self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        let _ = crate::fs::recover_remove(&self.file);
+        let _ = nib_files::fs::recover_remove(&self.file);
     }
 }
 
@@ -197,7 +197,8 @@ fn alive(pid: u32) -> bool {
 /// Everything the live servers of `project` publish.
 pub fn running(state_dir: &Path, project: &Path) -> Vec<Running> {
     let key = project_key(project);
-    let Ok(entries) = crate::fs::list_dir(&crate::fs::Scope::Open, &folder(state_dir)) else {
+    let Ok(entries) = nib_files::fs::list_dir(&nib_files::fs::Scope::Open, &folder(state_dir))
+    else {
         return Vec::new();
     };
     let mut out = Vec::new();
@@ -205,7 +206,7 @@ pub fn running(state_dir: &Path, project: &Path) -> Vec<Running> {
         if !e.name.starts_with(&key) || !e.name.ends_with(".json") {
             continue;
         }
-        let Ok(bytes) = crate::fs::read_small(&e.path) else {
+        let Ok(bytes) = nib_files::fs::read_small(&e.path) else {
             continue;
         };
         let Ok(p) = serde_json::from_slice::<Published>(&bytes) else {
@@ -213,7 +214,7 @@ pub fn running(state_dir: &Path, project: &Path) -> Vec<Running> {
         };
         if !alive(p.pid) {
             // A server that died without cleaning up.
-            let _ = crate::fs::recover_remove(&e.path);
+            let _ = nib_files::fs::recover_remove(&e.path);
             continue;
         }
         let now = now_ms();

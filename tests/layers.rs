@@ -1,17 +1,26 @@
 //! The layering, read from the code and checked against ARCHITECTURE.md's
-//! "Layers" section: every file of `src/`, `policy/src/` and `sandbox/src/`
+//! "Layers" section. Between crates: each workspace crate's path
+//! dependencies in its Cargo.toml go only to crates written beneath it (the
+//! compiler then refuses any upward import). Within each crate: every file
 //! is a module, each `crate::…` or `super::…` path in it (outside its test
 //! modules) an import of the module that path names — an item the crate
 //! root re-exports counts as an import of the module it comes from — and so
 //! is each bare `child::…` path to a module the file declares (`mod child;`). An
 //! import may go to its own group or to a layer beneath; no import may
-//! close a circle; the nibash worker and broker never import each other.
+//! close a circle.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// Groups that sit in different rooms: neither imports the other.
-const APART: &[(&str, &str)] = &[("nibash/worker", "nibash/broker")];
+/// The crates whose modules the check reads, by their source folder.
+const CRATE_SOURCES: &[&str] = &[
+    "src",
+    "text/src",
+    "files/src",
+    "shell/src",
+    "command_rules/src",
+    "sandbox/src",
+];
 
 type Module = Vec<String>;
 
@@ -321,12 +330,7 @@ fn breaches(crate_root: &str) -> Vec<String> {
             if from == to {
                 continue;
             }
-            let apart = APART
-                .iter()
-                .any(|&(a, b)| (a, b) == (from, to) || (b, a) == (from, to));
-            let why = if apart {
-                "; the two meet only in the channel's messages"
-            } else if layers[to] <= layers[from] {
+            let why = if layers[to] <= layers[from] {
                 ", which is not beneath it; move what it needs down, or hand it over from above"
             } else {
                 continue;
@@ -348,10 +352,64 @@ fn breaches(crate_root: &str) -> Vec<String> {
 
 #[test]
 fn imports_follow_the_written_layers_and_close_no_circle() {
-    let found: Vec<String> = ["src", "policy/src", "sandbox/src"]
-        .into_iter()
-        .flat_map(breaches)
-        .collect();
+    let found: Vec<String> = CRATE_SOURCES.iter().copied().flat_map(breaches).collect();
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+/// The workspace crates a crate's manifest depends on by path (its
+/// `[dependencies]`, not its dev-dependencies), by package name.
+fn path_dependencies(manifest: &Path) -> BTreeSet<String> {
+    let text = std::fs::read_to_string(manifest).unwrap();
+    let mut out = BTreeSet::new();
+    let mut in_deps = false;
+    for line in text.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            in_deps = line == "[dependencies]";
+            continue;
+        }
+        if !(in_deps && line.contains("path = ")) {
+            continue;
+        }
+        if let Some((name, _)) = line.split_once('=') {
+            out.insert(name.trim().to_string());
+        }
+    }
+    out
+}
+
+#[test]
+fn crates_depend_only_on_crates_written_beneath_them() {
+    // ARCHITECTURE.md's crate layers name packages; "nib" is the root's.
+    let layers = written_layers("crates");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut found = Vec::new();
+    for source in CRATE_SOURCES {
+        let folder = root.join(source).parent().unwrap().to_path_buf();
+        let manifest = folder.join("Cargo.toml");
+        let text = std::fs::read_to_string(&manifest).unwrap();
+        let name = text
+            .lines()
+            .find_map(|l| l.strip_prefix("name = "))
+            .unwrap()
+            .trim_matches('"')
+            .to_string();
+        let Some(&mine) = layers.get(&name) else {
+            found.push(format!("{name} is in no crate layer of ARCHITECTURE.md"));
+            continue;
+        };
+        for dep in path_dependencies(&manifest) {
+            match layers.get(&dep) {
+                Some(&theirs) if theirs > mine => {}
+                Some(_) => found.push(format!(
+                    "{name} depends on {dep}, which is not written beneath it"
+                )),
+                None => found.push(format!(
+                    "{name} depends on {dep}, which is in no crate layer of ARCHITECTURE.md"
+                )),
+            }
+        }
+    }
     assert!(found.is_empty(), "{}", found.join("\n"));
 }
 

@@ -9,7 +9,7 @@
 use serde_json::json;
 use std::path::Path;
 
-use nib::tools;
+use nib_files::tools;
 
 const VARIANTS: [&str; 4] = ["lf", "crlf", "bom", "nofinal"];
 

@@ -8,7 +8,7 @@
 
 use serde_json::json;
 
-use nib::tools;
+use nib_files::tools;
 
 /// The patch that turns `before` into `after`, line by line.
 fn patch_for(name: &str, tag: &str, before: &[&str], after: &[&str]) -> String {

@@ -7,8 +7,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use nib::edit::{apply, patch};
-use nib::text::Text;
+use nib_files::tools::edit::{apply, patch};
+use nib_text::text::Text;
 
 struct AllowAll;
 

@@ -11,8 +11,8 @@
 use std::path::{Component, Path, PathBuf};
 
 use libfuzzer_sys::fuzz_target;
-use nib::fs::beneath;
-use nib::tools::read::selector::{self, Selector};
+use nib_files::fs::beneath;
+use nib_files::tools::read::selector::{self, Selector};
 
 fn normalize(p: &Path) -> PathBuf {
     let mut out = PathBuf::from("/");

@@ -11,7 +11,7 @@
 use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
-use nib_policy::{Rules, Verdict};
+use nib_command_rules::{Rules, Verdict};
 
 fn rules() -> Rules {
     match Rules::parse(
@@ -75,7 +75,7 @@ fuzz_target!(|data: &[u8]| {
                 text = t;
                 simple = s;
             }
-            let verdict = nib_policy::check(&rules, &text, cwd, None);
+            let verdict = nib_command_rules::check(&rules, &text, cwd, None);
             assert!(
                 matches!(verdict, Verdict::Refuse { .. }),
                 "let through: {text}"
@@ -83,7 +83,7 @@ fuzz_target!(|data: &[u8]| {
         }
         _ => {
             let text = String::from_utf8_lossy(data);
-            let _ = nib_policy::check(&rules, &text, cwd, None);
+            let _ = nib_command_rules::check(&rules, &text, cwd, None);
         }
     }
 });

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use super::{rules, secrets, tls};
+use super::{hosts, secrets, tls};
 
 /// The session's brokered secrets and what programs need to use them.
 pub struct Brokered {
@@ -122,7 +122,7 @@ static BROKERED: OnceLock<Arc<Brokered>> = OnceLock::new();
 /// are refused, all of them when there are no rules (no proxy runs).
 pub fn brokered(
     spec: Option<&str>,
-    rules: Option<&rules::HostRules>,
+    rules: Option<&hosts::HostRules>,
     project: &Path,
 ) -> Arc<Brokered> {
     Arc::clone(BROKERED.get_or_init(|| {

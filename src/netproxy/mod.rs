@@ -1,6 +1,6 @@
 //! The network programs may reach: a filtering proxy in the broker with a
 //! host allowlist (issue: sandboxed programs reach only the hosts the user
-//! allows). [`rules`] decides which hosts and addresses, [`address`]
+//! allows). [`hosts`] decides which hosts and addresses, [`address`]
 //! classifies addresses, [`proxy`] serves `CONNECT` tunnels and plain HTTP
 //! and records what it reached and refused.
 //!
@@ -18,8 +18,8 @@
 pub mod address;
 mod asker;
 mod brokering;
+pub mod hosts;
 pub mod proxy;
-pub mod rules;
 pub mod secrets;
 pub mod terminate;
 pub mod tls;
@@ -110,7 +110,7 @@ pub fn running(
         .get_or_init(|| {
             let (allow, deny) = project_lists(project);
             let _ = IGNORED_ALLOW.set(allow);
-            let (rules, unread) = rules::HostRules::new(hosts, &deny);
+            let (rules, unread) = hosts::HostRules::new(hosts, &deny);
             for u in &unread {
                 tracing::warn!("network: {u:?} is not a host name, *.domain or address; left out");
             }
@@ -146,7 +146,7 @@ pub fn current() -> Option<&'static Running> {
 }
 
 fn start(
-    rules: rules::HostRules,
+    rules: hosts::HostRules,
     confirm: bool,
     brokered: Arc<Brokered>,
 ) -> Result<Running, String> {

@@ -16,7 +16,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::rules::{HostRules, Refusal};
+use super::hosts::{HostRules, Refusal};
 
 /// A client must send its request head within this time (slow clients
 /// cannot hold connections open).

@@ -13,7 +13,7 @@ use std::sync::LazyLock;
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::Value;
 
-use crate::context::{Ctx, ToolOutput};
+use nib_files::context::{Ctx, ToolOutput};
 
 /// Lines shown for one location at most.
 pub const MAX_LOCATION_LINES: usize = 40;
@@ -188,7 +188,7 @@ pub fn render(provider: &str, full: &str, result: &CallToolResult, ctx: &Ctx) ->
         }
         text.push_str(&rows);
     }
-    crate::context::push_notes(&mut text, &notes);
+    nib_files::context::push_notes(&mut text, &notes);
     let mut out = ToolOutput::ok(text);
     out.images = images;
     out

@@ -25,7 +25,7 @@ use rmcp::model::{
 };
 use rmcp::service::PeerRequestOptions;
 
-use crate::config::Config;
+use nib_files::config::Config;
 use session::{ProgressFn, Session};
 use spec::ProviderSpec;
 
@@ -246,7 +246,7 @@ impl Providers {
     /// The sandbox a provider runs in: nibash's for these roots, with
     /// nib.json's program rules at exec time (and their files masked).
     fn sandbox(&self, roots: &[PathBuf]) -> Result<nib_sandbox::Sandbox, String> {
-        crate::nibash::broker::rules::judged_sandbox(&self.config, roots)
+        crate::nibash::broker::command_rules::judged_sandbox(&self.config, roots)
     }
 
     /// The provider's process ended: restart it once, then stop.

@@ -2,14 +2,15 @@
 //! `nibash_status` (what runs, the sandbox in force) and `skim` (a long file
 //! read for a question). The work is in `crate::nibash`.
 
+use crate::confinement::Confinement;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::context::args::{ArgError, Args};
-use crate::context::{Ctx, ToolOutput};
 use crate::nibash::broker::Nibash;
 use crate::nibash::broker::call::{self, CallArgs};
 use crate::nibash::broker::jobs::ending_words;
+use nib_files::context::args::{ArgError, Args};
+use nib_files::context::{Ctx, ToolOutput};
 
 /// Reads a timeout: seconds, or milliseconds when over 600 (as other
 /// agents' shell tools take), or text such as `90s`, `5m`, `1500ms`.
@@ -71,7 +72,7 @@ pub fn run(mut args: Args, ctx: &Ctx, shell: &Arc<Nibash>) -> Result<ToolOutput,
     for (host, why) in out.network_refused.iter().take(REFUSED_SHOWN) {
         out.text.push_str(&format!(
             "[network: blocked {} — {why}]\n",
-            crate::path_text::escape_control(host)
+            nib_text::path_text::escape_control(host)
         ));
     }
     if out.network_refused.len() > REFUSED_SHOWN {
@@ -100,7 +101,7 @@ pub fn run(mut args: Args, ctx: &Ctx, shell: &Arc<Nibash>) -> Result<ToolOutput,
             out.text.push('\n');
         }
     }
-    crate::context::push_notes(&mut out.text, &notes);
+    nib_files::context::push_notes(&mut out.text, &notes);
     Ok(out)
 }
 
@@ -174,7 +175,7 @@ pub fn status(mut args: Args, ctx: &Ctx, shell: &Arc<Nibash>) -> Result<ToolOutp
     }
     if let Some(path) = restore {
         let p = ctx.workspace.resolve(&path);
-        match crate::fs::restore_entry(&ctx.scope, &p, false) {
+        match nib_files::fs::restore_entry(&ctx.scope, &p, false) {
             Ok(()) => out.push_str(&format!("restored {}\n", ctx.workspace.display(&p))),
             Err(e) => {
                 return Ok(ToolOutput::error(format!(
@@ -223,7 +224,7 @@ pub fn status(mut args: Args, ctx: &Ctx, shell: &Arc<Nibash>) -> Result<ToolOutp
             crate::nibash::broker::cut::Decider::Keywords,
             None,
         ));
-        crate::context::push_notes(&mut out, &notes);
+        nib_files::context::push_notes(&mut out, &notes);
         return Ok(ToolOutput::ok(out));
     }
     out.push_str(&format!(
@@ -233,7 +234,7 @@ pub fn status(mut args: Args, ctx: &Ctx, shell: &Arc<Nibash>) -> Result<ToolOutp
     ));
     out.push_str(&ctx.config.read_policy_text());
     out.push_str(&ctx.config.brokered_text());
-    out.push_str(&crate::nibash::broker::rules::describe(
+    out.push_str(&crate::nibash::broker::command_rules::describe(
         ctx.workspace.project_dir(),
         ctx.config,
     ));
@@ -246,7 +247,7 @@ pub fn status(mut args: Args, ctx: &Ctx, shell: &Arc<Nibash>) -> Result<ToolOutp
     out.push_str(
         &ctx.workspace
             .names()
-            .describe(|p| crate::path_text::escape_control(&p.to_string_lossy())),
+            .describe(|p| nib_text::path_text::escape_control(&p.to_string_lossy())),
     );
     if let Some(f) = nib
         .provider_status
@@ -291,7 +292,7 @@ pub fn status(mut args: Args, ctx: &Ctx, shell: &Arc<Nibash>) -> Result<ToolOutp
             out.push_str(&format!("  | {l}\n"));
         }
     }
-    crate::context::push_notes(&mut out, &notes);
+    nib_files::context::push_notes(&mut out, &notes);
     Ok(ToolOutput::ok(out))
 }
 
@@ -386,7 +387,7 @@ fn status_json(ctx: &Ctx, nib: &Nibash, tail: usize) -> serde_json::Value {
             })
         })
         .collect();
-    let trash: Vec<_> = crate::fs::trash::list_beneath(&ctx.workspace.roots())
+    let trash: Vec<_> = nib_files::fs::trash::list_beneath(&ctx.workspace.roots())
         .unwrap_or_default()
         .iter()
         .rev()
@@ -469,11 +470,19 @@ pub fn skim(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
     for p in &paths {
         let path = ctx.workspace.resolve(p);
         let shown = ctx.workspace.display(&path);
-        match crate::fs::read_file(&ctx.scope, &path, crate::context::TEXT_LIMIT) {
+        match nib_files::fs::read_file(&ctx.scope, &path, nib_files::context::TEXT_LIMIT) {
             Ok(f) => {
                 let text = String::from_utf8_lossy(&f.bytes);
-                let canonical = crate::fs::canonical(&path).unwrap_or(path.clone());
-                let part = ctx.with_agent(|a| a.skims.skim(&canonical, &shown, &text, &expect));
+                let canonical = nib_files::fs::canonical(&path).unwrap_or(path.clone());
+                let part = ctx.with_agent(|a| {
+                    crate::nibash::broker::skim::skim(
+                        &mut a.skims,
+                        &canonical,
+                        &shown,
+                        &text,
+                        &expect,
+                    )
+                });
                 out.push_str(&part);
             }
             Err(e) => {
@@ -482,7 +491,7 @@ pub fn skim(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
             }
         }
     }
-    crate::context::push_notes(&mut out, &notes);
+    nib_files::context::push_notes(&mut out, &notes);
     Ok(if failed == paths.len() {
         ToolOutput::error(out)
     } else {

@@ -454,15 +454,15 @@ pub fn header_tag(text: &str) -> String {
 /// nib used as a library, the way the server runs a tool call: a confined
 /// scope over `project`, state in `state`, seen lines enforced.
 pub struct Library {
-    pub config: nib::config::Config,
-    pub workspace: nib::workspace::Workspace,
-    pub agent: std::sync::Mutex<nib::state::Agent>,
+    pub config: nib_files::config::Config,
+    pub workspace: nib_files::workspace::Workspace,
+    pub agent: std::sync::Mutex<nib_files::seen::Agent>,
     pub nibash: std::sync::Arc<nib::nibash::broker::Nibash>,
 }
 
 impl Library {
     pub fn new(project: &Path, state: &Path) -> Library {
-        let config = nib::config::Config {
+        let config = nib_files::config::Config {
             project_dir: std::fs::canonicalize(project).unwrap(),
             roots_timeout: std::time::Duration::from_secs(1),
             state_dir: state.to_path_buf(),
@@ -488,24 +488,25 @@ impl Library {
             provider_timeout: std::time::Duration::from_secs(5),
             cli_providers: Vec::new(),
             config_dir: state.join("config"),
-            model: nib::model::Settings::default(),
+            model: nib::llm::Settings::default(),
         };
         Library {
-            workspace: nib::workspace::Workspace::new(config.project_dir.clone()),
+            workspace: nib_files::workspace::Workspace::new(config.project_dir.clone()),
             config,
             agent: std::sync::Mutex::default(),
             nibash: Arc::default(),
         }
     }
 
-    pub fn ctx(&self) -> nib::context::Ctx<'_> {
-        nib::context::Ctx {
+    pub fn ctx(&self) -> nib_files::context::Ctx<'_> {
+        nib_files::context::Ctx {
             workspace: &self.workspace,
             agent: &self.agent,
             config: &self.config,
             scope: self.workspace.scope(true, false).unwrap(),
             enforce_seen: true,
             live: None,
+            programs: &nib::nibash::broker::command_rules::JudgedPrograms,
         }
     }
 }

@@ -11,6 +11,7 @@
 //! Seen rows the worker reports are checked against the file before they
 //! count: the broker reads the file itself and compares the tag.
 
+use crate::confinement::Confinement;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -21,12 +22,12 @@ use super::Nibash;
 use super::cut;
 use super::jobs::{Entry, ending_words};
 use super::warm::Started;
-use crate::context::{Ctx, ToolOutput};
-use crate::fs::Scope;
-use crate::hashline::Tag;
-use crate::nibash::channel::{Ask, Channel, Event, Reply, Request, end_mark};
-use crate::text::Text;
-use crate::workspace::Workspace;
+use nib_files::context::{Ctx, ToolOutput};
+use nib_files::fs::Scope;
+use nib_files::workspace::Workspace;
+use nib_shell::channel::{Ask, Channel, Event, Reply, Request, end_mark};
+use nib_text::hashline::Tag;
+use nib_text::text::Text;
 
 /// The default timeout.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -89,7 +90,7 @@ struct Asker {
 
 /// Whether `name` may name a folder (what `hash -d name=dir` accepts).
 fn name_is_valid(name: &str) -> bool {
-    crate::names::valid_name(name)
+    nib_files::names::valid_name(name)
 }
 
 impl Asker {
@@ -98,7 +99,8 @@ impl Asker {
     fn is_folder(&self, dir: &Path) -> bool {
         dir.is_absolute()
             && !dir.to_string_lossy().chars().any(char::is_control)
-            && crate::fs::stat(&self.scope, dir).is_ok_and(|s| s.kind == crate::fs::Kind::Dir)
+            && nib_files::fs::stat(&self.scope, dir)
+                .is_ok_and(|s| s.kind == nib_files::fs::Kind::Dir)
     }
 
     fn answer(&mut self, ask: Ask, deadline: Option<Instant>) -> Reply {
@@ -108,7 +110,7 @@ impl Asker {
                 recursive,
                 force,
             } => self.trash(&paths, recursive, force),
-            Ask::TrashList => match crate::fs::trash::list_beneath(&self.workspace.roots()) {
+            Ask::TrashList => match nib_files::fs::trash::list_beneath(&self.workspace.roots()) {
                 Ok(items) if items.is_empty() => Reply {
                     out: "the trash holds nothing from this project's roots\n".into(),
                     ..Reply::default()
@@ -129,12 +131,12 @@ impl Asker {
                 },
             },
             Ask::TrashRestore { path, force } => {
-                match crate::fs::restore_entry(&self.scope, &path, force) {
+                match nib_files::fs::restore_entry(&self.scope, &path, force) {
                     Ok(()) => Reply {
                         out: format!("restored {}\n", self.workspace.display(&path)),
                         ..Reply::default()
                     },
-                    Err(crate::fs::FsError::NotFound) => Reply {
+                    Err(nib_files::fs::FsError::NotFound) => Reply {
                         err: format!(
                             "trash restore: {} is not in the trash (or its folder is gone); trash list shows what is\n",
                             self.workspace.display(&path)
@@ -196,10 +198,10 @@ impl Asker {
     fn trash(&mut self, paths: &[PathBuf], recursive: bool, force: bool) -> Reply {
         let mut r = Reply::default();
         for p in paths {
-            match crate::fs::trash_entry(&self.scope, p, recursive) {
+            match nib_files::fs::trash_entry(&self.scope, p, recursive) {
                 Ok(()) => self.trashed.push(p.clone()),
-                Err(crate::fs::FsError::NotFound) if force => {}
-                Err(crate::fs::FsError::IsDirectory) => {
+                Err(nib_files::fs::FsError::NotFound) if force => {}
+                Err(nib_files::fs::FsError::IsDirectory) => {
                     r.err.push_str(&format!(
                         "rm: cannot remove '{}': is a folder (rm -r moves it to the trash); nothing else changed\n",
                         self.workspace.display(p)
@@ -387,10 +389,11 @@ impl Consumer {
                 if name_is_valid(&name) && self.asker.is_folder(&dir) {
                     // A conflict keeps the first definition; the worker
                     // already told the agent what it defined.
-                    let _ =
-                        self.asker
-                            .workspace
-                            .define_name(&name, &dir, crate::names::Source::Hash);
+                    let _ = self.asker.workspace.define_name(
+                        &name,
+                        &dir,
+                        nib_files::names::Source::Hash,
+                    );
                 }
             }
             Msg::Event(Event::Done {
@@ -431,7 +434,7 @@ impl Consumer {
         // What the job left in git dirs for the person's git is taken out
         // now that it ended, and said in its output.
         let since = std::time::SystemTime::now() - self.entry.age();
-        let swept = crate::fs::git_guard::sweep(&self.asker.scope, &self.held, since);
+        let swept = nib_files::fs::git_guard::sweep(&self.asker.scope, &self.held, since);
         if !swept.is_empty() {
             let mut s = self.entry.state();
             for line in swept {
@@ -556,23 +559,20 @@ fn spawn_waiter(
 /// Runs one call and returns the tool's answer.
 pub fn run(ctx: &Ctx, nib: &Arc<Nibash>, args: CallArgs) -> ToolOutput {
     let finished_jobs = nib.jobs.take_finished_report();
-    let gate = match super::rules::gate(
+    let gate = match super::command_rules::gate(
         ctx.workspace.project_dir(),
         &args.command,
         ctx.config.failpoint.as_deref(),
-        || {
-            crate::model::judge::RuleJudge::from_settings(&ctx.config.model, ctx.config.sandbox)
-                .ok()
-        },
+        || crate::llm::judge::RuleJudge::from_settings(&ctx.config.model, ctx.config.sandbox).ok(),
     ) {
         Ok(g) => g,
-        Err(super::rules::Refusal(message)) => {
+        Err(super::command_rules::Refusal(message)) => {
             let mut out = ToolOutput::error(format!("{finished_jobs}{message}\n[exit 126]\n"));
-            out.exit = Some(nib_policy::REFUSED_EXIT);
+            out.exit = Some(nib_command_rules::REFUSED_EXIT);
             return out;
         }
     };
-    let super::rules::Gate {
+    let super::command_rules::Gate {
         runtime,
         masked,
         judge,
@@ -598,7 +598,7 @@ pub fn run(ctx: &Ctx, nib: &Arc<Nibash>, args: CallArgs) -> ToolOutput {
             .map(|n| (n.name.clone(), n.source.label().to_string()))
             .collect(),
         job: entry.id,
-        mark: crate::fs::unique_id(),
+        mark: nib_files::fs::unique_id(),
         rules: runtime,
         private_tmp: None,
     };
@@ -742,7 +742,7 @@ pub fn run(ctx: &Ctx, nib: &Arc<Nibash>, args: CallArgs) -> ToolOutput {
         .iter()
         .map(|e| e.age())
         .fold(call_start.elapsed(), Duration::max);
-    for line in crate::fs::git_guard::sweep(&ctx.scope, &held_now, SystemTime::now() - since) {
+    for line in nib_files::fs::git_guard::sweep(&ctx.scope, &held_now, SystemTime::now() - since) {
         out.text.push_str(&line);
         out.text.push('\n');
     }
@@ -938,7 +938,7 @@ fn answer(
             }
             _ if !long => out.push_str(&summary_note),
             _ => {
-                let decided = if ctx.config.model.decider == crate::model::DeciderKind::OpenRouter {
+                let decided = if ctx.config.model.decider == crate::llm::DeciderKind::OpenRouter {
                     super::decide::add_windows(
                         &rows,
                         &mut keep,
@@ -1100,7 +1100,8 @@ fn record_seen(ctx: &Ctx, seen: &[SeenReport], output: &str) {
     let shown = ShownRows::of(output);
     for (path, tag, lines) in seen {
         let Some(tag) = Tag::parse(tag) else { continue };
-        let Ok(file) = crate::fs::read_file(&ctx.scope, path, crate::context::TEXT_LIMIT) else {
+        let Ok(file) = nib_files::fs::read_file(&ctx.scope, path, nib_files::context::TEXT_LIMIT)
+        else {
             continue;
         };
         if Tag::of(&file.bytes) != tag {
@@ -1166,7 +1167,7 @@ impl<'a> ShownRows<'a> {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let name = crate::path_text::escape_control(&name);
+        let name = nib_text::path_text::escape_control(&name);
         let mut out: Vec<usize> = claimed
             .iter()
             .flat_map(|&(a, b)| a..=b.min(text.len()))
@@ -1323,7 +1324,7 @@ mod forged {
 
     #[test]
     fn forged_marks_in_the_output_never_end_the_call() {
-        let token = crate::fs::unique_id();
+        let token = nib_files::fs::unique_id();
         let mark = end_mark(&token);
         let mut rng = Lcg(11);
         for round in 0..200 {

@@ -13,9 +13,9 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use super::Nibash;
-use crate::context::Ctx;
-use crate::hashline::{self, Tag};
-use crate::text::Text;
+use nib_files::context::Ctx;
+use nib_text::hashline::{self, Tag};
+use nib_text::text::Text;
 
 /// Entries walked at most after a call.
 pub const WALK_LIMIT: usize = 50_000;
@@ -131,7 +131,8 @@ pub fn report(ctx: &Ctx, shell: &Nibash, start: &Start, skip: &[PathBuf]) -> Str
         }
         taken += 1;
         let shown = ctx.workspace.display(p);
-        let Ok(file) = crate::fs::read_file(&ctx.scope, p, crate::context::TEXT_LIMIT) else {
+        let Ok(file) = nib_files::fs::read_file(&ctx.scope, p, nib_files::context::TEXT_LIMIT)
+        else {
             listed.push(shown);
             continue;
         };
@@ -152,7 +153,7 @@ pub fn report(ctx: &Ctx, shell: &Nibash, start: &Start, skip: &[PathBuf]) -> Str
     if !listed.is_empty() || !folded.is_empty() {
         let in_folded: usize = per_folder.values().filter(|n| **n >= FOLD).sum();
         let more = paths.len().saturating_sub(taken + in_folded);
-        let mut entries = crate::by_folder::group(&listed);
+        let mut entries = nib_text::by_folder::group(&listed);
         entries.extend(folded);
         out.push_str(&format!(
             "[changed: {}{}]\n",
@@ -178,7 +179,7 @@ const FOLD: usize = 8;
 
 /// Whether the agent's newest version of the file is exactly this content.
 fn known_to_agent(ctx: &Ctx, path: &Path, tag: Tag, bytes: &[u8]) -> bool {
-    let Ok(canonical) = crate::fs::canonical(path) else {
+    let Ok(canonical) = nib_files::fs::canonical(path) else {
         return false;
     };
     ctx.with_seen(|s| {
@@ -191,7 +192,7 @@ fn known_to_agent(ctx: &Ctx, path: &Path, tag: Tag, bytes: &[u8]) -> bool {
 /// The changed rows of a file the agent saw, when the change is small; the
 /// rows printed count as seen in the new version.
 fn small_change(ctx: &Ctx, path: &Path, shown: &str, tag: Tag, bytes: &[u8]) -> Option<String> {
-    let canonical = crate::fs::canonical(path).ok()?;
+    let canonical = nib_files::fs::canonical(path).ok()?;
     let old = ctx.with_seen(|s| s.versions(&canonical).next().map(|v| Arc::clone(&v.text)))?;
     let new = Arc::new(Text::decode(bytes));
     if *old == *new {
@@ -199,7 +200,7 @@ fn small_change(ctx: &Ctx, path: &Path, shown: &str, tag: Tag, bytes: &[u8]) -> 
     }
     let mut changed: Vec<usize> = Vec::new();
     let mut removed = 0;
-    for op in crate::text::diff_ops(&old, &new) {
+    for op in nib_text::text::diff_ops(&old, &new) {
         match op {
             similar::DiffOp::Equal { .. } => {}
             similar::DiffOp::Delete { old_len, .. } => removed += old_len,
@@ -247,7 +248,7 @@ mod tests {
         .map(|s| s.to_string())
         .collect();
         assert_eq!(
-            crate::by_folder::group(&shown),
+            nib_text::by_folder::group(&shown),
             [
                 "a.txt#0001",
                 "b.txt#0005",

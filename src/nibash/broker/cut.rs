@@ -42,10 +42,10 @@ impl Decider {
     /// The rows a configured decider starts from (`NIB_DECIDER`, else
     /// setup.json's `decider`): the model decider adds windows to the
     /// keyword rows.
-    pub fn of(kind: crate::model::DeciderKind) -> Decider {
+    pub fn of(kind: crate::llm::DeciderKind) -> Decider {
         match kind {
-            crate::model::DeciderKind::Fixed => Decider::Fixed,
-            crate::model::DeciderKind::Keywords | crate::model::DeciderKind::OpenRouter => {
+            crate::llm::DeciderKind::Fixed => Decider::Fixed,
+            crate::llm::DeciderKind::Keywords | crate::llm::DeciderKind::OpenRouter => {
                 Decider::Keywords
             }
         }
@@ -301,7 +301,7 @@ fn keep_headers(rows: &[&str], keep: &mut BTreeSet<usize>) {
 /// tool's answer: its own commands already cut it once (with a hint that
 /// continues in file lines), so it is not cut again.
 pub fn is_own_rows(text: &str) -> bool {
-    if text.len() > crate::blocks::OUTPUT_CAP + 4096 {
+    if text.len() > nib_text::blocks::OUTPUT_CAP + 4096 {
         return false;
     }
     let mut anchored = false;

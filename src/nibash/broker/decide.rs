@@ -13,9 +13,9 @@ use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 
-use crate::model::Settings;
-use crate::model::cache::{Cache, key};
-use crate::model::client::{Chat, complete};
+use crate::llm::Settings;
+use crate::llm::cache::{Cache, key};
+use crate::llm::client::{Chat, complete};
 
 /// Rows in one window.
 const WINDOW: usize = 20;
@@ -145,10 +145,10 @@ pub fn add_windows(
     if !settings.may_reach(sandbox, &settings.decision_url) {
         return failed("off under NIB_SANDBOX=1 (NIB_DECIDER_SANDBOX=1 allows it)".into());
     }
-    let loopback = crate::model::is_loopback(&settings.decision_url);
+    let loopback = crate::llm::is_loopback(&settings.decision_url);
     let key = settings.key().map(|(k, _)| k);
     if key.is_none() && !loopback {
-        return failed(crate::model::client::ModelError::NoKey.to_string());
+        return failed(crate::llm::client::ModelError::NoKey.to_string());
     }
     let windows = windows(rows.len(), keep);
     if windows.is_empty() {

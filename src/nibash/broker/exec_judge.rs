@@ -23,7 +23,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
-use nib_policy::Rules;
+use nib_command_rules::Rules;
 use nib_sandbox::{ExecAttempt, ExecFile, ExecJudge};
 use regex::Regex;
 

@@ -16,7 +16,7 @@
 //!   costs nothing per call.
 //! - [`cut`], [`decide`], [`summary`]: long output — which rows stay, the
 //!   model's choice of rows, summaries, and the log of the whole.
-//! - [`rules`], [`exec_judge`]: nib.json command rules before a call runs,
+//! - [`command_rules`], [`exec_judge`]: nib.json command rules before a call runs,
 //!   and what the worker and the sandbox enforce while it runs.
 //! - [`withheld`]: the closing lines naming what the sandbox hid.
 //! - [`skim`]: reading long files (logs, reports) for what a question asks.
@@ -25,11 +25,11 @@
 
 pub mod call;
 pub mod changes;
+pub mod command_rules;
 pub mod cut;
 pub mod decide;
 pub mod exec_judge;
 pub mod jobs;
-pub mod rules;
 pub mod runners;
 pub mod skim;
 pub mod summary;

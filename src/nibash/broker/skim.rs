@@ -6,13 +6,13 @@
 //! failing test names, panics and assertion messages, compiler errors.
 //! Skimming the same file again with the same expect shows only lines added
 //! since; with another expect, rows already shown are left out. The memory
-//! is per agent (`state::Skims`, kept in its state; its methods are here).
+//! is per agent (`seen::Skims`, kept in its state; its methods are here).
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
 use super::cut;
-pub use crate::state::Skims;
+pub use nib_files::seen::Skims;
 
 /// Rows that report how a build or test run went.
 pub fn is_summary(row: &str) -> bool {
@@ -82,65 +82,62 @@ fn verdict(rows: &[&str]) -> &'static str {
     }
 }
 
-impl Skims {
-    /// Skims `text` (the file at `path`) for `expect`, remembering what was shown.
-    pub fn skim(&mut self, path: &Path, shown_path: &str, text: &str, expect: &str) -> String {
-        let rows: Vec<&str> = text.lines().collect();
-        let n = rows.len();
-        let mem = self.files.entry(path.to_path_buf()).or_default();
-        let key = expect.trim().to_ascii_lowercase();
-        let from = mem.read_to.get(&key).copied().unwrap_or(0).min(n);
-        if from == n && n > 0 && mem.read_to.contains_key(&key) {
-            return format!(
-                "{shown_path}: no lines added since you skimmed it for this ({n} lines)\n"
-            );
-        }
-        let repeat = mem.read_to.contains_key(&key);
-        let words = cut::expect_words(&key, &rows[from..]);
-        let relevant = |row: &str| is_summary(row) || cut::has_word(row, &words);
-        let candidates: Vec<usize> = (from + 1..=n)
-            .filter(|k| repeat || !mem.shown.contains(k))
-            .collect();
-        let chosen: BTreeSet<usize> = if candidates.len() <= cut::MAX_ROWS
-            && candidates
-                .iter()
-                .map(|k| rows[k - 1].len() + 1)
-                .sum::<usize>()
-                <= cut::MAX_BYTES
-        {
-            candidates.into_iter().collect()
-        } else {
-            let window: Vec<&str> = rows[from..].to_vec();
-            cut::pick(&window, cut::Decider::Keywords, &relevant)
-                .into_iter()
-                .map(|k| k + from)
-                .filter(|k| repeat || !mem.shown.contains(k))
-                .collect()
-        };
-        mem.shown.extend(chosen.iter().copied());
-        mem.read_to.insert(key, n);
-        let mut out = format!(
-            "[{shown_path}: {n} lines{}; {}]\n",
-            if from > 0 {
-                format!(", {} new since you last skimmed it for this", n - from)
-            } else {
-                String::new()
-            },
-            verdict(&rows[from..])
-        );
-        let mut next = from + 1;
-        for &k in &chosen {
-            if k > next {
-                out.push_str(&format!("[… lines {next}-{} not shown …]\n", k - 1));
-            }
-            out.push_str(&format!("{k}|{}\n", rows[k - 1]));
-            next = k + 1;
-        }
-        if next <= n {
-            out.push_str(&format!("[… lines {next}-{n} not shown …]\n"));
-        }
-        out
+/// Skims `text` (the file at `path`) for `expect`, remembering in the
+/// agent's `skims` what was shown.
+pub fn skim(skims: &mut Skims, path: &Path, shown_path: &str, text: &str, expect: &str) -> String {
+    let rows: Vec<&str> = text.lines().collect();
+    let n = rows.len();
+    let mem = skims.files.entry(path.to_path_buf()).or_default();
+    let key = expect.trim().to_ascii_lowercase();
+    let from = mem.read_to.get(&key).copied().unwrap_or(0).min(n);
+    if from == n && n > 0 && mem.read_to.contains_key(&key) {
+        return format!("{shown_path}: no lines added since you skimmed it for this ({n} lines)\n");
     }
+    let repeat = mem.read_to.contains_key(&key);
+    let words = cut::expect_words(&key, &rows[from..]);
+    let relevant = |row: &str| is_summary(row) || cut::has_word(row, &words);
+    let candidates: Vec<usize> = (from + 1..=n)
+        .filter(|k| repeat || !mem.shown.contains(k))
+        .collect();
+    let chosen: BTreeSet<usize> = if candidates.len() <= cut::MAX_ROWS
+        && candidates
+            .iter()
+            .map(|k| rows[k - 1].len() + 1)
+            .sum::<usize>()
+            <= cut::MAX_BYTES
+    {
+        candidates.into_iter().collect()
+    } else {
+        let window: Vec<&str> = rows[from..].to_vec();
+        cut::pick(&window, cut::Decider::Keywords, &relevant)
+            .into_iter()
+            .map(|k| k + from)
+            .filter(|k| repeat || !mem.shown.contains(k))
+            .collect()
+    };
+    mem.shown.extend(chosen.iter().copied());
+    mem.read_to.insert(key, n);
+    let mut out = format!(
+        "[{shown_path}: {n} lines{}; {}]\n",
+        if from > 0 {
+            format!(", {} new since you last skimmed it for this", n - from)
+        } else {
+            String::new()
+        },
+        verdict(&rows[from..])
+    );
+    let mut next = from + 1;
+    for &k in &chosen {
+        if k > next {
+            out.push_str(&format!("[… lines {next}-{} not shown …]\n", k - 1));
+        }
+        out.push_str(&format!("{k}|{}\n", rows[k - 1]));
+        next = k + 1;
+    }
+    if next <= n {
+        out.push_str(&format!("[… lines {next}-{n} not shown …]\n"));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -169,7 +166,8 @@ mod tests {
     #[test]
     fn a_failing_cargo_run_shows_the_failure_and_its_reason() {
         let mut s = Skims::default();
-        let out = s.skim(
+        let out = skim(
+            &mut s,
             Path::new("/l"),
             "l",
             &cargo_log(true),
@@ -185,7 +183,8 @@ mod tests {
     #[test]
     fn a_passing_run_says_so() {
         let mut s = Skims::default();
-        let out = s.skim(
+        let out = skim(
+            &mut s,
             Path::new("/l"),
             "l",
             &cargo_log(false),
@@ -199,13 +198,13 @@ mod tests {
     fn the_same_expect_shows_only_new_lines_and_another_leaves_out_shown_rows() {
         let mut s = Skims::default();
         let first = "a\nb\n";
-        s.skim(Path::new("/l"), "l", first, "did it pass");
-        let again = s.skim(Path::new("/l"), "l", first, "did it pass");
+        skim(&mut s, Path::new("/l"), "l", first, "did it pass");
+        let again = skim(&mut s, Path::new("/l"), "l", first, "did it pass");
         assert!(again.contains("no lines added"), "{again}");
         let grown = "a\nb\nc\n";
-        let out = s.skim(Path::new("/l"), "l", grown, "did it pass");
+        let out = skim(&mut s, Path::new("/l"), "l", grown, "did it pass");
         assert!(out.contains("3|c") && !out.contains("1|a"), "{out}");
-        let other = s.skim(Path::new("/l"), "l", "a\nb\nc\nd\n", "what else");
+        let other = skim(&mut s, Path::new("/l"), "l", "a\nb\nc\nd\n", "what else");
         assert!(other.contains("4|d") && !other.contains("1|a"), "{other}");
     }
 

@@ -11,6 +11,7 @@
 //! all they may write. When none answers, the call is shaped by the
 //! decider as before, with a note.
 
+use crate::confinement::Confinement;
 use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::path::Path;
@@ -18,10 +19,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::config::Config;
-use crate::model::cache::{Cache, key};
-use crate::model::client::{Chat, complete};
-use crate::model::{Settings, Summarizer};
+use crate::llm::cache::{Cache, key};
+use crate::llm::client::{Chat, complete};
+use crate::llm::{Settings, Summarizer};
+use nib_files::config::Config;
 
 /// Lines over which output is summarized.
 pub const SUMMARY_ROWS: usize = 150;
@@ -188,8 +189,8 @@ fn ask(config: &Config, s: &Summarizer, asked: &str, left: Duration) -> Result<S
                 return Err("off under NIB_SANDBOX=1 (NIB_DECIDER_SANDBOX=1 allows it)".into());
             }
             let key = settings.key().map(|(k, _)| k);
-            if key.is_none() && !crate::model::is_loopback(&settings.summary_url) {
-                return Err(crate::model::client::ModelError::NoKey.to_string());
+            if key.is_none() && !crate::llm::is_loopback(&settings.summary_url) {
+                return Err(crate::llm::client::ModelError::NoKey.to_string());
             }
             complete(&Chat {
                 url: &settings.summary_url,
@@ -314,9 +315,9 @@ fn tempdir() -> std::io::Result<TempDir> {
 /// One line for nibash_status: the summarizers and whether they are on.
 pub fn describe(settings: &Settings, sandbox: bool, off_for_session: bool) -> String {
     let decider = match settings.decider {
-        crate::model::DeciderKind::Fixed => "fixed".to_string(),
-        crate::model::DeciderKind::Keywords => "keywords".to_string(),
-        crate::model::DeciderKind::OpenRouter => {
+        crate::llm::DeciderKind::Fixed => "fixed".to_string(),
+        crate::llm::DeciderKind::Keywords => "keywords".to_string(),
+        crate::llm::DeciderKind::OpenRouter => {
             if settings.may_reach(sandbox, &settings.decision_url) {
                 format!("openrouter ({})", settings.decision_models.join(", "))
             } else {

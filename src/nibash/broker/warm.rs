@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::nibash::channel::Channel;
+use nib_shell::channel::Channel;
 
 /// How long a refill waits at most for the answer to be written.
 const ANSWER_BOUND: Duration = Duration::from_millis(20);
@@ -215,8 +215,8 @@ fn start_zygote(policy: nib_sandbox::Policy, cwd: &Path) -> Result<nib_sandbox::
     let exe = own_binary()?;
     let argv = vec![
         exe.into_os_string(),
-        crate::nibash::channel::NIBASH_ARG.into(),
-        crate::nibash::channel::ZYGOTE_ARG.into(),
+        nib_shell::channel::NIBASH_ARG.into(),
+        nib_shell::channel::ZYGOTE_ARG.into(),
     ];
     sandbox(policy)?
         .spawn_zygote(&argv, cwd)
@@ -231,7 +231,7 @@ fn fork_from(zygote: &Arc<nib_sandbox::Zygote>) -> Result<Started, String> {
 }
 
 /// A sandbox for nibash workers under `policy`: the small worker entry
-/// beside nib applies the layers, then runs `nib` [`crate::nibash::channel::NIBASH_ARG`].
+/// beside nib applies the layers, then runs `nib` [`nib_shell::channel::NIBASH_ARG`].
 pub fn sandbox(mut policy: nib_sandbox::Policy) -> Result<nib_sandbox::Sandbox, String> {
     let exe = own_binary()?;
     // nib itself must be visible inside bubblewrap too (its private /tmp
@@ -248,10 +248,7 @@ pub fn start_with(sandbox: nib_sandbox::Sandbox, cwd: &Path) -> Result<Started, 
     let exe = own_binary()?;
     let (ours, theirs) = UnixStream::pair().map_err(|e| format!("no channel: {e}"))?;
     let chan = Channel::new(ours).map_err(|e| format!("no channel: {e}"))?;
-    let argv = vec![
-        exe.into_os_string(),
-        crate::nibash::channel::NIBASH_ARG.into(),
-    ];
+    let argv = vec![exe.into_os_string(), nib_shell::channel::NIBASH_ARG.into()];
     let (worker, pipe) = sandbox
         .spawn_merged(&argv, cwd, &[], Some(theirs.into()))
         .map_err(|e| e.to_string())?;

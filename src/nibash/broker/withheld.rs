@@ -97,7 +97,7 @@ fn absolute(word: &str, cwd: &Path, home: Option<&Path>) -> Option<PathBuf> {
     } else {
         cwd.join(word)
     };
-    let p = crate::path_text::lexical_normalize(&p);
+    let p = nib_text::path_text::lexical_normalize(&p);
     (p.components().count() > 1).then_some(p)
 }
 
