@@ -1,0 +1,210 @@
+//! The asks a call's worker sends and the broker answers: trash (the
+//! paths checked against the call's scope), jobs of earlier calls, named
+//! folders. The worker is not trusted: each ask is checked as if an agent
+//! had made it.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use nib_files::fs::Scope;
+use nib_files::workspace::Workspace;
+use nib_shell::channel::{Ask, Reply};
+
+use crate::nibash::broker::Nibash;
+use crate::nibash::broker::jobs::{Entry, ending_words};
+
+/// Answers what a worker asks: trash and jobs.
+pub(super) struct Asker {
+    pub(super) scope: Scope,
+    pub(super) nib: Arc<Nibash>,
+    pub(super) workspace: Workspace,
+    pub(super) trashed: Vec<PathBuf>,
+}
+
+/// Whether `name` may name a folder (what `hash -d name=dir` accepts).
+pub(super) fn name_is_valid(name: &str) -> bool {
+    nib_files::names::valid_name(name)
+}
+
+impl Asker {
+    /// Whether `dir` is a folder the call's scope reaches (absolute, no
+    /// control characters).
+    pub(super) fn is_folder(&self, dir: &Path) -> bool {
+        dir.is_absolute()
+            && !dir.to_string_lossy().chars().any(char::is_control)
+            && nib_files::fs::stat(&self.scope, dir)
+                .is_ok_and(|s| s.kind == nib_files::fs::Kind::Dir)
+    }
+
+    pub(super) fn answer(&mut self, ask: Ask, deadline: Option<Instant>) -> Reply {
+        match ask {
+            Ask::Trash {
+                paths,
+                recursive,
+                force,
+            } => self.trash(&paths, recursive, force),
+            Ask::TrashList => match nib_files::fs::trash::list_beneath(&self.workspace.roots()) {
+                Ok(items) if items.is_empty() => Reply {
+                    out: "the trash holds nothing from this project's roots\n".into(),
+                    ..Reply::default()
+                },
+                Ok(items) => Reply {
+                    out: items
+                        .iter()
+                        .map(|t| {
+                            format!("{}  {}\n", t.deleted, self.workspace.display(&t.original))
+                        })
+                        .collect(),
+                    ..Reply::default()
+                },
+                Err(e) => Reply {
+                    err: format!("trash list: {e}\n"),
+                    code: 1,
+                    ..Reply::default()
+                },
+            },
+            Ask::TrashRestore { path, force } => {
+                match nib_files::fs::restore_entry(&self.scope, &path, force) {
+                    Ok(()) => Reply {
+                        out: format!("restored {}\n", self.workspace.display(&path)),
+                        ..Reply::default()
+                    },
+                    Err(nib_files::fs::FsError::NotFound) => Reply {
+                        err: format!(
+                            "trash restore: {} is not in the trash (or its folder is gone); trash list shows what is\n",
+                            self.workspace.display(&path)
+                        ),
+                        code: 1,
+                        ..Reply::default()
+                    },
+                    Err(e) => Reply {
+                        err: format!(
+                            "trash restore: {}: {e}; nothing was restored\n",
+                            self.workspace.display(&path)
+                        ),
+                        code: 1,
+                        ..Reply::default()
+                    },
+                }
+            }
+            Ask::Jobs => Reply {
+                out: self
+                    .nib
+                    .jobs
+                    .jobs()
+                    .iter()
+                    .map(|e| {
+                        let s = e.state();
+                        format!(
+                            "[%{}] {} {}s  {}\n",
+                            e.id,
+                            if s.ended() {
+                                ending_words(&s)
+                            } else {
+                                "running".into()
+                            },
+                            e.age().as_secs(),
+                            e.command
+                        )
+                    })
+                    .collect(),
+                ..Reply::default()
+            },
+            Ask::Wait { jobs } => self.wait(jobs, deadline),
+            Ask::Kill { jobs, signal: _ } => {
+                let mut r = Reply::default();
+                for id in jobs {
+                    match self.nib.jobs.get(id) {
+                        Some(e) if e.kill() => r.out.push_str(&format!("[job %{id} killed]\n")),
+                        Some(_) => r.out.push_str(&format!("[job %{id} had already ended]\n")),
+                        None => {
+                            r.err.push_str(&format!("kill: %{id}: no such job\n"));
+                            r.code = 1;
+                        }
+                    }
+                }
+                r
+            }
+        }
+    }
+
+    pub(super) fn trash(&mut self, paths: &[PathBuf], recursive: bool, force: bool) -> Reply {
+        let mut r = Reply::default();
+        for p in paths {
+            match nib_files::fs::trash_entry(&self.scope, p, recursive) {
+                Ok(()) => self.trashed.push(p.clone()),
+                Err(nib_files::fs::FsError::NotFound) if force => {}
+                Err(nib_files::fs::FsError::IsDirectory) => {
+                    r.err.push_str(&format!(
+                        "rm: cannot remove '{}': is a folder (rm -r moves it to the trash); nothing else changed\n",
+                        self.workspace.display(p)
+                    ));
+                    r.code = 1;
+                }
+                Err(e) => {
+                    r.err.push_str(&format!(
+                        "rm: cannot remove '{}': {e}\n",
+                        self.workspace.display(p)
+                    ));
+                    r.code = 1;
+                }
+            }
+        }
+        r
+    }
+
+    pub(super) fn wait(&mut self, ids: Vec<u32>, deadline: Option<Instant>) -> Reply {
+        let entries: Vec<Arc<Entry>> = if ids.is_empty() {
+            self.nib.jobs.jobs()
+        } else {
+            let mut v = Vec::new();
+            for id in &ids {
+                match self.nib.jobs.get(*id) {
+                    Some(e) => v.push(e),
+                    None => {
+                        return Reply {
+                            err: format!("wait: %{id}: no such job (jobs lists them)\n"),
+                            code: 127,
+                            ..Reply::default()
+                        };
+                    }
+                }
+            }
+            v
+        };
+        let mut r = Reply::default();
+        for e in entries {
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            let ended = e.wait_for(left, |s| s.ended());
+            let mut s = e.state();
+            let from = s.shown.min(s.output.len());
+            r.out.push_str(&String::from_utf8_lossy(&s.output[from..]));
+            if !r.out.is_empty() && !r.out.ends_with('\n') {
+                r.out.push('\n');
+            }
+            s.shown = s.output.len();
+            if ended {
+                s.reported = true;
+                r.out.push_str(&format!(
+                    "[job %{} {}: {}]\n",
+                    e.id,
+                    ending_words(&s),
+                    e.command
+                ));
+                r.code = s.code().unwrap_or(0);
+                drop(s);
+                self.nib.jobs.remove(e.id);
+            } else {
+                r.out.push_str(&format!(
+                    "[job %{} is still running after {}s: {}]\n",
+                    e.id,
+                    e.age().as_secs(),
+                    e.command
+                ));
+                r.code = 0;
+            }
+        }
+        r
+    }
+}
