@@ -102,102 +102,52 @@ fn command_at(r: Result<usize, usize>, len: usize) -> Inner {
     }
 }
 
+/// xargs' options that take a value.
+const XARGS_VALUED: &[&str] = &[
+    "-a",
+    "-d",
+    "-E",
+    "-I",
+    "-L",
+    "-n",
+    "-P",
+    "-s",
+    "--arg-file",
+    "--delimiter",
+    "--max-args",
+    "--max-procs",
+    "--max-lines",
+    "--max-chars",
+    "--process-slot-var",
+];
+
+/// xargs' options that stand alone.
+const XARGS_FLAGS: &[&str] = &[
+    "-0",
+    "-e",
+    "-i",
+    "-l",
+    "-o",
+    "-p",
+    "-r",
+    "-t",
+    "-x",
+    "--null",
+    "--interactive",
+    "--no-run-if-empty",
+    "--verbose",
+    "--exit",
+    "--open-tty",
+];
+
 /// Where `program`'s inner command is, given its arguments.
 pub fn inner(program: &str, args: &[Arg]) -> Inner {
     let n = args.len();
     let lit = |i: usize| args.get(i).and_then(Arg::literal);
     match program {
-        "env" => {
-            let mut i = 0;
-            while i < n {
-                match lit(i) {
-                    Some("-S") | Some("--split-string") => return Inner::Text(i + 1),
-                    Some(a)
-                        if a.starts_with("--split-string=")
-                            || (a.starts_with("-S") && a.len() > 2) =>
-                    {
-                        return Inner::Refuse("env -S with its text joined to the option");
-                    }
-                    Some("-u") | Some("--unset") | Some("-C") | Some("--chdir") => i += 2,
-                    Some("-i")
-                    | Some("--ignore-environment")
-                    | Some("-0")
-                    | Some("--null")
-                    | Some("-v")
-                    | Some("--debug")
-                    | Some("-") => i += 1,
-                    Some("--") => i += 1,
-                    Some(a) if a.starts_with("--unset=") || a.starts_with("--chdir=") => i += 1,
-                    Some(a) if a.contains('=') && !a.starts_with('-') => i += 1,
-                    Some(a) if a.starts_with('-') => return Inner::Candidates(i),
-                    Some(_) => return Inner::Command(i),
-                    None => return Inner::Candidates(i),
-                }
-            }
-            Inner::None
-        }
-        "xargs" => command_at(
-            operand(
-                args,
-                0,
-                &[
-                    "-a",
-                    "-d",
-                    "-E",
-                    "-I",
-                    "-L",
-                    "-n",
-                    "-P",
-                    "-s",
-                    "--arg-file",
-                    "--delimiter",
-                    "--max-args",
-                    "--max-procs",
-                    "--max-lines",
-                    "--max-chars",
-                    "--process-slot-var",
-                ],
-                &[
-                    "-0",
-                    "-e",
-                    "-i",
-                    "-l",
-                    "-o",
-                    "-p",
-                    "-r",
-                    "-t",
-                    "-x",
-                    "--null",
-                    "--interactive",
-                    "--no-run-if-empty",
-                    "--verbose",
-                    "--exit",
-                    "--open-tty",
-                ],
-            ),
-            n,
-        ),
-        "find" => {
-            let mut cmds = Vec::new();
-            let mut i = 0;
-            while i < n {
-                if matches!(lit(i), Some("-exec" | "-execdir" | "-ok" | "-okdir")) {
-                    let start = i + 1;
-                    let mut end = start;
-                    while end < n && !matches!(lit(end), Some(";" | "+")) {
-                        end += 1;
-                    }
-                    cmds.push((start, end));
-                    i = end;
-                }
-                i += 1;
-            }
-            if cmds.is_empty() {
-                Inner::None
-            } else {
-                Inner::Commands(cmds)
-            }
-        }
+        "env" => env_inner(args),
+        "xargs" => command_at(operand(args, 0, XARGS_VALUED, XARGS_FLAGS), n),
+        "find" => find_inner(args),
         "timeout" => match operand(
             args,
             0,
@@ -229,16 +179,7 @@ pub fn inner(program: &str, args: &[Arg]) -> Inner {
             ),
             n,
         ),
-        "command" => {
-            if args
-                .iter()
-                .any(|a| matches!(a.literal(), Some("-v" | "-V")))
-            {
-                Inner::None
-            } else {
-                command_at(operand(args, 0, &[], &["-p"]), n)
-            }
-        }
+        "command" => command_inner(args),
         "exec" => command_at(operand(args, 0, &["-a"], &["-c", "-l"]), n),
         "time" => command_at(
             operand(
@@ -258,148 +199,10 @@ pub fn inner(program: &str, args: &[Arg]) -> Inner {
             ),
             n,
         ),
-        "sudo" => {
-            if args.iter().any(|a| {
-                matches!(
-                    a.literal(),
-                    Some("-e" | "--edit" | "-l" | "--list" | "-v" | "--validate" | "-k" | "-K")
-                )
-            }) && n < 2
-            {
-                return Inner::None;
-            }
-            command_at(
-                operand(
-                    args,
-                    0,
-                    &[
-                        "-u",
-                        "-g",
-                        "-C",
-                        "-D",
-                        "-h",
-                        "-p",
-                        "-r",
-                        "-t",
-                        "-U",
-                        "-T",
-                        "-R",
-                        "--user",
-                        "--group",
-                        "--close-from",
-                        "--chdir",
-                        "--host",
-                        "--prompt",
-                        "--role",
-                        "--type",
-                        "--other-user",
-                        "--command-timeout",
-                        "--chroot",
-                    ],
-                    &[
-                        "-A",
-                        "-b",
-                        "-E",
-                        "-H",
-                        "-i",
-                        "-n",
-                        "-P",
-                        "-S",
-                        "-s",
-                        "-B",
-                        "-N",
-                        "--askpass",
-                        "--background",
-                        "--preserve-env",
-                        "--set-home",
-                        "--login",
-                        "--non-interactive",
-                        "--preserve-groups",
-                        "--stdin",
-                        "--shell",
-                        "--bell",
-                        "--no-update",
-                    ],
-                ),
-                n,
-            )
-        }
+        "sudo" => sudo_inner(args),
         "doas" => command_at(operand(args, 0, &["-u", "-C"], &["-n", "-s"]), n),
-        "watch" => {
-            let r = operand(
-                args,
-                0,
-                &["-n", "-q", "--interval", "--equexit"],
-                &[
-                    "-b",
-                    "-c",
-                    "-d",
-                    "-e",
-                    "-f",
-                    "-g",
-                    "-p",
-                    "-r",
-                    "-t",
-                    "-w",
-                    "-x",
-                    "--beep",
-                    "--color",
-                    "--no-color",
-                    "--differences",
-                    "--errexit",
-                    "--follow",
-                    "--chgexit",
-                    "--precise",
-                    "--no-rerun",
-                    "--no-title",
-                    "--no-wrap",
-                    "--exec",
-                    "--no-linewrap",
-                ],
-            );
-            let exec = args
-                .iter()
-                .any(|a| matches!(a.literal(), Some("-x" | "--exec")));
-            match r {
-                Ok(i) if i < n && exec => Inner::Command(i),
-                Ok(i) if i < n => Inner::JoinedText(i),
-                Ok(_) => Inner::None,
-                Err(i) => Inner::Candidates(i),
-            }
-        }
-        "flock" => {
-            if let Some(k) = args
-                .iter()
-                .position(|a| matches!(a.literal(), Some("-c" | "--command")))
-            {
-                return Inner::Text(k + 1);
-            }
-            match operand(
-                args,
-                0,
-                &["-w", "-E", "--timeout", "--conflict-exit-code"],
-                &[
-                    "-s",
-                    "-x",
-                    "-u",
-                    "-n",
-                    "-o",
-                    "-F",
-                    "--shared",
-                    "--exclusive",
-                    "--unlock",
-                    "--nonblock",
-                    "--close",
-                    "--no-fork",
-                    "--verbose",
-                ],
-            ) {
-                // The first operand is the lock file.
-                Ok(i) if i + 1 < n => Inner::Command(i + 1),
-                Ok(_) => Inner::None,
-                Err(i) => Inner::Candidates(i),
-            }
-        }
+        "watch" => watch_inner(args),
+        "flock" => flock_inner(args),
         "chroot" => match operand(args, 0, &["--userspec", "--groups"], &["--skip-chdir"]) {
             Ok(i) if i + 1 < n => Inner::Command(i + 1),
             Ok(_) => Inner::None,
@@ -414,20 +217,7 @@ pub fn inner(program: &str, args: &[Arg]) -> Inner {
             ),
             n,
         ),
-        "taskset" => {
-            if args
-                .iter()
-                .any(|a| matches!(a.literal(), Some("-p" | "--pid")))
-            {
-                return Inner::None;
-            }
-            match operand(args, 0, &[], &["-a", "-c", "--all-tasks", "--cpu-list"]) {
-                // The first operand is the mask or list.
-                Ok(i) if i + 1 < n => Inner::Command(i + 1),
-                Ok(_) => Inner::None,
-                Err(i) => Inner::Candidates(i),
-            }
-        }
+        "taskset" => taskset_inner(args),
         "chrt" => match operand(
             args,
             0,
@@ -482,16 +272,7 @@ pub fn inner(program: &str, args: &[Arg]) -> Inner {
             }
         }
         "alias" => Inner::Alias(0),
-        "hash" => {
-            if args.iter().any(|a| {
-                a.literal()
-                    .is_some_and(|t| t.starts_with("-p") || t.starts_with("-d") && t.contains('p'))
-            }) {
-                Inner::Refuse("hash -p maps a name to another program")
-            } else {
-                Inner::None
-            }
-        }
+        "hash" => hash_inner(args),
         "enable" => {
             if args.iter().any(|a| matches!(a.literal(), Some("-f"))) {
                 Inner::Refuse("enable -f loads a builtin from a file")
@@ -501,6 +282,253 @@ pub fn inner(program: &str, args: &[Arg]) -> Inner {
         }
         p if SHELLS.contains(&p) => shell(args),
         _ => Inner::None,
+    }
+}
+
+/// Where `env` keeps its inner command.
+fn env_inner(args: &[Arg]) -> Inner {
+    let n = args.len();
+    let lit = |i: usize| args.get(i).and_then(Arg::literal);
+    let mut i = 0;
+    while i < n {
+        match lit(i) {
+            Some("-S") | Some("--split-string") => return Inner::Text(i + 1),
+            Some(a) if a.starts_with("--split-string=") || (a.starts_with("-S") && a.len() > 2) => {
+                return Inner::Refuse("env -S with its text joined to the option");
+            }
+            Some("-u") | Some("--unset") | Some("-C") | Some("--chdir") => i += 2,
+            Some("-i")
+            | Some("--ignore-environment")
+            | Some("-0")
+            | Some("--null")
+            | Some("-v")
+            | Some("--debug")
+            | Some("-") => i += 1,
+            Some("--") => i += 1,
+            Some(a) if a.starts_with("--unset=") || a.starts_with("--chdir=") => i += 1,
+            Some(a) if a.contains('=') && !a.starts_with('-') => i += 1,
+            Some(a) if a.starts_with('-') => return Inner::Candidates(i),
+            Some(_) => return Inner::Command(i),
+            None => return Inner::Candidates(i),
+        }
+    }
+    Inner::None
+}
+
+/// Where `find` keeps its inner command.
+fn find_inner(args: &[Arg]) -> Inner {
+    let n = args.len();
+    let lit = |i: usize| args.get(i).and_then(Arg::literal);
+    let mut cmds = Vec::new();
+    let mut i = 0;
+    while i < n {
+        if matches!(lit(i), Some("-exec" | "-execdir" | "-ok" | "-okdir")) {
+            let start = i + 1;
+            let mut end = start;
+            while end < n && !matches!(lit(end), Some(";" | "+")) {
+                end += 1;
+            }
+            cmds.push((start, end));
+            i = end;
+        }
+        i += 1;
+    }
+    if cmds.is_empty() {
+        Inner::None
+    } else {
+        Inner::Commands(cmds)
+    }
+}
+
+/// Where `command` keeps its inner command.
+fn command_inner(args: &[Arg]) -> Inner {
+    let n = args.len();
+    if args
+        .iter()
+        .any(|a| matches!(a.literal(), Some("-v" | "-V")))
+    {
+        Inner::None
+    } else {
+        command_at(operand(args, 0, &[], &["-p"]), n)
+    }
+}
+
+/// Where `sudo` keeps its inner command.
+fn sudo_inner(args: &[Arg]) -> Inner {
+    let n = args.len();
+    if args.iter().any(|a| {
+        matches!(
+            a.literal(),
+            Some("-e" | "--edit" | "-l" | "--list" | "-v" | "--validate" | "-k" | "-K")
+        )
+    }) && n < 2
+    {
+        return Inner::None;
+    }
+    command_at(
+        operand(
+            args,
+            0,
+            &[
+                "-u",
+                "-g",
+                "-C",
+                "-D",
+                "-h",
+                "-p",
+                "-r",
+                "-t",
+                "-U",
+                "-T",
+                "-R",
+                "--user",
+                "--group",
+                "--close-from",
+                "--chdir",
+                "--host",
+                "--prompt",
+                "--role",
+                "--type",
+                "--other-user",
+                "--command-timeout",
+                "--chroot",
+            ],
+            &[
+                "-A",
+                "-b",
+                "-E",
+                "-H",
+                "-i",
+                "-n",
+                "-P",
+                "-S",
+                "-s",
+                "-B",
+                "-N",
+                "--askpass",
+                "--background",
+                "--preserve-env",
+                "--set-home",
+                "--login",
+                "--non-interactive",
+                "--preserve-groups",
+                "--stdin",
+                "--shell",
+                "--bell",
+                "--no-update",
+            ],
+        ),
+        n,
+    )
+}
+
+/// Where `watch` keeps its inner command.
+fn watch_inner(args: &[Arg]) -> Inner {
+    let n = args.len();
+    let r = operand(
+        args,
+        0,
+        &["-n", "-q", "--interval", "--equexit"],
+        &[
+            "-b",
+            "-c",
+            "-d",
+            "-e",
+            "-f",
+            "-g",
+            "-p",
+            "-r",
+            "-t",
+            "-w",
+            "-x",
+            "--beep",
+            "--color",
+            "--no-color",
+            "--differences",
+            "--errexit",
+            "--follow",
+            "--chgexit",
+            "--precise",
+            "--no-rerun",
+            "--no-title",
+            "--no-wrap",
+            "--exec",
+            "--no-linewrap",
+        ],
+    );
+    let exec = args
+        .iter()
+        .any(|a| matches!(a.literal(), Some("-x" | "--exec")));
+    match r {
+        Ok(i) if i < n && exec => Inner::Command(i),
+        Ok(i) if i < n => Inner::JoinedText(i),
+        Ok(_) => Inner::None,
+        Err(i) => Inner::Candidates(i),
+    }
+}
+
+/// Where `flock` keeps its inner command.
+fn flock_inner(args: &[Arg]) -> Inner {
+    let n = args.len();
+    if let Some(k) = args
+        .iter()
+        .position(|a| matches!(a.literal(), Some("-c" | "--command")))
+    {
+        return Inner::Text(k + 1);
+    }
+    match operand(
+        args,
+        0,
+        &["-w", "-E", "--timeout", "--conflict-exit-code"],
+        &[
+            "-s",
+            "-x",
+            "-u",
+            "-n",
+            "-o",
+            "-F",
+            "--shared",
+            "--exclusive",
+            "--unlock",
+            "--nonblock",
+            "--close",
+            "--no-fork",
+            "--verbose",
+        ],
+    ) {
+        // The first operand is the lock file.
+        Ok(i) if i + 1 < n => Inner::Command(i + 1),
+        Ok(_) => Inner::None,
+        Err(i) => Inner::Candidates(i),
+    }
+}
+
+/// Where `taskset` keeps its inner command.
+fn taskset_inner(args: &[Arg]) -> Inner {
+    let n = args.len();
+    if args
+        .iter()
+        .any(|a| matches!(a.literal(), Some("-p" | "--pid")))
+    {
+        return Inner::None;
+    }
+    match operand(args, 0, &[], &["-a", "-c", "--all-tasks", "--cpu-list"]) {
+        // The first operand is the mask or list.
+        Ok(i) if i + 1 < n => Inner::Command(i + 1),
+        Ok(_) => Inner::None,
+        Err(i) => Inner::Candidates(i),
+    }
+}
+
+/// Where `hash` keeps its inner command.
+fn hash_inner(args: &[Arg]) -> Inner {
+    if args.iter().any(|a| {
+        a.literal()
+            .is_some_and(|t| t.starts_with("-p") || t.starts_with("-d") && t.contains('p'))
+    }) {
+        Inner::Refuse("hash -p maps a name to another program")
+    } else {
+        Inner::None
     }
 }
 

@@ -282,21 +282,7 @@ impl Sandbox {
         } else {
             None
         };
-        let mut vars: Vec<(OsString, OsString)> = env::scrub(std::env::vars_os());
-        if self.policy.confine {
-            env::withhold_secrets(&mut vars, &self.policy.pass_env);
-            env::set(&mut vars, &self.policy.set_env);
-        }
-        let proxy = self
-            .policy
-            .proxy
-            .as_ref()
-            .filter(|_| self.policy.confine && !self.policy.network);
-        let proxy_token = proxy.map(|_| env::proxy_token());
-        if let (Some(r), Some(token)) = (proxy, &proxy_token) {
-            vars.extend(env::proxy_vars(r.port, token));
-        }
-        vars.extend(extra_env.iter().cloned());
+        let (vars, proxy_token) = self.program_env(extra_env);
         // Outside bubblewrap the forked child takes the steps to the
         // program itself (no entry binary: the program is the one exec of
         // the start); inside, bubblewrap runs the worker entry, which takes
@@ -304,70 +290,10 @@ impl Sandbox {
         // Under bubblewrap a merged output goes to the entry at OUTPUT_FD,
         // and bubblewrap's own stdout and stderr to a pipe of their own.
         let hand_over = bwrap && matches!(streams, Streams::Merged(_));
-        let (mut cmd, launch) = if bwrap {
-            let policy_json = serde_json::to_string(&self.policy)
-                .map_err(|e| SandboxError::Refused(e.to_string()))?;
-            let mut inner: Vec<OsString> = vec![
-                worker::WORKER_ARG.into(),
-                policy_json.into(),
-                OsString::new(),
-            ];
-            if hand_over {
-                inner.push(worker::OUTPUT_ARG.into());
-            }
-            inner.push("--".into());
-            inner.extend(program.iter().cloned());
-            let stand_ins = bwrap::StandIns::get().map_err(|e| {
-                SandboxError::Spawn(std::io::Error::other(format!(
-                    "cannot make the stand-ins for hidden paths: {e}"
-                )))
-            })?;
-            let argv = bwrap::bwrap_argv(&self.policy, &self.entry, &inner, stand_ins);
-            let mut c = Command::new(&argv[0]);
-            c.args(&argv[1..]).env_clear().envs(vars);
-            (c, None)
-        } else {
-            if let Some(t) = &private_tmp {
-                vars.push(("TMPDIR".into(), t.clone().into_os_string()));
-            }
-            let launch = Launch::prepare(
-                &self.policy,
-                Namespace::Own,
-                private_tmp.as_ref(),
-                program,
-                &launch::merge_env(vars),
-                Some(&self.entry),
-            )
-            .map_err(SandboxError::Refused)?;
-            // std never execs this: the child execs in `Launch::run`.
-            let mut c = Command::new(&program[0]);
-            c.env_clear();
-            (c, Some(launch))
-        };
+        let (mut cmd, launch) =
+            self.command_for(program, vars, private_tmp.as_ref(), bwrap, hand_over)?;
         cmd.current_dir(cwd).stdin(Stdio::null());
-        let mut output: Option<std::io::PipeWriter> = None;
-        let mut bwrap_messages = None;
-        match streams {
-            Streams::Merged(w) if hand_over => {
-                let (reader, writer) = bwrap_message_pipe().map_err(SandboxError::Spawn)?;
-                let second = writer.try_clone().map_err(SandboxError::Spawn)?;
-                cmd.stdout(writer).stderr(second);
-                output = Some(w);
-                bwrap_messages = Some(reader);
-            }
-            Streams::Merged(w) => {
-                let second = w.try_clone().map_err(SandboxError::Spawn)?;
-                cmd.stdout(w).stderr(second);
-            }
-            Streams::Captured => {
-                cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-            }
-            Streams::Service => {
-                cmd.stdin(Stdio::piped())
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::piped());
-            }
-        }
+        let (output, bwrap_messages) = wire_streams(&mut cmd, streams, hand_over)?;
         let cgroup = TreeCgroups::create(&self.policy.limits).map(Arc::new);
         let procs: Vec<std::ffi::CString> = cgroup
             .iter()
@@ -394,62 +320,12 @@ impl Sandbox {
         let supervisor_fd = supervisor_child
             .as_ref()
             .map(std::os::fd::AsRawFd::as_raw_fd);
-        // SAFETY: the closure runs in the child between fork and exec and
-        // calls only async-signal-safe functions (setsid, prctl, open, write,
-        // close, fcntl, dup2, syscall; `Launch::run` makes system calls
-        // only, and `_exit`) on data allocated before the fork.
-        unsafe {
-            cmd.pre_exec(move || {
-                libc::setsid();
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
-                for path in &procs {
-                    let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-                    if fd >= 0 {
-                        libc::write(fd, b"0".as_ptr().cast(), 1);
-                        libc::close(fd);
-                    }
-                }
-                // Only fds 0–2 survive the exec, and the channel as fd 3, the
-                // supervisor socket as fd SUPERVISOR_FD and the output as
-                // OUTPUT_FD when given. Each is first moved above all three
-                // (so none overwrites another), then everything from 3 up is
-                // marked close-on-exec, then they are put in place (dup2
-                // clears the mark on its target).
-                let mut moved = [-1; 3];
-                for (slot, fd) in [channel_fd, supervisor_fd, output_fd]
-                    .into_iter()
-                    .enumerate()
-                {
-                    if let Some(fd) = fd {
-                        moved[slot] = libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 16);
-                        if moved[slot] < 0 {
-                            return Err(std::io::Error::last_os_error());
-                        }
-                    }
-                }
-                libc::syscall(
-                    libc::SYS_close_range,
-                    3u32,
-                    u32::MAX,
-                    libc::CLOSE_RANGE_CLOEXEC,
-                );
-                for (slot, target) in [3, SUPERVISOR_FD, worker::OUTPUT_FD]
-                    .into_iter()
-                    .enumerate()
-                {
-                    if moved[slot] >= 0 && libc::dup2(moved[slot], target) < 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                }
-                if let Some(launch) = &launch {
-                    // Returns only when a step failed.
-                    let failure = launch.run();
-                    failure.report(launch.program());
-                    libc::_exit(failure.status());
-                }
-                Ok(())
-            });
-        }
+        child_steps(
+            &mut cmd,
+            procs,
+            [channel_fd, supervisor_fd, output_fd],
+            launch,
+        );
         // The supervisor listens before the start: the program's own exec
         // is the first it decides, and the start returns only after it.
         let exec_log = match supervisor {
@@ -479,6 +355,186 @@ impl Sandbox {
             bwrap_messages,
             proxy_token,
         })
+    }
+
+    /// The program's environment: nib's scrubbed, secrets withheld and the
+    /// brokered placeholders set when confined, the proxy's variables (with
+    /// the worker's token) when programs reach the network through it, then
+    /// the caller's. Returns the token too.
+    fn program_env(
+        &self,
+        extra_env: &[(OsString, OsString)],
+    ) -> (Vec<(OsString, OsString)>, Option<String>) {
+        let mut vars: Vec<(OsString, OsString)> = env::scrub(std::env::vars_os());
+        if self.policy.confine {
+            env::withhold_secrets(&mut vars, &self.policy.pass_env);
+            env::set(&mut vars, &self.policy.set_env);
+        }
+        let proxy = self
+            .policy
+            .proxy
+            .as_ref()
+            .filter(|_| self.policy.confine && !self.policy.network);
+        let proxy_token = proxy.map(|_| env::proxy_token());
+        if let (Some(r), Some(token)) = (proxy, &proxy_token) {
+            vars.extend(env::proxy_vars(r.port, token));
+        }
+        vars.extend(extra_env.iter().cloned());
+        (vars, proxy_token)
+    }
+
+    /// The command std spawns: bubblewrap running the worker entry (which
+    /// takes the steps inside), or the program itself, whose forked child
+    /// takes the steps of the prepared [`Launch`] before its one exec.
+    fn command_for(
+        &self,
+        program: &[OsString],
+        mut vars: Vec<(OsString, OsString)>,
+        private_tmp: Option<&PathBuf>,
+        bwrap: bool,
+        hand_over: bool,
+    ) -> Result<(Command, Option<Launch>), SandboxError> {
+        if bwrap {
+            let policy_json = serde_json::to_string(&self.policy)
+                .map_err(|e| SandboxError::Refused(e.to_string()))?;
+            let mut inner: Vec<OsString> = vec![
+                worker::WORKER_ARG.into(),
+                policy_json.into(),
+                OsString::new(),
+            ];
+            if hand_over {
+                inner.push(worker::OUTPUT_ARG.into());
+            }
+            inner.push("--".into());
+            inner.extend(program.iter().cloned());
+            let stand_ins = bwrap::StandIns::get().map_err(|e| {
+                SandboxError::Spawn(std::io::Error::other(format!(
+                    "cannot make the stand-ins for hidden paths: {e}"
+                )))
+            })?;
+            let argv = bwrap::bwrap_argv(&self.policy, &self.entry, &inner, stand_ins);
+            let mut c = Command::new(&argv[0]);
+            c.args(&argv[1..]).env_clear().envs(vars);
+            Ok((c, None))
+        } else {
+            if let Some(t) = private_tmp {
+                vars.push(("TMPDIR".into(), t.clone().into_os_string()));
+            }
+            let launch = Launch::prepare(
+                &self.policy,
+                Namespace::Own,
+                private_tmp,
+                program,
+                &launch::merge_env(vars),
+                Some(&self.entry),
+            )
+            .map_err(SandboxError::Refused)?;
+            // std never execs this: the child execs in `Launch::run`.
+            let mut c = Command::new(&program[0]);
+            c.env_clear();
+            Ok((c, Some(launch)))
+        }
+    }
+}
+
+/// Points the command's stdout and stderr where `streams` says. Under
+/// bubblewrap a merged output is handed over (`hand_over`): returned to go
+/// to the entry at `OUTPUT_FD`, and bubblewrap's own messages to a pipe of
+/// their own, whose reader is returned too.
+fn wire_streams(
+    cmd: &mut Command,
+    streams: Streams,
+    hand_over: bool,
+) -> Result<(Option<std::io::PipeWriter>, Option<std::io::PipeReader>), SandboxError> {
+    let mut output: Option<std::io::PipeWriter> = None;
+    let mut bwrap_messages = None;
+    match streams {
+        Streams::Merged(w) if hand_over => {
+            let (reader, writer) = bwrap_message_pipe().map_err(SandboxError::Spawn)?;
+            let second = writer.try_clone().map_err(SandboxError::Spawn)?;
+            cmd.stdout(writer).stderr(second);
+            output = Some(w);
+            bwrap_messages = Some(reader);
+        }
+        Streams::Merged(w) => {
+            let second = w.try_clone().map_err(SandboxError::Spawn)?;
+            cmd.stdout(w).stderr(second);
+        }
+        Streams::Captured => {
+            cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        }
+        Streams::Service => {
+            cmd.stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+        }
+    }
+    Ok((output, bwrap_messages))
+}
+
+/// The steps the forked child takes before its exec: its own session, death
+/// with the broker, joining the call's cgroups (`procs`), the fds it keeps
+/// (`fds`: the channel, the supervisor socket, the output) moved into place
+/// and every other closed on exec, then the prepared launch when nib takes
+/// the steps itself.
+fn child_steps(
+    cmd: &mut Command,
+    procs: Vec<std::ffi::CString>,
+    fds: [Option<std::os::fd::RawFd>; 3],
+    launch: Option<Launch>,
+) {
+    // SAFETY: the closure runs in the child between fork and exec and
+    // calls only async-signal-safe functions (setsid, prctl, open, write,
+    // close, fcntl, dup2, syscall; `Launch::run` makes system calls
+    // only, and `_exit`) on data allocated before the fork.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::setsid();
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+            for path in &procs {
+                let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                if fd >= 0 {
+                    libc::write(fd, b"0".as_ptr().cast(), 1);
+                    libc::close(fd);
+                }
+            }
+            // Only fds 0–2 survive the exec, and the channel as fd 3, the
+            // supervisor socket as fd SUPERVISOR_FD and the output as
+            // OUTPUT_FD when given. Each is first moved above all three
+            // (so none overwrites another), then everything from 3 up is
+            // marked close-on-exec, then they are put in place (dup2
+            // clears the mark on its target).
+            let mut moved = [-1; 3];
+            for (slot, fd) in fds.into_iter().enumerate() {
+                if let Some(fd) = fd {
+                    moved[slot] = libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 16);
+                    if moved[slot] < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+            }
+            libc::syscall(
+                libc::SYS_close_range,
+                3u32,
+                u32::MAX,
+                libc::CLOSE_RANGE_CLOEXEC,
+            );
+            for (slot, target) in [3, SUPERVISOR_FD, worker::OUTPUT_FD]
+                .into_iter()
+                .enumerate()
+            {
+                if moved[slot] >= 0 && libc::dup2(moved[slot], target) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            if let Some(launch) = &launch {
+                // Returns only when a step failed.
+                let failure = launch.run();
+                failure.report(launch.program());
+                libc::_exit(failure.status());
+            }
+            Ok(())
+        });
     }
 }
 

@@ -18,10 +18,24 @@ fn main() {
         .map(|s| s.to_string_lossy().into_owned())
         .collect();
     let arg = |i: usize| a.get(i).cloned().unwrap_or_default();
-    let report = |ok: bool, what: String| {
-        println!("{} {what}", if ok { "OK" } else { "DENIED" });
-    };
     match arg(0).as_str() {
+        "write-temp" | "write" | "read" => files(&arg(0), &arg),
+        "tcp" | "mptcp" | "udp" | "proxy-get" | "unix" | "abstract" => network(&arg(0), &arg),
+        "ptrace" | "keyctl" | "userns" | "status" | "pid" | "fds" | "tty" | "tiocsti" | "env" => {
+            process(&arg(0))
+        }
+        "orphan" | "forkbomb" | "yes" | "sleep" => load(&arg(0), &arg),
+        "broker" | "proxied" => brokers(&arg(0), &arg),
+        other => {
+            println!("unknown probe {other}");
+            std::process::exit(2);
+        }
+    }
+}
+
+/// Writes and reads of files.
+fn files(what: &str, arg: &dyn Fn(usize) -> String) {
+    match what {
         "write-temp" => {
             let p = std::env::temp_dir().join("probe-temp-file");
             match std::fs::write(&p, "temp\n") {
@@ -40,6 +54,13 @@ fn main() {
             Ok(s) => report(true, s.len().to_string()),
             Err(e) => report(false, e.to_string()),
         },
+        _ => unreachable_probe(what),
+    }
+}
+
+/// Connections: TCP, MPTCP, UDP, through the proxy, unix sockets.
+fn network(what: &str, arg: &dyn Fn(usize) -> String) {
+    match what {
         "tcp" => match std::net::TcpStream::connect(arg(1)) {
             Ok(_) => report(true, "connected".into()),
             Err(e) => report(false, e.to_string()),
@@ -104,6 +125,13 @@ fn main() {
                 Err(e) => report(false, e.to_string()),
             }
         }
+        _ => unreachable_probe(what),
+    }
+}
+
+/// What the process may do to itself and its terminal, and what it holds.
+fn process(what: &str) {
+    match what {
         "ptrace" => {
             // SAFETY: PTRACE_TRACEME takes no pointers.
             let r = unsafe { libc::ptrace(libc::PTRACE_TRACEME, 0, 0, 0) };
@@ -162,6 +190,13 @@ fn main() {
                 println!("{k}={v}");
             }
         }
+        _ => unreachable_probe(what),
+    }
+}
+
+/// Processes that outlive, multiply or flood.
+fn load(what: &str, arg: &dyn Fn(usize) -> String) {
+    match what {
         "orphan" => {
             // A grandchild that leaves the session, outlives its parent, and
             // keeps counting in a file while it lives.
@@ -195,6 +230,14 @@ fn main() {
             let line = [b'y', b'\n'].repeat(4096);
             while out.write_all(&line).is_ok() {}
         }
+        "sleep" => std::thread::sleep(std::time::Duration::from_secs(arg(1).parse().unwrap_or(1))),
+        _ => unreachable_probe(what),
+    }
+}
+
+/// A stand-in broker starting a sandboxed worker of its own.
+fn brokers(what: &str, arg: &dyn Fn(usize) -> String) {
+    match what {
         "broker" => {
             // A stand-in broker: start a sandboxed orphan-maker (with a
             // proxy route when given a port and socket), then wait to be killed.
@@ -241,12 +284,19 @@ fn main() {
                 Err(e) => report(false, e.to_string()),
             }
         }
-        "sleep" => std::thread::sleep(std::time::Duration::from_secs(arg(1).parse().unwrap_or(1))),
-        other => {
-            println!("unknown probe {other}");
-            std::process::exit(2);
-        }
+        _ => unreachable_probe(what),
     }
+}
+
+/// `OK WHAT` or `DENIED WHY`, the line the effect tests read.
+fn report(ok: bool, what: String) {
+    println!("{} {what}", if ok { "OK" } else { "DENIED" });
+}
+
+/// A probe name main routed to a family that does not have it.
+fn unreachable_probe(what: &str) {
+    println!("unknown probe {what}");
+    std::process::exit(2);
 }
 
 fn report_os(result: std::io::Result<()>, what: &str) {
