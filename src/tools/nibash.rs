@@ -227,6 +227,17 @@ pub fn status(mut args: Args, ctx: &Ctx, shell: &Arc<Nibash>) -> Result<ToolOutp
         nib_files::context::push_notes(&mut out, &notes);
         return Ok(ToolOutput::ok(out));
     }
+    out.push_str(&session_lines(ctx, nib));
+    out.push_str(&calls_lines(nib, tail));
+    nib_files::context::push_notes(&mut out, &notes);
+    Ok(ToolOutput::ok(out))
+}
+
+/// The session's lines of nibash_status: the sandbox and network in force,
+/// the read policy, brokered secrets, command rules, summaries, named
+/// folders, providers, warm workers and usage.
+fn session_lines(ctx: &Ctx, nib: &Nibash) -> String {
+    let mut out = String::new();
     out.push_str(&format!(
         "sandbox: {}; {}\n",
         ctx.config.sandbox_mode(),
@@ -264,6 +275,13 @@ pub fn status(mut args: Args, ctx: &Ctx, shell: &Arc<Nibash>) -> Result<ToolOutp
         crate::nibash::broker::warm::MOST
     ));
     out.push_str(&usage(&nib.usage.lock().unwrap_or_else(|p| p.into_inner())));
+    out
+}
+
+/// One line per call and job, with the last `tail` lines of each (under a
+/// budget shared by all).
+fn calls_lines(nib: &Nibash, tail: usize) -> String {
+    let mut out = String::new();
     let entries = nib.jobs.all();
     let mut budget = TailBudget::default();
     if entries.is_empty() {
@@ -292,8 +310,7 @@ pub fn status(mut args: Args, ctx: &Ctx, shell: &Arc<Nibash>) -> Result<ToolOutp
             out.push_str(&format!("  | {l}\n"));
         }
     }
-    nib_files::context::push_notes(&mut out, &notes);
-    Ok(ToolOutput::ok(out))
+    out
 }
 
 /// The most of a call's output the status looks at for its last lines.

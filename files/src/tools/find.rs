@@ -80,16 +80,7 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
             ))
         })?),
     };
-    let sort = match args.string("sort")?.as_deref() {
-        None | Some("path") => Sort::Path,
-        Some("size") => Sort::Size,
-        Some("modified") | Some("mtime") | Some("time") => Sort::Modified,
-        Some(other) => {
-            return Err(ArgError(format!(
-                "\"sort\" is path, size or modified, not \"{other}\""
-            )));
-        }
-    };
+    let sort = parse_sort(args.string("sort")?.as_deref())?;
     let no_ignore = args.bool("noIgnore")?.unwrap_or(false);
     let skip = args.usize("skip")?;
     let notes = args.finish();
@@ -192,32 +183,7 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
                 ))
             })
             .collect();
-        if sort == Sort::Path {
-            let mut current: Option<String> = None;
-            for (path, facts) in &shown {
-                let (dir, name) = match path.rsplit_once('/') {
-                    Some((d, n)) => (Some(d.to_string()), n),
-                    None => (None, path.as_str()),
-                };
-                match &dir {
-                    Some(d) => {
-                        if current.as_deref() != Some(d.as_str()) {
-                            out.push_str(&format!("{d}/\n"));
-                            current = Some(d.clone());
-                        }
-                        out.push_str(&format!("  {name} ({facts})\n"));
-                    }
-                    None => {
-                        current = None;
-                        out.push_str(&format!("{name} ({facts})\n"));
-                    }
-                }
-            }
-        } else {
-            for (path, facts) in &shown {
-                out.push_str(&format!("{path} ({facts})\n"));
-            }
-        }
+        out.push_str(&page_rows(&shown, sort == Sort::Path));
         if skip > 0 || skip + page.len() < total {
             out.push_str(&format!(
                 "[files {}-{} of {total}",
@@ -232,6 +198,52 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
     }
     crate::context::push_notes(&mut out, &notes);
     Ok(ToolOutput::ok(out))
+}
+
+/// The `sort` argument: path (the default), size or modified.
+fn parse_sort(sort: Option<&str>) -> Result<Sort, ArgError> {
+    match sort {
+        None | Some("path") => Ok(Sort::Path),
+        Some("size") => Ok(Sort::Size),
+        Some("modified") | Some("mtime") | Some("time") => Ok(Sort::Modified),
+        Some(other) => Err(ArgError(format!(
+            "\"sort\" is path, size or modified, not \"{other}\""
+        ))),
+    }
+}
+
+/// A page of files, each with its facts; sorted by path, grouped under
+/// their folders (`dir/` then indented names).
+fn page_rows(shown: &[(String, String)], by_path: bool) -> String {
+    let mut out = String::new();
+    if !by_path {
+        for (path, facts) in shown {
+            out.push_str(&format!("{path} ({facts})\n"));
+        }
+        return out;
+    }
+    let mut current: Option<String> = None;
+    for (path, facts) in shown {
+        let (dir, name) = match path.rsplit_once('/') {
+            Some((d, n)) => (Some(d.to_string()), n),
+            None => (None, path.as_str()),
+        };
+        match &dir {
+            Some(d) => {
+                if current.as_deref() != Some(d.as_str()) {
+                    out.push_str(&format!("{d}/\n"));
+                    current = Some(d.clone());
+                }
+                out.push_str(&format!("  {name} ({facts})\n"));
+            }
+            None => {
+                current = None;
+                out.push_str(&format!("{name} ({facts})\n"));
+            }
+        }
+    }
+
+    out
 }
 
 /// The files a walk found: their paths in one buffer (a walk of a large

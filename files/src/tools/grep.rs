@@ -508,44 +508,7 @@ fn content(out: &mut String, found: &Found, opts: &Options, ctx: &Ctx) {
         .map(|(p, m)| load(&ctx.scope, p, ws.display(p), m, cap, opts))
         .collect();
 
-    // Context budget: definitions first, then file order.
-    let mut order: Vec<(bool, usize, usize)> = Vec::new(); // (not a definition, file, line)
-    for (fi, pf) in page.iter().enumerate() {
-        if let Some(text) = &pf.text {
-            // Where the language is parsed, a definition is a line a declaration starts on.
-            let heads: Option<std::collections::HashSet<usize>> = pf.lang.map(|l| {
-                nib_text::lang::declarations(l, &text.encode())
-                    .iter()
-                    .map(|d| d.head)
-                    .collect()
-            });
-            for &n in &pf.matches {
-                // The line test stays as a fallback for files that do not parse.
-                let def = heads.as_ref().is_some_and(|h| h.contains(&n))
-                    || looks_like_definition(text.line(n).unwrap_or(""));
-                order.push((!def, fi, n));
-            }
-        }
-    }
-    order.sort();
-    let mut context: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); page.len()];
-    let mut unserved: Vec<Vec<(usize, usize)>> = vec![Vec::new(); page.len()];
-    let mut budget = CONTEXT_BUDGET;
-    for &(_, fi, n) in &order {
-        let pf = &page[fi];
-        let len = pf.text.as_ref().map_or(0, |t| t.len());
-        let lo = n.saturating_sub(opts.before).max(1);
-        let hi = (n + opts.after).min(len);
-        let want: Vec<usize> = (lo..=hi)
-            .filter(|l| *l != n && !pf.matches.contains(l) && !context[fi].contains(l))
-            .collect();
-        if want.len() <= budget {
-            budget -= want.len();
-            context[fi].extend(want);
-        } else if lo < hi {
-            unserved[fi].push((lo, hi));
-        }
-    }
+    let (context, unserved) = context_rows(&page, opts);
 
     let mut replace_sections = String::new();
     let mut replaced = 0usize;
@@ -615,21 +578,7 @@ fn content(out: &mut String, found: &Found, opts: &Options, ctx: &Ctx) {
             out.push_str("[the file changed while it was read: its rows are not anchors]\n");
         }
         if !unserved[fi].is_empty() {
-            let mut ranges = unserved[fi].clone();
-            ranges.sort_unstable();
-            let mut merged: Vec<(usize, usize)> = Vec::new();
-            for (a, b) in ranges {
-                match merged.last_mut() {
-                    Some(last) if a <= last.1 + 1 => last.1 = last.1.max(b),
-                    _ => merged.push((a, b)),
-                }
-            }
-            let sel: Vec<String> = merged.iter().map(|(a, b)| format!("{a}-{b}")).collect();
-            out.push_str(&format!(
-                "[context past the page's {CONTEXT_BUDGET}-row budget: read {}:{}]\n",
-                pf.shown,
-                sel.join(",")
-            ));
+            out.push_str(&unserved_note(&unserved[fi], &pf.shown));
         }
         if let Some(e) = &pf.error {
             out.push_str(&format!("[{e}]\n"));
@@ -653,6 +602,74 @@ fn content(out: &mut String, found: &Found, opts: &Options, ctx: &Ctx) {
             plural(replaced, "line", "lines")
         ));
     }
+}
+
+/// Lines `a` to `b` of a file, both included.
+type Lines = (usize, usize);
+
+/// The context rows around each file's matches, under the page's budget of
+/// [`CONTEXT_BUDGET`] rows: definitions' matches first, then file order.
+/// Returns the rows per file, and per file the ranges the budget left out.
+fn context_rows(page: &[PageFile], opts: &Options) -> (Vec<BTreeSet<usize>>, Vec<Vec<Lines>>) {
+    // Context budget: definitions first, then file order.
+    let mut order: Vec<(bool, usize, usize)> = Vec::new(); // (not a definition, file, line)
+    for (fi, pf) in page.iter().enumerate() {
+        if let Some(text) = &pf.text {
+            // Where the language is parsed, a definition is a line a declaration starts on.
+            let heads: Option<std::collections::HashSet<usize>> = pf.lang.map(|l| {
+                nib_text::lang::declarations(l, &text.encode())
+                    .iter()
+                    .map(|d| d.head)
+                    .collect()
+            });
+            for &n in &pf.matches {
+                // The line test stays as a fallback for files that do not parse.
+                let def = heads.as_ref().is_some_and(|h| h.contains(&n))
+                    || looks_like_definition(text.line(n).unwrap_or(""));
+                order.push((!def, fi, n));
+            }
+        }
+    }
+    order.sort();
+    let mut context: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); page.len()];
+    let mut unserved: Vec<Vec<(usize, usize)>> = vec![Vec::new(); page.len()];
+    let mut budget = CONTEXT_BUDGET;
+    for &(_, fi, n) in &order {
+        let pf = &page[fi];
+        let len = pf.text.as_ref().map_or(0, |t| t.len());
+        let lo = n.saturating_sub(opts.before).max(1);
+        let hi = (n + opts.after).min(len);
+        let want: Vec<usize> = (lo..=hi)
+            .filter(|l| *l != n && !pf.matches.contains(l) && !context[fi].contains(l))
+            .collect();
+        if want.len() <= budget {
+            budget -= want.len();
+            context[fi].extend(want);
+        } else if lo < hi {
+            unserved[fi].push((lo, hi));
+        }
+    }
+    (context, unserved)
+}
+
+/// The note naming the context ranges the budget left out, merged, as a
+/// read selector.
+fn unserved_note(unserved: &[(usize, usize)], shown: &str) -> String {
+    let mut ranges = unserved.to_vec();
+    ranges.sort_unstable();
+    let mut merged: Vec<(usize, usize)> = Vec::new();
+    for (a, b) in ranges {
+        match merged.last_mut() {
+            Some(last) if a <= last.1 + 1 => last.1 = last.1.max(b),
+            _ => merged.push((a, b)),
+        }
+    }
+    let sel: Vec<String> = merged.iter().map(|(a, b)| format!("{a}-{b}")).collect();
+    format!(
+        "[context past the page's {CONTEXT_BUDGET}-row budget: read {}:{}]\n",
+        shown,
+        sel.join(",")
+    )
 }
 
 /// When nothing matched: which ignored files would, if that look is quick.

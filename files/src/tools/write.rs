@@ -7,6 +7,7 @@
 //! mode and owner. A JSON, YAML or TOML file that parsed (or is new) and no
 //! longer does is still written, with a warning naming the line.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use crate::context::TEXT_LIMIT;
@@ -45,21 +46,9 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
             "write {shown}: {what}. Nothing was written.\nhint: {hint}\n"
         ))
     };
-    let given_tag = match tag_arg.as_deref() {
-        None => None,
-        Some(raw) => {
-            let t = raw.trim().trim_start_matches('[').trim_end_matches(']');
-            let t = t.rsplit('#').next().unwrap_or(t);
-            match Tag::parse(t) {
-                Some(tag) => Some(tag),
-                None => {
-                    return Ok(fail(
-                        format!("\"{raw}\" is not a tag"),
-                        "a tag is the 4 hex digits after # in a [PATH#TAG] header, e.g. 3C4D",
-                    ));
-                }
-            }
-        }
+    let given_tag = match parse_tag(tag_arg.as_deref()) {
+        Ok(t) => t,
+        Err((what, hint)) => return Ok(fail(what, &hint)),
     };
     if content.len() as u64 > TEXT_LIMIT {
         return Ok(fail(
@@ -71,95 +60,28 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
         ));
     }
 
-    let old = match fs::stat(&ctx.scope, &path) {
-        Ok(st) => match st.kind {
-            Kind::Dir => {
-                return Ok(fail(
-                    "is a folder".into(),
-                    "give the path of a file inside it, e.g. DIR/name.txt",
-                ));
-            }
-            Kind::Special(k) => {
-                return Ok(fail(
-                    format!("is a {k}, not a regular file"),
-                    "write to a regular file",
-                ));
-            }
-            Kind::File => match fs::read_file(&ctx.scope, &path, TEXT_LIMIT) {
-                Ok(f) => Some(f.bytes),
-                Err(e) => return Ok(fail(e.to_string(), "check the path and its permissions")),
-            },
-        },
-        Err(FsError::NotFound) => None,
-        Err(e) => return Ok(fail(e.to_string(), "check the path and its permissions")),
+    let old = match read_old(ctx, &path) {
+        Ok(o) => o,
+        Err((what, hint)) => return Ok(fail(what, &hint)),
     };
 
-    // A binary file has no tag to give (read shows none): say so, rather
-    // than ask for one.
-    if let Some(bytes) = old.as_deref()
-        && let Some(kind) = nib_text::filekind::binary_kind(&path, &bytes[..bytes.len().min(8192)])
-    {
-        return Ok(fail(
-            format!(
-                "the file exists and is {kind} ({}); write replaces text files only",
-                nib_text::readable::size(bytes.len() as u64)
-            ),
-            &format!(
-                "to replace it with text, move it to the trash first (nibash: rm {shown}), then write"
-            ),
-        ));
-    }
     let old_text = old.as_deref().map(Text::decode);
-    if let (Some(bytes), Some(old_text)) = (old.as_deref(), old_text.as_ref()) {
-        let current = Tag::of(bytes);
-        let Some(given) = given_tag else {
-            return Ok(fail(
-                "the file exists, and overwriting it needs its current tag".into(),
-                &format!(
-                    "read {shown} and pass the tag from its [{shown}#TAG] header, or use edit to change lines"
-                ),
-            ));
-        };
-        if given != current {
-            return Ok(fail(
-                format!("the tag #{given} is stale: the file has changed since that version"),
-                &format!("read {shown} again and write with its new tag"),
-            ));
-        }
-        if let Ok(canonical) = fs::canonical(&path) {
-            let collision = ctx.with_seen(|seen| {
-                seen.versions(&canonical).any(|v| v.tag == given)
-                    && seen.version_matching(&canonical, given, old_text).is_none()
-            });
-            if collision {
-                return Ok(fail(
-                    format!(
-                        "the tag #{given} matches, but the file's text is not the version you were shown (a tag collision)"
-                    ),
-                    &format!("read {shown} again before overwriting it"),
-                ));
-            }
-        }
-    } else if given_tag.is_some() {
+    if let Err((what, hint)) = check_overwrite(
+        ctx,
+        &path,
+        &shown,
+        old.as_deref(),
+        old_text.as_ref(),
+        given_tag,
+    ) {
+        return Ok(fail(what, &hint));
+    }
+    if old.is_none() && given_tag.is_some() {
         notes.push("the file did not exist, so the tag was not needed".into());
     }
 
     let bytes = text::shape_like(&content, old_text.as_ref());
-    let mut warnings = Vec::new();
-    if let Some(syntax) = filekind::syntax(&path) {
-        let was_sound = old
-            .as_deref()
-            .map(|b| validate::check(syntax, &String::from_utf8_lossy(b)).is_none())
-            .unwrap_or(true);
-        if was_sound && let Some(err) = validate::check(syntax, &String::from_utf8_lossy(&bytes)) {
-            warnings.push(format!(
-                    "[warning: this {} no longer parses: line {}: {}. The file was written; fix it with edit]",
-                    validate::name(syntax),
-                    err.line,
-                    err.message
-                ));
-        }
-    }
+    let warnings = syntax_warnings(&path, old.as_deref(), &bytes);
 
     let fs_failure = |e: FsError| {
         let hint = match e {
@@ -237,6 +159,127 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
     let mut answer = ToolOutput::ok(out);
     answer.written = vec![(shown.clone(), tag.to_string())];
     Ok(answer)
+}
+
+/// Why a write is refused: what happened, and the next step.
+type Refused = (String, String);
+
+/// A `[PATH#TAG]`-ish argument read as a tag (`3C4D`, `#3C4D`, `[a.rs#3C4D]`).
+fn parse_tag(raw: Option<&str>) -> Result<Option<Tag>, Refused> {
+    let Some(raw) = raw else {
+        return Ok(None);
+    };
+    let t = raw.trim().trim_start_matches('[').trim_end_matches(']');
+    let t = t.rsplit('#').next().unwrap_or(t);
+    match Tag::parse(t) {
+        Some(tag) => Ok(Some(tag)),
+        None => Err((
+            format!("\"{raw}\" is not a tag"),
+            "a tag is the 4 hex digits after # in a [PATH#TAG] header, e.g. 3C4D".into(),
+        )),
+    }
+}
+
+/// The file's bytes before the write, or `None` when it does not exist;
+/// refused for a folder or a special file.
+fn read_old(ctx: &Ctx, path: &Path) -> Result<Option<Vec<u8>>, Refused> {
+    match fs::stat(&ctx.scope, path) {
+        Ok(st) => match st.kind {
+            Kind::Dir => Err((
+                "is a folder".into(),
+                "give the path of a file inside it, e.g. DIR/name.txt".into(),
+            )),
+            Kind::Special(k) => Err((
+                format!("is a {k}, not a regular file"),
+                "write to a regular file".into(),
+            )),
+            Kind::File => match fs::read_file(&ctx.scope, path, TEXT_LIMIT) {
+                Ok(f) => Ok(Some(f.bytes)),
+                Err(e) => Err((e.to_string(), "check the path and its permissions".into())),
+            },
+        },
+        Err(FsError::NotFound) => Ok(None),
+        Err(e) => Err((e.to_string(), "check the path and its permissions".into())),
+    }
+}
+
+/// Whether the write may replace what is there: not a binary file, and for
+/// an existing file the current tag, naming the version the agent was shown.
+fn check_overwrite(
+    ctx: &Ctx,
+    path: &Path,
+    shown: &str,
+    old: Option<&[u8]>,
+    old_text: Option<&Text>,
+    given_tag: Option<Tag>,
+) -> Result<(), Refused> {
+    // A binary file has no tag to give (read shows none): say so, rather
+    // than ask for one.
+    if let Some(bytes) = old
+        && let Some(kind) = nib_text::filekind::binary_kind(path, &bytes[..bytes.len().min(8192)])
+    {
+        return Err((
+            format!(
+                "the file exists and is {kind} ({}); write replaces text files only",
+                nib_text::readable::size(bytes.len() as u64)
+            ),
+            format!(
+                "to replace it with text, move it to the trash first (nibash: rm {shown}), then write"
+            ),
+        ));
+    }
+    if let (Some(bytes), Some(old_text)) = (old, old_text) {
+        let current = Tag::of(bytes);
+        let Some(given) = given_tag else {
+            return Err((
+                "the file exists, and overwriting it needs its current tag".into(),
+                format!(
+                    "read {shown} and pass the tag from its [{shown}#TAG] header, or use edit to change lines"
+                ),
+            ));
+        };
+        if given != current {
+            return Err((
+                format!("the tag #{given} is stale: the file has changed since that version"),
+                format!("read {shown} again and write with its new tag"),
+            ));
+        }
+        if let Ok(canonical) = fs::canonical(path) {
+            let collision = ctx.with_seen(|seen| {
+                seen.versions(&canonical).any(|v| v.tag == given)
+                    && seen.version_matching(&canonical, given, old_text).is_none()
+            });
+            if collision {
+                return Err((
+                    format!(
+                        "the tag #{given} matches, but the file's text is not the version you were shown (a tag collision)"
+                    ),
+                    format!("read {shown} again before overwriting it"),
+                ));
+            }
+        }
+    }
+
+    Ok(())
+}
+
+/// A warning when the write breaks a JSON, YAML or TOML file that parsed.
+fn syntax_warnings(path: &Path, old: Option<&[u8]>, bytes: &[u8]) -> Vec<String> {
+    let mut warnings = Vec::new();
+    if let Some(syntax) = filekind::syntax(path) {
+        let was_sound = old
+            .map(|b| validate::check(syntax, &String::from_utf8_lossy(b)).is_none())
+            .unwrap_or(true);
+        if was_sound && let Some(err) = validate::check(syntax, &String::from_utf8_lossy(bytes)) {
+            warnings.push(format!(
+                    "[warning: this {} no longer parses: line {}: {}. The file was written; fix it with edit]",
+                    validate::name(syntax),
+                    err.line,
+                    err.message
+                ));
+        }
+    }
+    warnings
 }
 
 /// `N~TEXT` rows: the outline lines, plus the first and last line.

@@ -375,64 +375,11 @@ fn parse_command(
         ));
     }
     if t == "REM" || t.starts_with("MV ") || t.starts_with("CP ") {
-        if section.file_op.is_some() {
-            return Err(err(
-                no,
-                raw,
-                "a section takes one of REM, MV, CP",
-                "split it into two sections",
-            ));
-        }
-        section.file_op = Some(match t {
-            "REM" => FileOp::Rem,
-            _ if t.starts_with("MV ") => FileOp::Mv(t[3..].trim().to_string()),
-            _ => FileOp::Cp(t[3..].trim().to_string()),
-        });
-        if matches!(&section.file_op, Some(FileOp::Mv(d) | FileOp::Cp(d)) if d.is_empty()) {
-            return Err(err(
-                no,
-                raw,
-                "MV and CP need a destination",
-                "MV src/new/path.ts",
-            ));
-        }
+        parse_file_op(t, no, raw, section)?;
         return Ok(i + 1);
     }
     if let Some(rest) = t.strip_prefix("SUB ") {
-        let Some((n, old)) = rest.split_once(':') else {
-            return Err(err(no, raw, "SUB needs \"N: OLD\"", "SUB 12: oldName"));
-        };
-        let Some(at) = num(n) else {
-            return Err(err(no, raw, "SUB needs a line number", "SUB 12: oldName"));
-        };
-        let old = old.strip_prefix(' ').unwrap_or(old).to_string();
-        if old.is_empty() {
-            return Err(err(
-                no,
-                raw,
-                "SUB needs the text to replace",
-                "SUB 12: oldName",
-            ));
-        }
-        let (body, next) = take_body(lines, i + 1, Some(at), notes)?;
-        if !body.checks.is_empty() || !body.minus.is_empty() {
-            return Err(err(no, raw, "SUB takes only + rows", "SUB 12: old\n  +new"));
-        }
-        if body.rows.is_empty() {
-            return Err(err(
-                no,
-                raw,
-                "SUB needs + rows with the replacement (a lone + deletes OLD)",
-                "SUB 12: oldName\n  +newName",
-            ));
-        }
-        section.hunks.push(Hunk::Sub {
-            at,
-            old,
-            rows: body.rows,
-            line: no,
-        });
-        return Ok(next);
+        return parse_sub(lines, i, rest, section, notes);
     }
     let (verb, spec) = if let Some(rest) = t.strip_prefix("PUT ") {
         let Some(spec) = rest.trim().strip_suffix(':') else {
@@ -451,34 +398,7 @@ fn parse_command(
     } else {
         return Err(err(no, raw, "not a hunk", HUNK_FORMS));
     };
-    let target = if verb == "PUT" {
-        if spec == ">$" {
-            Target::End
-        } else if let Some(n) = spec.strip_prefix('<') {
-            Target::Before(num(n).ok_or_else(|| err(no, raw, "bad line number", "PUT <12:"))?)
-        } else if let Some(n) = spec.strip_prefix('>') {
-            match n.strip_suffix('*') {
-                Some(n) => Target::AfterBlock(
-                    num(n).ok_or_else(|| err(no, raw, "bad line number", "PUT >12*:"))?,
-                ),
-                None => Target::After(
-                    num(n).ok_or_else(|| err(no, raw, "bad line number", "PUT >12:"))?,
-                ),
-            }
-        } else if let Some(n) = spec.strip_suffix('*') {
-            Target::Block(num(n).ok_or_else(|| err(no, raw, "bad line number", "PUT 12*:"))?)
-        } else {
-            let (a, b) =
-                range(spec, notes).ok_or_else(|| err(no, raw, "bad line range", HUNK_FORMS))?;
-            Target::Range(a, b)
-        }
-    } else if let Some(n) = spec.strip_suffix('*') {
-        Target::Block(num(n).ok_or_else(|| err(no, raw, "bad line number", "CUT 12*"))?)
-    } else {
-        let (a, b) =
-            range(spec, notes).ok_or_else(|| err(no, raw, "bad line range", HUNK_FORMS))?;
-        Target::Range(a, b)
-    };
+    let target = parse_target(verb, spec, no, raw, notes)?;
     if let Target::Range(a, b) = target
         && b < a
     {
@@ -575,6 +495,117 @@ fn parse_command(
         });
     }
     Ok(next)
+}
+
+/// `REM`, `MV DEST` or `CP DEST`: the section's one file operation.
+fn parse_file_op(t: &str, no: usize, raw: &str, section: &mut Section) -> Result<(), ParseError> {
+    if section.file_op.is_some() {
+        return Err(err(
+            no,
+            raw,
+            "a section takes one of REM, MV, CP",
+            "split it into two sections",
+        ));
+    }
+    section.file_op = Some(match t {
+        "REM" => FileOp::Rem,
+        _ if t.starts_with("MV ") => FileOp::Mv(t[3..].trim().to_string()),
+        _ => FileOp::Cp(t[3..].trim().to_string()),
+    });
+    if matches!(&section.file_op, Some(FileOp::Mv(d) | FileOp::Cp(d)) if d.is_empty()) {
+        return Err(err(
+            no,
+            raw,
+            "MV and CP need a destination",
+            "MV src/new/path.ts",
+        ));
+    }
+    Ok(())
+}
+
+/// `SUB N: OLD` and its `+` rows. Returns the index of the line after them.
+fn parse_sub(
+    lines: &[&str],
+    i: usize,
+    rest: &str,
+    section: &mut Section,
+    notes: &mut Notes,
+) -> Result<usize, ParseError> {
+    let raw = lines[i];
+    let no = i + 1;
+    let Some((n, old)) = rest.split_once(':') else {
+        return Err(err(no, raw, "SUB needs \"N: OLD\"", "SUB 12: oldName"));
+    };
+    let Some(at) = num(n) else {
+        return Err(err(no, raw, "SUB needs a line number", "SUB 12: oldName"));
+    };
+    let old = old.strip_prefix(' ').unwrap_or(old).to_string();
+    if old.is_empty() {
+        return Err(err(
+            no,
+            raw,
+            "SUB needs the text to replace",
+            "SUB 12: oldName",
+        ));
+    }
+    let (body, next) = take_body(lines, i + 1, Some(at), notes)?;
+    if !body.checks.is_empty() || !body.minus.is_empty() {
+        return Err(err(no, raw, "SUB takes only + rows", "SUB 12: old\n  +new"));
+    }
+    if body.rows.is_empty() {
+        return Err(err(
+            no,
+            raw,
+            "SUB needs + rows with the replacement (a lone + deletes OLD)",
+            "SUB 12: oldName\n  +newName",
+        ));
+    }
+    section.hunks.push(Hunk::Sub {
+        at,
+        old,
+        rows: body.rows,
+        line: no,
+    });
+    Ok(next)
+}
+
+/// The lines a `PUT` or `CUT` names: a range, a block (`N*`), before or
+/// after a line (`<N`, `>N`, `>N*`), or the end (`>$`).
+fn parse_target(
+    verb: &str,
+    spec: &str,
+    no: usize,
+    raw: &str,
+    notes: &mut Notes,
+) -> Result<Target, ParseError> {
+    Ok(if verb == "PUT" {
+        if spec == ">$" {
+            Target::End
+        } else if let Some(n) = spec.strip_prefix('<') {
+            Target::Before(num(n).ok_or_else(|| err(no, raw, "bad line number", "PUT <12:"))?)
+        } else if let Some(n) = spec.strip_prefix('>') {
+            match n.strip_suffix('*') {
+                Some(n) => Target::AfterBlock(
+                    num(n).ok_or_else(|| err(no, raw, "bad line number", "PUT >12*:"))?,
+                ),
+                None => Target::After(
+                    num(n).ok_or_else(|| err(no, raw, "bad line number", "PUT >12:"))?,
+                ),
+            }
+        } else if let Some(n) = spec.strip_suffix('*') {
+            Target::Block(num(n).ok_or_else(|| err(no, raw, "bad line number", "PUT 12*:"))?)
+        } else {
+            let (a, b) =
+                range(spec, notes).ok_or_else(|| err(no, raw, "bad line range", HUNK_FORMS))?;
+            Target::Range(a, b)
+        }
+    } else if let Some(n) = spec.strip_suffix('*') {
+        Target::Block(num(n).ok_or_else(|| err(no, raw, "bad line number", "CUT 12*"))?)
+    } else {
+        let (a, b) =
+            range(spec, notes).ok_or_else(|| err(no, raw, "bad line range", HUNK_FORMS))?;
+        Target::Range(a, b)
+    })
 }
 
 struct Body {

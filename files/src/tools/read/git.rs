@@ -215,107 +215,143 @@ pub fn revision(ctx: &Ctx, path: &Path, rev: &str) -> Vec<Block> {
         return fail(why);
     }
     if rev.contains("..") {
-        let mut blocks = Vec::new();
-        if is_dir && file.is_none() {
-            match git(
-                ctx,
-                &cwd,
-                &[
-                    "diff",
-                    "--no-ext-diff",
-                    "--no-textconv",
-                    "--relative",
-                    "--numstat",
-                    "--end-of-options",
-                    rev,
-                    "--",
-                    &spec,
-                ],
-            ) {
-                Ok(list) => {
-                    let rows: Vec<Row> = list
-                        .lines()
-                        .filter_map(|l| {
-                            let mut p = l.split('\t');
-                            let (a, d, f) = (p.next()?, p.next()?, p.next()?);
-                            Some(Row::plain(format!("{f} (+{a} -{d})")))
-                        })
-                        .collect();
-                    blocks.push(Block {
-                        head: format!(
-                            "[{shown}@{rev}] {} changed file{}",
-                            rows.len(),
-                            if rows.len() == 1 { "" } else { "s" }
-                        ),
-                        rows,
-                        ..Block::default()
-                    });
-                }
-                Err(e) => return fail(e),
-            }
-        }
-        return match git(
+        return range_blocks(ctx, &shown, rev, &cwd, &spec, is_dir && file.is_none())
+            .unwrap_or_else(fail);
+    }
+    if !is_dir {
+        return file_at(ctx, path, &shown, rev, file, &cwd, &spec).unwrap_or_else(fail);
+    }
+    commit_blocks(ctx, &shown, rev, &cwd, &spec).unwrap_or_else(fail)
+}
+
+/// `PATH@A..B`: the diff between two revisions, after the list of changed
+/// files when a whole folder is asked (`list_files`).
+fn range_blocks(
+    ctx: &Ctx,
+    shown: &str,
+    rev: &str,
+    cwd: &Path,
+    spec: &str,
+    list_files: bool,
+) -> Result<Vec<Block>, String> {
+    let mut blocks = Vec::new();
+    if list_files {
+        match git(
             ctx,
-            &cwd,
+            cwd,
             &[
                 "diff",
                 "--no-ext-diff",
                 "--no-textconv",
                 "--relative",
-                "-U1",
+                "--numstat",
                 "--end-of-options",
                 rev,
                 "--",
-                &spec,
+                spec,
             ],
         ) {
-            Ok(diff) => {
-                blocks.extend(crate::git::diff::blocks(ctx, &cwd, &diff));
-                blocks
-            }
-            Err(e) => fail(e),
-        };
-    }
-    if !is_dir {
-        let object = format!("{rev}:./{spec}");
-        return match git(
-            ctx,
-            &cwd,
-            &["show", "--no-textconv", "--end-of-options", &object],
-        ) {
-            Ok(content) => {
-                let text = Text::decode(content.as_bytes());
-                // `FILE@REV:SPEC`: lines or declarations of that version.
-                let spans = match file {
-                    None => vec![(1, text.len())],
-                    Some(spec) => match selected(path, spec, content.as_bytes(), &text) {
-                        Ok(s) => s,
-                        Err(e) => return fail(e),
-                    },
-                };
-                let rows = spans
-                    .iter()
-                    .flat_map(|&(a, b)| a..=b.min(text.len()))
-                    .map(|n| Row::plain(format!("{n}|{}", text.line(n).unwrap_or(""))))
+            Ok(list) => {
+                let rows: Vec<Row> = list
+                    .lines()
+                    .filter_map(|l| {
+                        let mut p = l.split('\t');
+                        let (a, d, f) = (p.next()?, p.next()?, p.next()?);
+                        Some(Row::plain(format!("{f} (+{a} -{d})")))
+                    })
                     .collect();
-                vec![Block {
+                blocks.push(Block {
                     head: format!(
-                        "[{shown}@{}] {} lines (an old version: its rows are not anchors)",
-                        file.map_or(rev.to_string(), |f| format!("{rev}:{f}")),
-                        text.len()
+                        "[{shown}@{rev}] {} changed file{}",
+                        rows.len(),
+                        if rows.len() == 1 { "" } else { "s" }
                     ),
                     rows,
-                    shown_path: shown.clone(),
-                    total_lines: text.len(),
                     ..Block::default()
-                }]
+                });
             }
-            Err(e) => fail(e),
-        };
+            Err(e) => return Err(e),
+        }
     }
-    let header = match git(
+    match git(
         ctx,
-        &cwd,
+        cwd,
+        &[
+            "diff",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--relative",
+            "-U1",
+            "--end-of-options",
+            rev,
+            "--",
+            spec,
+        ],
+    ) {
+        Ok(diff) => {
+            blocks.extend(crate::git::diff::blocks(ctx, cwd, &diff));
+            Ok(blocks)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// `FILE@REV` (and `FILE@REV:SPEC`): that version's lines, or the lines
+/// and declarations SPEC selects.
+fn file_at(
+    ctx: &Ctx,
+    path: &Path,
+    shown: &str,
+    rev: &str,
+    file: Option<&str>,
+    cwd: &Path,
+    spec: &str,
+) -> Result<Vec<Block>, String> {
+    let object = format!("{rev}:./{spec}");
+    match git(
+        ctx,
+        cwd,
+        &["show", "--no-textconv", "--end-of-options", &object],
+    ) {
+        Ok(content) => {
+            let text = Text::decode(content.as_bytes());
+            // `FILE@REV:SPEC`: lines or declarations of that version.
+            let spans = match file {
+                None => vec![(1, text.len())],
+                Some(spec) => selected(path, spec, content.as_bytes(), &text)?,
+            };
+            let rows = spans
+                .iter()
+                .flat_map(|&(a, b)| a..=b.min(text.len()))
+                .map(|n| Row::plain(format!("{n}|{}", text.line(n).unwrap_or(""))))
+                .collect();
+            Ok(vec![Block {
+                head: format!(
+                    "[{shown}@{}] {} lines (an old version: its rows are not anchors)",
+                    file.map_or(rev.to_string(), |f| format!("{rev}:{f}")),
+                    text.len()
+                ),
+                rows,
+                shown_path: shown.to_string(),
+                total_lines: text.len(),
+                ..Block::default()
+            }])
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// `FOLDER@REV`: the commit's header and its diff under the folder.
+fn commit_blocks(
+    ctx: &Ctx,
+    shown: &str,
+    rev: &str,
+    cwd: &Path,
+    spec: &str,
+) -> Result<Vec<Block>, String> {
+    let header = git(
+        ctx,
+        cwd,
         &[
             "show",
             "-s",
@@ -324,10 +360,7 @@ pub fn revision(ctx: &Ctx, path: &Path, rev: &str) -> Vec<Block> {
             "--end-of-options",
             rev,
         ],
-    ) {
-        Ok(h) => h,
-        Err(e) => return fail(e),
-    };
+    )?;
     let mut blocks = vec![Block {
         head: format!("[{shown}@{rev}] {}", header.lines().next().unwrap_or("")),
         rows: header
@@ -339,7 +372,7 @@ pub fn revision(ctx: &Ctx, path: &Path, rev: &str) -> Vec<Block> {
     }];
     match git(
         ctx,
-        &cwd,
+        cwd,
         &[
             "show",
             "--no-ext-diff",
@@ -350,11 +383,11 @@ pub fn revision(ctx: &Ctx, path: &Path, rev: &str) -> Vec<Block> {
             "--end-of-options",
             rev,
             "--",
-            &spec,
+            spec,
         ],
     ) {
-        Ok(diff) => blocks.extend(crate::git::diff::blocks(ctx, &cwd, &diff)),
-        Err(e) => return fail(e),
+        Ok(diff) => blocks.extend(crate::git::diff::blocks(ctx, cwd, &diff)),
+        Err(e) => return Err(e),
     }
-    blocks
+    Ok(blocks)
 }

@@ -270,19 +270,7 @@ fn read_one(
         ..Block::default()
     };
     if opts.plain {
-        block.head = String::new();
-        block.uncapped = true;
-        let spans = match ranges
-            .as_deref()
-            .map(|r| selector::resolve(r, text.len()))
-            .transpose()
-        {
-            Ok(s) => s.unwrap_or_else(|| vec![(1, text.len())]),
-            Err(e) => return Block::failure(format!("{shown}: {e}. Nothing was read.")),
-        };
-        block.rows = plain_rows(&text, &spans);
-        block.head = format!("==> {shown} <==");
-        return block;
+        return plain_block(block, &shown, &text, ranges.as_deref());
     }
     let canonical = fs::canonical(&path).ok();
     if let Some(canonical) = &canonical {
@@ -296,20 +284,7 @@ fn read_one(
         return declaration_block(block, &path, &shown, &names, &file.bytes, &text, opts);
     }
     if let Some(want) = version {
-        let answer = match &canonical {
-            Some(c) => ctx.with_seen(|s| versions::since(s, c, &want, &text, tag)),
-            None => Err("the file has no stable identity".into()),
-        };
-        return match answer {
-            Ok((note, rows)) => {
-                block.rows = rows;
-                block.notes.push(note);
-                block
-            }
-            Err(why) => Block::failure(format!(
-                "{shown}#{want}: {why}. Nothing was read.\nhint: read {shown} for its current rows"
-            )),
-        };
+        return version_block(block, ctx, canonical.as_ref(), &want, &shown, &text, tag);
     }
     let known = match (&canonical, opts.collapse) {
         (Some(c), versions::Collapse::Run | versions::Collapse::Sparse) => {
@@ -331,6 +306,51 @@ fn read_one(
         block.extra_seen = hidden;
     }
     block
+}
+
+/// `plain: true`: the selected lines as `N|TEXT` rows under a `==> PATH <==`
+/// head, uncapped, anchoring nothing (as `head` and `cat` print them).
+fn plain_block(
+    mut block: Block,
+    shown: &str,
+    text: &Text,
+    ranges: Option<&[selector::LineRange]>,
+) -> Block {
+    block.uncapped = true;
+    let spans = match ranges.map(|r| selector::resolve(r, text.len())).transpose() {
+        Ok(s) => s.unwrap_or_else(|| vec![(1, text.len())]),
+        Err(e) => return Block::failure(format!("{shown}: {e}. Nothing was read.")),
+    };
+    block.rows = plain_rows(text, &spans);
+    block.head = format!("==> {shown} <==");
+    block
+}
+
+/// `PATH#TAG`: what changed since the version with that tag, which the
+/// agent was shown.
+fn version_block(
+    mut block: Block,
+    ctx: &Ctx,
+    canonical: Option<&std::path::PathBuf>,
+    want: &str,
+    shown: &str,
+    text: &Text,
+    tag: Tag,
+) -> Block {
+    let answer = match canonical {
+        Some(c) => ctx.with_seen(|s| versions::since(s, c, want, text, tag)),
+        None => Err("the file has no stable identity".into()),
+    };
+    match answer {
+        Ok((note, rows)) => {
+            block.rows = rows;
+            block.notes.push(note);
+            block
+        }
+        Err(why) => Block::failure(format!(
+            "{shown}#{want}: {why}. Nothing was read.\nhint: read {shown} for its current rows"
+        )),
+    }
 }
 
 /// Lines of a file over the 8 MiB that nib holds whole: read as a stream
