@@ -706,14 +706,16 @@ async fn jobs_that_ended_are_reported_at_the_next_call() {
     let started = nib
         .ok(
             "nibash",
-            json!({"command": "echo bg-output", "background": true}),
+            // The output comes after the answer (a loaded machine could
+            // otherwise print it in the answer itself, leaving none unread).
+            json!({"command": "sleep 0.3; echo bg-output", "background": true}),
         )
         .await;
     let id = job_id(&started);
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    tokio::time::sleep(Duration::from_millis(1200)).await;
     let next = sh(&nib, "echo next").await;
     assert!(
-        next.starts_with(&format!("[job %{id} exited 0: echo bg-output; "))
+        next.starts_with(&format!("[job %{id} exited 0: sleep 0.3; echo bg-output; "))
             && next.contains("wait %"),
         "{next}"
     );
