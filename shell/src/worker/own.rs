@@ -750,8 +750,10 @@ pub fn with_tools<T>(f: impl FnOnce(&Ctx, &Workspace) -> T) -> Result<T, String>
 }
 
 /// The worker's [`Programs`]: this process is confined already (its
-/// sandbox, the broker's exec judge on every exec of its tree), so the git
-/// behind `cat PATH@REV` runs with no layer of its own (layer 1 only).
+/// sandbox, the broker's exec judge on every exec of its tree), so a
+/// program a file tool starts here runs with no layer of its own (layer 1
+/// only). nib's own commands read no revisions today (`cat a.txt@HEAD` is
+/// the system cat's missing file); this is where read's git would run.
 struct AlreadyConfined;
 
 impl Programs for AlreadyConfined {
