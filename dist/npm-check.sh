@@ -129,8 +129,34 @@ mock_pid=$!
 trap 'kill "$mock_pid" 2>/dev/null || true; cleanup' EXIT
 for _ in $(seq 50); do [ -s "$work/mock.url" ] && break; sleep 0.1; done
 url="$(head -1 "$work/mock.url")"
+# The repository's plugin carries no sums until a release writes them: with
+# no nib on PATH it starts nothing (and fetches nothing), and says how to
+# install nib.
+if said="$(in_project "$PWD/claude/bin/nib" --version 2>&1)"; then
+  echo "npm-check: the plugin without sums started a nib: $said" >&2; exit 1
+fi
+[[ "$said" == *"carries no checksums"*"cargo install"* ]] \
+  || { echo "npm-check: the plugin without sums did not say how to install nib: $said" >&2; exit 1; }
+[ ! -e "$home/.cache/nib" ] || { echo "npm-check: the plugin without sums fetched something" >&2; exit 1; }
+# A marketplace as a release makes it: this repository's plugin with the
+# sums of the binaries the loopback registry serves (dist/plugin-sums.sh).
+market="$work/marketplace"
+mkdir -p "$market"
+cp -r .claude-plugin claude "$market/"
+rm -rf "$market/claude/node_modules"
+dist/plugin-sums.sh --out "$market/claude/bin/nib.sums" "$platform=$bin" >/dev/null
+# A sum that does not match: the fetched package is never started.
+sed 's/^[0-9a-f]/0/' "$market/claude/bin/nib.sums" >"$work/bad.sums"
+mkdir -p "$work/bad-plugin/bin" "$work/bad-plugin/.claude-plugin"
+cp claude/bin/nib "$work/bad-plugin/bin/nib"
+cp claude/.claude-plugin/plugin.json "$work/bad-plugin/.claude-plugin/"
+cp "$work/bad.sums" "$work/bad-plugin/bin/nib.sums"
+if said="$(in_project env XDG_CACHE_HOME="$work/bad-cache" "$work/bad-plugin/bin/nib" --version 2>&1)"; then
+  echo "npm-check: the plugin started a package whose sum does not match: $said" >&2; exit 1
+fi
+[[ "$said" == *"does not match"* ]] || { echo "npm-check: a wrong sum was not named: $said" >&2; exit 1; }
 started=$(date +%s.%N)
-in_project "$claude" plugin marketplace add "$PWD" >"$work/claude.log" 2>&1 \
+in_project "$claude" plugin marketplace add "$market" >"$work/claude.log" 2>&1 \
   || { cat "$work/claude.log" >&2; echo "npm-check: marketplace add failed" >&2; exit 1; }
 in_project "$claude" plugin install nib@nib >>"$work/claude.log" 2>&1 \
   || { cat "$work/claude.log" >&2; echo "npm-check: plugin install failed" >&2; exit 1; }
@@ -144,4 +170,4 @@ if [ "$(cat "$project/notes.txt")" != "$(printf 'alpha\ndelta\ngamma')" ]; then
   echo "npm-check: the plugin's nib did not make the edit; notes.txt holds: $(cat "$project/notes.txt")" >&2
   exit 1
 fi
-echo "npm-check: the plugin from the marketplace, with no nib on PATH, ran nib from the package and made the edit; marketplace add to edit done in ${took}s"
+echo "npm-check: the plugin without sums started nothing and said how to install nib; a wrong sum was refused; with a release's sums and no nib on PATH it ran nib from the package, checked, and made the edit; marketplace add to edit done in ${took}s"

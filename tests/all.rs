@@ -19,6 +19,7 @@ mod lang;
 mod layers;
 mod limits;
 mod names;
+mod plugin;
 mod network;
 mod nibash;
 mod patch_fixtures;
