@@ -3,9 +3,13 @@
 //! A multi-file edit becomes a list of [`Step`]s. Before any temp file exists,
 //! a journal naming every temp file is written (phase `preparing`); once all
 //! temps are written and fsynced the journal turns `committing`; then the steps
-//! run in order and the journal is deleted. The running process holds an
-//! exclusive lock on its journal. [`recover`], run when nib starts, takes every
-//! journal whose lock is free (its process died): a `preparing` journal is
+//! run in order and the journal is deleted. The running process holds a
+//! POSIX record lock on its journal's lock file ([`lock_record`]): unlike a
+//! `flock`, such a lock belongs to the process, not to the open file, so a
+//! child forked from the server (a worker between its fork and its exec)
+//! never holds it, and it is gone the moment the server dies, whatever its
+//! children still hold. [`recover`], run when nib starts before it serves,
+//! takes every journal whose lock is free (its process died): a `preparing` journal is
 //! rolled back (its temps removed, nothing was in place yet), a `committing`
 //! one is completed (every temp still present is renamed into place, every
 //! pending trash or removal done). Either way each edit ends whole or not at all.
@@ -73,6 +77,25 @@ fn journal_dir(state_dir: &Path) -> PathBuf {
     state_dir.join("journal")
 }
 
+/// Takes a POSIX record lock (`fcntl` `F_SETLK`, not an open file
+/// description's lock) on the whole of `path`, made if missing. `None` when
+/// another *process* holds it. The lock is the calling process's: no
+/// forked child inherits it, and closing any descriptor of this file in
+/// this process lets it go (nothing here opens a journal's lock file twice).
+fn lock_record(path: &Path) -> Result<Option<std::fs::File>, FsError> {
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)?;
+    match rustix::fs::fcntl_lock(&f, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => Ok(Some(f)),
+        Err(rustix::io::Errno::AGAIN | rustix::io::Errno::ACCESS) => Ok(None),
+        Err(e) => Err(std::io::Error::from(e).into()),
+    }
+}
+
 fn write_record(path: &Path, record: &Record) -> Result<(), FsError> {
     let json =
         serde_json::to_vec_pretty(record).map_err(|e| FsError::Io(std::io::Error::other(e)))?;
@@ -138,7 +161,7 @@ pub fn commit_all(
         fs::create_dir_all(&dir)
             .map_err(|e| fail(format!("the journal folder {}: {e}", dir.display())))?;
         _lock = Some(
-            fs::try_lock(&lock_path)
+            lock_record(&lock_path)
                 .map_err(|e| fail(format!("locking the journal: {e}")))?
                 .ok_or_else(|| fail("the journal is locked by another process".into()))?,
         );
@@ -225,29 +248,63 @@ fn run_op(op: &JournalOp) -> Result<(), FsError> {
     }
 }
 
-/// Completes or rolls back every journal left by a process that died.
-/// Returns one line per journal handled, for the log.
+/// The edit a file of the journal folder belongs to: `ID.json`, `ID.lock`,
+/// or a temp file of the journal's own atomic write (`.ID.json.nib-*.tmp`).
+fn edit_id(name: &str) -> Option<&str> {
+    if let Some(id) = name.strip_suffix(".json") {
+        return Some(id);
+    }
+    if let Some(id) = name.strip_suffix(".lock") {
+        return Some(id);
+    }
+    let rest = name.strip_prefix('.')?.strip_suffix(".tmp")?;
+    rest.split_once(".json.nib-").map(|(id, _)| id)
+}
+
+/// Completes or rolls back every journal left by a process that died, and
+/// removes what such a process left of its journal (a lock file, a
+/// half-written journal). A journal whose lock a live process holds is that
+/// process's. Returns one line per journal handled, for the log.
 pub fn recover(state_dir: &Path) -> Vec<String> {
     let dir = journal_dir(state_dir);
     let Ok(entries) = fs::list_dir(&fs::Scope::Open, &dir) else {
         return Vec::new();
     };
+    let mut ids: Vec<String> = entries
+        .iter()
+        .filter_map(|e| edit_id(&e.name).map(str::to_owned))
+        .collect();
+    ids.sort();
+    ids.dedup();
     let mut report = Vec::new();
-    for e in entries {
-        let Some(id) = e.name.strip_suffix(".json") else {
-            continue;
-        };
+    for id in ids {
         let lock_path = dir.join(format!("{id}.lock"));
-        let Ok(Some(_lock)) = fs::try_lock(&lock_path) else {
+        let Ok(Some(_lock)) = lock_record(&lock_path) else {
             continue; // its process is alive
         };
-        let record: Option<Record> = fs::read_small(&e.path)
+        let path = dir.join(format!("{id}.json"));
+        let leftovers = || {
+            for e in &entries {
+                if e.name.starts_with('.') && edit_id(&e.name) == Some(id.as_str()) {
+                    remove_quietly(&e.path);
+                }
+            }
+        };
+        if std::fs::symlink_metadata(&path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+        {
+            // No journal (its process died before writing it, or another
+            // recovery finished it): no temp file of the edit exists.
+            leftovers();
+            remove_quietly(&lock_path);
+            continue;
+        }
+        let record = fs::read_small(&path)
             .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok());
+            .and_then(|b| serde_json::from_slice::<Record>(&b).ok());
         let Some(record) = record else {
             report.push(format!(
                 "unreadable journal {} left in place",
-                e.path.display()
+                path.display()
             ));
             continue;
         };
@@ -276,7 +333,8 @@ pub fn recover(state_dir: &Path) -> Vec<String> {
                 report.push(format!("completed an interrupted edit ({id})"));
             }
         }
-        remove_quietly(&e.path);
+        leftovers();
+        remove_quietly(&path);
         remove_quietly(&lock_path);
     }
     report
@@ -341,22 +399,121 @@ mod tests {
         assert!(!pc.tmp_path.exists());
     }
 
-    #[test]
-    fn a_locked_journal_is_left_to_its_process() {
-        let state = tempfile::tempdir().unwrap();
-        let dir = journal_dir(state.path());
-        std::fs::create_dir_all(&dir).unwrap();
+    /// Forks a process that takes the lock at `lock` as [`lock_record`]
+    /// does. With `then_fork`, that process forks a child, which keeps the
+    /// lock file's descriptor and waits, and ends: what a server killed
+    /// while one of its children was between its fork and its exec leaves.
+    /// Returns the pid of the process that waits, once it is ready.
+    #[allow(unsafe_code)]
+    fn hold_lock(lock: &Path, then_fork: bool) -> libc::pid_t {
+        use std::os::unix::ffi::OsStrExt;
+        let path = std::ffi::CString::new(lock.as_os_str().as_bytes()).unwrap();
+        let mut pipe = [0; 2];
+        // SAFETY: pipe fills the two-element array.
+        assert_eq!(unsafe { libc::pipe(pipe.as_mut_ptr()) }, 0);
+        // SAFETY: the child makes system calls only (open, fcntl, fork,
+        // write, pause, _exit) on data made before the fork.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0);
+        if pid == 0 {
+            // SAFETY: as above.
+            unsafe {
+                let fd = libc::open(path.as_ptr(), libc::O_RDWR | libc::O_CREAT, 0o600);
+                let mut l: libc::flock = std::mem::zeroed();
+                l.l_type = libc::F_WRLCK as libc::c_short;
+                l.l_whence = libc::SEEK_SET as libc::c_short;
+                if fd < 0 || libc::fcntl(fd, libc::F_SETLK, &l) != 0 {
+                    libc::_exit(1);
+                }
+                if then_fork && libc::fork() != 0 {
+                    libc::_exit(0);
+                }
+                let mut me = libc::getpid();
+                libc::write(pipe[1], (&raw mut me).cast(), 4);
+                loop {
+                    libc::pause();
+                }
+            }
+        }
+        let mut waiter: libc::pid_t = 0;
+        // SAFETY: read into a local of 4 bytes; close our pipe's write end
+        // first so a child that died gives EOF.
+        unsafe {
+            libc::close(pipe[1]);
+            assert_eq!(libc::read(pipe[0], (&raw mut waiter).cast(), 4), 4);
+            libc::close(pipe[0]);
+        }
+        if then_fork {
+            let mut status = 0;
+            // SAFETY: waitpid on our own child with a pointer to a local.
+            unsafe { libc::waitpid(pid, &mut status, 0) };
+        }
+        waiter
+    }
+
+    #[allow(unsafe_code)]
+    fn end(pid: libc::pid_t) {
+        // SAFETY: kill and waitpid take plain integers and a local.
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+            libc::waitpid(pid, std::ptr::null_mut(), 0);
+        }
+    }
+
+    fn committing_journal(dir: &Path, id: &str) {
+        std::fs::create_dir_all(dir).unwrap();
         write_record(
-            &dir.join("live.json"),
+            &dir.join(format!("{id}.json")),
             &Record {
                 phase: Phase::Committing,
                 ops: vec![],
             },
         )
         .unwrap();
-        let _held = fs::try_lock(&dir.join("live.lock")).unwrap().unwrap();
-        assert!(recover(state.path()).is_empty());
+    }
+
+    #[test]
+    fn a_locked_journal_is_left_to_its_process() {
+        let state = tempfile::tempdir().unwrap();
+        let dir = journal_dir(state.path());
+        committing_journal(&dir, "live");
+        let holder = hold_lock(&dir.join("live.lock"), false);
+        let report = recover(state.path());
+        end(holder);
+        assert!(report.is_empty(), "{report:?}");
         assert!(dir.join("live.json").exists());
+        // Once its process is gone, the journal is recovered.
+        assert_eq!(recover(state.path()).len(), 1);
+        assert!(!dir.join("live.json").exists());
+    }
+
+    /// The lock of a dead process is free even while a child it forked
+    /// still holds the lock file open (a `flock` would still be held).
+    #[test]
+    fn a_journal_whose_process_died_is_recovered_while_its_child_holds_the_file() {
+        let state = tempfile::tempdir().unwrap();
+        let dir = journal_dir(state.path());
+        committing_journal(&dir, "dead");
+        let child = hold_lock(&dir.join("dead.lock"), true);
+        let report = recover(state.path());
+        end(child);
+        assert_eq!(report.len(), 1, "{report:?}");
+        assert!(!dir.join("dead.json").exists());
+        assert!(!dir.join("dead.lock").exists());
+    }
+
+    #[test]
+    fn what_a_dead_process_left_of_its_journal_is_removed() {
+        let state = tempfile::tempdir().unwrap();
+        let dir = journal_dir(state.path());
+        std::fs::create_dir_all(&dir).unwrap();
+        // Killed after locking, and while writing its first journal.
+        std::fs::write(dir.join("a.lock"), "").unwrap();
+        std::fs::write(dir.join("b.lock"), "").unwrap();
+        std::fs::write(dir.join(".b.json.nib-1-2-3.tmp"), "{").unwrap();
+        assert!(recover(state.path()).is_empty());
+        let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+        assert!(left.is_empty(), "{left:?}");
     }
 
     #[test]
