@@ -416,6 +416,7 @@ async fn terminate<S: AsyncRead + AsyncWrite + Unpin>(
     authority: &super::tls::Authority,
     secrets: &[&super::secrets::Secret],
     host: &str,
+    port: u16,
     client: S,
     upstream: TcpStream,
     refused: impl Fn(&Refusal),
@@ -437,7 +438,7 @@ async fn terminate<S: AsyncRead + AsyncWrite + Unpin>(
         return;
     };
     match server {
-        Ok(Ok(server)) => super::terminate::relay(client, server, secrets).await,
+        Ok(Ok(server)) => super::terminate::relay(client, server, host, port, secrets).await,
         failed => {
             // No verified server: the program's request is read and
             // answered here, saying why; nothing reached the server.
@@ -728,6 +729,7 @@ impl Proxy {
                         authority,
                         &secrets,
                         &host,
+                        port,
                         Rewound::new(rest, client),
                         upstream,
                         refused,

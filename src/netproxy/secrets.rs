@@ -93,12 +93,10 @@ impl Secret {
     }
 
     /// `(real, placeholder)` byte pairs a response is scrubbed of: the
-    /// value itself and, for Basic, the encoded pair a server may echo.
+    /// value itself and its encodings ([`encoded_echoes`]) and, for Basic,
+    /// the encoded pair a server may echo.
     pub fn echoes(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
-        let mut out = vec![(
-            self.real.as_bytes().to_vec(),
-            self.placeholder.as_bytes().to_vec(),
-        )];
+        let mut out = encoded_echoes(self.real.as_bytes(), self.placeholder.as_bytes());
         if let Wire::Basic { user } = &self.wire {
             out.push((
                 b64(&format!("{user}:{}", self.real)).into_bytes(),
@@ -107,6 +105,110 @@ impl Secret {
         }
         out
     }
+}
+
+/// How one character of a value is written in an encoded echo.
+#[derive(Clone, Copy)]
+enum Form {
+    Literal,
+    /// `%2F`, upper- or lowercase hex.
+    Percent(bool),
+    /// `\u002f`, upper- or lowercase hex.
+    Unicode(bool),
+    /// JSON's `\/`.
+    Slash,
+}
+
+fn write_form(out: &mut Vec<u8>, b: u8, form: Form) {
+    let hex = |upper: bool| {
+        if upper {
+            format!("{b:02X}")
+        } else {
+            format!("{b:02x}")
+        }
+    };
+    match form {
+        Form::Literal => out.push(b),
+        Form::Percent(upper) => out.extend(format!("%{}", hex(upper)).bytes()),
+        Form::Unicode(upper) => out.extend(format!("\\u00{}", hex(upper)).bytes()),
+        Form::Slash if b == b'/' => out.extend(b"\\/"),
+        Form::Slash => out.push(b),
+    }
+}
+
+/// `real` and `placeholder` (of equal lengths) each written with the form
+/// `form` gives for the real character at each place, so the two
+/// encodings have equal lengths too.
+fn written(real: &[u8], placeholder: &[u8], form: impl Fn(u8) -> Form) -> (Vec<u8>, Vec<u8>) {
+    let (mut r, mut p) = (Vec::new(), Vec::new());
+    for (&a, &b) in real.iter().zip(placeholder) {
+        let f = form(a);
+        // A `\/` stays `\/` only where both hold `/` (a placeholder keeps
+        // the value's `/` and has no other).
+        let f = match f {
+            Form::Slash if b != b'/' => Form::Literal,
+            f => f,
+        };
+        write_form(&mut r, a, f);
+        write_form(&mut p, b, f);
+    }
+    (r, p)
+}
+
+/// The `(real, placeholder)` pairs of `real` as a server may echo it: as
+/// it is; JSON-escaped (`\/`, every character or every one outside
+/// `A-Za-z0-9-._~` as `\uXXXX`, `/` either way); percent-encoded (the reserved characters or all of
+/// them, either case of hex); and base64 (standard and URL alphabets, at
+/// each of the three places a value may start in an encoded run — the
+/// characters that hold only the value's bits). Each placeholder form has
+/// its real form's length, so a body keeps its length.
+pub fn encoded_echoes(real: &[u8], placeholder: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut out = vec![(real.to_vec(), placeholder.to_vec())];
+    if real.len() != placeholder.len() {
+        return out;
+    }
+    let unreserved = |b: u8| b.is_ascii_alphanumeric() || b"-._~".contains(&b);
+    for upper in [true, false] {
+        out.push(written(real, placeholder, |_| Form::Unicode(upper)));
+        for slash in [Form::Slash, Form::Unicode(upper)] {
+            out.push(written(real, placeholder, |b| match b {
+                b'/' => slash,
+                b if unreserved(b) => Form::Literal,
+                _ => Form::Unicode(upper),
+            }));
+        }
+        out.push(written(real, placeholder, |_| Form::Percent(upper)));
+        out.push(written(real, placeholder, |b| {
+            if unreserved(b) {
+                Form::Literal
+            } else {
+                Form::Percent(upper)
+            }
+        }));
+    }
+    out.push(written(real, placeholder, |_| Form::Slash));
+    use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
+    for engine in [STANDARD_NO_PAD, URL_SAFE_NO_PAD] {
+        for k in 0..3usize {
+            let encode = |v: &[u8]| {
+                let mut led = vec![0u8; k];
+                led.extend_from_slice(v);
+                engine.encode(led).into_bytes()
+            };
+            let (r, p) = (encode(real), encode(placeholder));
+            // Character j holds bits 6j..6j+6 of the run: only the value's
+            // when they lie within bytes k..k+len.
+            let inner: Vec<usize> = (0..r.len())
+                .filter(|j| 6 * j >= 8 * k && 6 * j + 6 <= 8 * (k + real.len()))
+                .collect();
+            if let (Some(&first), Some(&last)) = (inner.first(), inner.last()) {
+                out.push((r[first..=last].to_vec(), p[first..=last].to_vec()));
+            }
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|(r, _)| seen.insert(r.clone()));
+    out
 }
 
 fn b64(s: &str) -> String {
@@ -331,41 +433,121 @@ fn is_exact_host(h: &str) -> bool {
             }))
 }
 
-/// A random value of `real`'s shape: the same length, a prefix ending in
-/// `_` or `-` within the first 16 characters kept (`ghp_`, `glpat-`,
-/// `sk-ant-api03-`), each later letter or digit replaced by a random one
-/// of its kind, other characters kept; never equal to `real`.
-pub fn placeholder_for(real: &str) -> String {
-    let chars: Vec<char> = real.chars().collect();
-    let keep = chars
+/// Token prefixes of known vendors, longest first where one starts
+/// another: a placeholder keeps the one its real value starts with, so a
+/// program (and a vendor's client library) still sees what kind of token
+/// it holds. Nothing past the prefix is ever kept.
+const VENDOR_PREFIXES: &[&str] = &[
+    "github_pat_",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "glpat-",
+    "gldt-",
+    "glrt-",
+    "glptt-",
+    "sk-ant-api03-",
+    "sk-ant-admin01-",
+    "sk-proj-",
+    "sk-",
+    "xoxb-",
+    "xoxp-",
+    "xoxa-",
+    "xoxe-",
+    "xapp-",
+    "npm_",
+    "pypi-",
+    "hf_",
+    "dop_v1_",
+    "shpat_",
+    "glc_",
+    "SG.",
+];
+
+/// The vendor prefix `real` starts with, if any.
+fn vendor_prefix(real: &str) -> &'static str {
+    VENDOR_PREFIXES
         .iter()
-        .take(16)
-        .rposition(|c| *c == '_' || *c == '-')
-        .map_or(0, |i| i + 1);
-    loop {
-        let mut random = random_bytes(chars.len());
-        let out: String = chars
-            .iter()
-            .enumerate()
-            .map(|(i, &c)| {
-                let r = random.get_mut(i).map_or(0, |b| *b);
-                if i < keep {
-                    c
-                } else if c.is_ascii_digit() {
-                    char::from(b'0' + r % 10)
-                } else if c.is_ascii_lowercase() {
-                    char::from(b'a' + r % 26)
-                } else if c.is_ascii_uppercase() {
-                    char::from(b'A' + r % 26)
-                } else {
-                    c
-                }
-            })
-            .collect();
-        if out != real {
-            return out;
+        .find(|p| real.len() > p.len() && real.starts_with(**p))
+        .copied()
+        .unwrap_or_default()
+}
+
+/// The characters a placeholder draws from for `rest` (a token past its
+/// prefix): the narrowest of digits, hex, lowercase or uppercase with
+/// digits, and letters with digits that holds it, with the punctuation it
+/// holds added (`-`, `_`, `+`, `=`, `.`), never `/`.
+fn alphabet_of(rest: &str) -> Vec<u8> {
+    const DIGITS: &[u8] = b"0123456789";
+    let all = |f: fn(&u8) -> bool| {
+        rest.bytes()
+            .filter(u8::is_ascii_alphanumeric)
+            .all(|b| f(&b))
+    };
+    let mut out: Vec<u8> = if all(u8::is_ascii_digit) {
+        DIGITS.to_vec()
+    } else if all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b)) {
+        b"0123456789abcdef".to_vec()
+    } else if all(|b| b.is_ascii_digit() || (b'A'..=b'F').contains(b)) {
+        b"0123456789ABCDEF".to_vec()
+    } else if all(|b| b.is_ascii_digit() || b.is_ascii_lowercase()) {
+        (b'a'..=b'z').chain(DIGITS.iter().copied()).collect()
+    } else if all(|b| b.is_ascii_digit() || b.is_ascii_uppercase()) {
+        (b'A'..=b'Z').chain(DIGITS.iter().copied()).collect()
+    } else {
+        (b'a'..=b'z')
+            .chain(b'A'..=b'Z')
+            .chain(DIGITS.iter().copied())
+            .collect()
+    };
+    for b in rest.bytes() {
+        if !b.is_ascii_alphanumeric() && b != b'/' && !out.contains(&b) {
+            out.push(b);
         }
     }
+    out
+}
+
+/// A placeholder for `real`: its vendor prefix ([`VENDOR_PREFIXES`]) when
+/// it has one, then random characters of its alphabet ([`alphabet_of`]),
+/// as many as it has, each differing from the real character at its
+/// place — so no character of the secret past the prefix shows. A `/` is
+/// kept where the value has one (JSON may write it `\/`, and the scrub
+/// replaces an echo by one of the same length), and put nowhere else.
+pub fn placeholder_for(real: &str) -> String {
+    let prefix = vendor_prefix(real);
+    let rest = &real[prefix.len()..];
+    let alphabet = alphabet_of(rest);
+    let mut out = String::with_capacity(real.len());
+    out.push_str(prefix);
+    let mut random = Vec::new();
+    for c in rest.chars() {
+        if c == '/' {
+            out.push('/');
+            continue;
+        }
+        let choices: Vec<u8> = alphabet
+            .iter()
+            .copied()
+            .filter(|b| u32::from(*b) != u32::from(c))
+            .collect();
+        // Uniform: bytes past the last whole multiple are drawn again.
+        let n = choices.len().max(1);
+        let fair = 256 - 256 % n;
+        let pick = loop {
+            if random.is_empty() {
+                random = random_bytes(64);
+            }
+            let b = usize::from(random.pop().unwrap_or_default());
+            if b < fair {
+                break b % n;
+            }
+        };
+        out.push(choices.get(pick).map_or('x', |b| char::from(*b)));
+    }
+    out
 }
 
 /// `n` bytes from the kernel's randomness.
@@ -609,25 +791,71 @@ mod tests {
     }
 
     #[test]
-    fn a_placeholder_has_the_shape_of_the_value_and_differs() {
-        for real in [
-            REAL,
-            "glpat-AbCdEf0123456789xyz",
-            "sk-ant-api03-abcDEF123-_x",
-            "12345678",
+    fn a_placeholder_is_the_vendor_prefix_and_random_characters_of_the_alphabet() {
+        for (real, prefix) in [
+            (REAL, "ghp_"),
+            ("github_pat_11ABCDEFG0123456789_abcdefXYZ", "github_pat_"),
+            ("glpat-AbCdEf0123456789xyz", "glpat-"),
+            ("sk-ant-api03-abcDEF123-_x", "sk-ant-api03-"),
+            ("xoxb-1234-5678-abcdef", "xoxb-"),
+            ("deadbeef00112233", ""),
+            ("12345678", ""),
+            ("AKIA/abc+def/ghi=", ""),
         ] {
             let p = placeholder_for(real);
             assert_eq!(p.len(), real.len(), "{real} {p}");
-            assert_ne!(p, real);
-            for (a, b) in real.chars().zip(p.chars()) {
-                assert_eq!(a.is_ascii_digit(), b.is_ascii_digit(), "{real} {p}");
-                assert_eq!(a.is_ascii_lowercase(), b.is_ascii_lowercase(), "{real} {p}");
-                assert_eq!(a.is_ascii_uppercase(), b.is_ascii_uppercase(), "{real} {p}");
+            assert!(p.starts_with(prefix), "{real} {p}");
+            let alphabet = alphabet_of(&real[prefix.len()..]);
+            for (a, b) in real.chars().zip(p.chars()).skip(prefix.len()) {
+                if a == '/' {
+                    assert_eq!(b, '/', "{real} {p}");
+                } else {
+                    assert_ne!(a, b, "{real} {p}: a real character at its place");
+                    assert!(alphabet.contains(&(b as u8)), "{real} {p}: {b:?}");
+                }
             }
         }
-        assert!(placeholder_for(REAL).starts_with("ghp_"));
-        assert!(placeholder_for("sk-ant-api03-abcDEF123-_x").starts_with("sk-ant-api03-"));
+        // A hex token's placeholder is hex; digits stay digits.
+        assert!(
+            placeholder_for("deadbeef00112233")
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit())
+        );
+        assert!(
+            placeholder_for("12345678")
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+        );
         assert_ne!(placeholder_for(REAL), placeholder_for(REAL));
+    }
+
+    /// Over 200 random base64url tokens (with and without a vendor prefix),
+    /// the placeholder past the prefix never repeats four of the token's
+    /// characters at the same place (the old placeholder kept everything
+    /// up to the last `-` or `_` of the first 16).
+    #[test]
+    fn no_placeholder_shows_a_run_of_the_tokens_own_characters() {
+        const B64URL: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+        for i in 0..200 {
+            let body: String = random_bytes(40)
+                .iter()
+                .map(|b| char::from(B64URL[usize::from(*b) % B64URL.len()]))
+                .collect();
+            let prefix = ["", "ghp_", "glpat-", "sk-ant-api03-"][i % 4];
+            let real = format!("{prefix}{body}");
+            let p = placeholder_for(&real);
+            assert!(p.starts_with(prefix), "{real} {p}");
+            let same: Vec<bool> = real
+                .bytes()
+                .zip(p.bytes())
+                .skip(prefix.len())
+                .map(|(a, b)| a == b)
+                .collect();
+            assert!(
+                !same.windows(4).any(|w| w.iter().all(|s| *s)),
+                "{real} -> {p}: four of the secret's characters in place"
+            );
+        }
     }
 
     #[test]
@@ -675,6 +903,111 @@ mod tests {
         assert_eq!(fill_request_head(&plain, &[]).0, plain);
         assert!(s.holds_placeholder(plain.as_bytes()));
         assert!(!s.holds_placeholder(b"GET / HTTP/1.1"));
+    }
+
+    /// Undoes JSON's `\uXXXX` and `\/` and percent-encoding (the test's
+    /// own decoders, to read what the program would).
+    fn unescape(s: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < s.len() {
+            let hex = |a: usize, n: usize| {
+                s.get(a..a + n)
+                    .and_then(|h| std::str::from_utf8(h).ok())
+                    .and_then(|h| u8::from_str_radix(h, 16).ok())
+            };
+            if s[i..].starts_with(b"\\u00")
+                && let Some(b) = hex(i + 4, 2)
+            {
+                out.push(b);
+                i += 6;
+            } else if s[i..].starts_with(b"\\/") {
+                out.push(b'/');
+                i += 2;
+            } else if s[i] == b'%'
+                && let Some(b) = hex(i + 1, 2)
+            {
+                out.push(b);
+                i += 3;
+            } else {
+                out.push(s[i]);
+                i += 1;
+            }
+        }
+        out
+    }
+
+    fn scrubbed(pairs: &[(Vec<u8>, Vec<u8>)], text: &[u8], cut: usize) -> Vec<u8> {
+        let mut scrub = Scrubber::new(pairs.to_vec());
+        let mut out = Vec::new();
+        for piece in text.chunks(cut) {
+            out.extend(scrub.push(piece));
+        }
+        out.extend(scrub.finish());
+        out
+    }
+
+    /// A server echoing the token JSON-escaped, percent-encoded or in
+    /// base64 (at any offset, either alphabet) gives the program the
+    /// placeholder in the same encoding, never the token.
+    #[test]
+    fn encoded_echoes_come_back_as_the_placeholder_in_the_same_encoding() {
+        use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+        let real = "ghp_R3al/T0ken+Value0123456789abcd?fABCD";
+        let ph = placeholder_for(real);
+        let pairs = encoded_echoes(real.as_bytes(), ph.as_bytes());
+        let framed = |v: &str| format!("{{\"said\":\"Bearer {v}\"}}");
+        let json_u: String = real.bytes().map(|b| format!("\\u{:04X}", b)).collect();
+        let json_some: String = real
+            .bytes()
+            .map(|b| match b {
+                b'/' => "\\/".to_string(),
+                b'+' | b'?' => format!("\\u{:04x}", b),
+                b => char::from(b).to_string(),
+            })
+            .collect();
+        let pct_all: String = real.bytes().map(|b| format!("%{b:02x}")).collect();
+        let pct_some: String = real
+            .bytes()
+            .map(|b| match b {
+                b'/' | b'+' | b'?' => format!("%{b:02X}"),
+                b => char::from(b).to_string(),
+            })
+            .collect();
+        for (text, want) in [
+            (framed(&json_u), framed(&ph)),
+            (framed(&json_some), framed(&ph)),
+            (framed(&real.replace('/', "\\/")), framed(&ph)),
+            (format!("q={pct_all}&x"), format!("q={ph}&x")),
+            (format!("q={pct_some}&x"), format!("q={ph}&x")),
+        ] {
+            for cut in [1, 5, 1000] {
+                let out = scrubbed(&pairs, text.as_bytes(), cut);
+                assert_eq!(out.len(), text.len(), "{text}");
+                assert_eq!(String::from_utf8(unescape(&out)).unwrap(), want, "{text}");
+            }
+        }
+        // base64 of the header line, the Basic pair, the bare value: each
+        // starts the value at another of the three offsets.
+        for lead in ["Bearer ", "bot:", "", "ab"] {
+            let plain = format!("{lead}{real}\n");
+            for encoded in [STANDARD.encode(&plain), URL_SAFE_NO_PAD.encode(&plain)] {
+                let out = scrubbed(&pairs, encoded.as_bytes(), 7);
+                assert_eq!(out.len(), encoded.len());
+                let decoded = STANDARD
+                    .decode(&out)
+                    .or_else(|_| URL_SAFE_NO_PAD.decode(&out))
+                    .unwrap();
+                let decoded = String::from_utf8_lossy(&decoded).into_owned();
+                assert!(!decoded.contains(&real[4..]), "{lead:?}: {decoded}");
+                // All but the bits shared with a neighbour are the
+                // placeholder's.
+                assert!(
+                    decoded.contains(&ph[1..ph.len() - 1]),
+                    "{lead:?}: {decoded} (placeholder {ph})"
+                );
+            }
+        }
     }
 
     #[test]

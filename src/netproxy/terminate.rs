@@ -152,6 +152,158 @@ impl Head {
     }
 }
 
+/// Why a request is not relayed: the status and the reason the program
+/// reads.
+type Refused = (&'static str, String);
+
+/// The body framing of a request the relay passes on, or why not: a request
+/// with both `Content-Length` and `Transfer-Encoding`, with two differing
+/// lengths, or with a transfer coding other than a final `chunked` is
+/// refused (RFC 9112 §6.3: the server and the relay could read its end at
+/// different places, and the rest as another request).
+fn request_framing(request: &Head) -> Result<Body, Refused> {
+    let bad = |why: &str| ("400 Bad Request", why.to_string());
+    let lengths: Vec<&str> = request
+        .fields
+        .iter()
+        .filter(|(n, _)| n == "content-length")
+        .flat_map(|(_, v)| v.split(','))
+        .map(str::trim)
+        .collect();
+    let codings: Vec<&str> = request
+        .fields
+        .iter()
+        .filter(|(n, _)| n == "transfer-encoding")
+        .flat_map(|(_, v)| v.split(','))
+        .map(str::trim)
+        .collect();
+    if !codings.is_empty() && !lengths.is_empty() {
+        return Err(bad(
+            "a request with both Content-Length and Transfer-Encoding is refused (RFC 9112 §6.3); send one of them",
+        ));
+    }
+    if let Some(last) = codings.last() {
+        if !last.eq_ignore_ascii_case("chunked")
+            || codings[..codings.len() - 1]
+                .iter()
+                .any(|c| c.eq_ignore_ascii_case("chunked"))
+        {
+            return Err(bad(
+                "a request's Transfer-Encoding must end in chunked, once",
+            ));
+        }
+        return Ok(Body::Chunked);
+    }
+    let Some(first) = lengths.first() else {
+        return Ok(Body::None);
+    };
+    if lengths.iter().any(|l| l != first) {
+        return Err(bad(
+            "a request with two differing Content-Lengths is refused",
+        ));
+    }
+    first
+        .parse()
+        .map(Body::Length)
+        .map_err(|_| bad("a bad Content-Length"))
+}
+
+/// `host[:port]` split, brackets kept on an IPv6 address.
+fn split_authority(a: &str) -> Option<(&str, Option<&str>)> {
+    let a = a.rsplit_once('@').map_or(a, |(_, a)| a);
+    if a.starts_with('[') {
+        let end = a.find(']')?;
+        let (h, rest) = a.split_at(end + 1);
+        return match rest.strip_prefix(':') {
+            Some(p) => Some((h, Some(p))),
+            None if rest.is_empty() => Some((h, None)),
+            None => None,
+        };
+    }
+    Some(match a.rsplit_once(':') {
+        Some((h, p)) => (h, Some(p)),
+        None => (a, None),
+    })
+}
+
+/// Whether `a` (a `Host` value or a URL's authority) names the tunnel's
+/// `host` and `port` (no port: the scheme's default, taken as the tunnel's).
+fn names_tunnel(a: &str, host: &str, port: u16) -> bool {
+    split_authority(a.trim()).is_some_and(|(h, p)| {
+        h.eq_ignore_ascii_case(host) && p.is_none_or(|p| p.parse() == Ok(port))
+    })
+}
+
+/// Refuses a request whose authority is not the tunnel's: its one `Host`
+/// and, in absolute form, its target's authority must both name `host`
+/// (and `port`). A front serving many names routes by them, so another
+/// name would carry the real value to another host (domain fronting).
+fn check_authority(request: &Head, host: &str, port: u16) -> Result<(), Refused> {
+    let misdirected = |what: &str| {
+        (
+            "421 Misdirected Request",
+            format!(
+                "{what} is not {host}, the host this tunnel was opened to; nothing was sent and no secret was filled. hint: open a tunnel to each host you address"
+            ),
+        )
+    };
+    let hosts: Vec<&str> = request
+        .fields
+        .iter()
+        .filter(|(n, _)| n == "host")
+        .map(|(_, v)| v.as_str())
+        .collect();
+    match hosts.as_slice() {
+        [one] if names_tunnel(one, host, port) => {}
+        [one] => return Err(misdirected(&format!("the request's Host {one:?}"))),
+        [] => {
+            return Err((
+                "400 Bad Request",
+                "a request without a Host header is refused; nothing was sent".into(),
+            ));
+        }
+        _ => {
+            return Err((
+                "400 Bad Request",
+                "a request with more than one Host header is refused; nothing was sent".into(),
+            ));
+        }
+    }
+    let target = request.first.split(' ').nth(1).unwrap_or_default();
+    if target.starts_with('/') || target == "*" {
+        return Ok(());
+    }
+    let Some((_, rest)) = target.split_once("://") else {
+        return Err((
+            "400 Bad Request",
+            format!(
+                "{target:?} is not a request target a terminated tunnel relays; nothing was sent"
+            ),
+        ));
+    };
+    let auth = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    if names_tunnel(auth, host, port) {
+        Ok(())
+    } else {
+        Err(misdirected(&format!("the request's target {target:?}")))
+    }
+}
+
+/// A response of nib's own, closing the connection.
+async fn refuse<W: AsyncWrite + Unpin>(to: &mut W, (status, why): &Refused) {
+    let body = format!("nib: {why}\n");
+    let _ = to
+        .write_all(
+            format!(
+                "HTTP/1.1 {status}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            )
+            .as_bytes(),
+        )
+        .await;
+    let _ = to.flush().await;
+}
+
 /// What follows a response.
 enum After {
     /// The next request on the same connection.
@@ -163,8 +315,11 @@ enum After {
 }
 
 /// Relays requests from `client` to `server` (both TLS already) for
-/// `host`, with its `secrets`, until either side ends.
-pub async fn relay<C, S>(client: C, server: S, secrets: &[&Secret])
+/// `host` (the tunnel's, on `port`), with its `secrets`, until either side
+/// ends. A request naming another authority, or framed two ways, is
+/// answered here and ends the connection; so does a response in a content
+/// coding (an echo inside it could not be scrubbed).
+pub async fn relay<C, S>(client: C, server: S, host: &str, port: u16, secrets: &[&Secret])
 where
     C: AsyncRead + AsyncWrite + Unpin,
     S: AsyncRead + AsyncWrite + Unpin,
@@ -194,8 +349,14 @@ where
             break;
         };
         let request = Head::read(&head);
-        let Ok(body) = request.framing(Body::None) else {
-            break;
+        let checked =
+            check_authority(&request, host, port).and_then(|()| request_framing(&request));
+        let body = match checked {
+            Ok(body) => body,
+            Err(refused) => {
+                refuse(&mut client_w, &refused).await;
+                break;
+            }
         };
         let is_head = request.first.starts_with("HEAD ");
         let closing = request.has_token("connection", "close");
@@ -206,7 +367,7 @@ where
         }
         let after = {
             let sending = pass_body(&mut client_r, &mut server_w, body);
-            let answering = relay_response(&mut server_r, &mut client_w, is_head, &pairs);
+            let answering = relay_response(&mut server_r, &mut client_w, host, is_head, &pairs);
             tokio::pin!(sending, answering);
             let mut sent = false;
             let after = loop {
@@ -306,6 +467,7 @@ fn chunk_size(line: &[u8]) -> io::Result<u64> {
 async fn relay_response<R, W>(
     from: &mut Ahead<R>,
     to: &mut W,
+    host: &str,
     is_head: bool,
     pairs: &[(Vec<u8>, Vec<u8>)],
 ) -> io::Result<After>
@@ -318,10 +480,6 @@ where
             .head()
             .await?
             .ok_or_else(|| broken("the server ended before answering"))?;
-        let mut scrub = Scrubber::new(pairs.to_vec());
-        let mut out = scrub.push(&head);
-        out.extend(scrub.finish());
-        to.write_all(&out).await?;
         let response = Head::read(&head);
         let status: u16 = response
             .first
@@ -329,6 +487,24 @@ where
             .nth(1)
             .and_then(|s| s.parse().ok())
             .ok_or_else(|| broken("a bad status line"))?;
+        let bodiless = is_head || status == 204 || status == 304 || status < 200;
+        if !bodiless && let Some(coding) = content_coding(&response) {
+            refuse(
+                to,
+                &(
+                    "502 Bad Gateway",
+                    format!(
+                        "{host} answered in {coding} though nib asked for an unencoded answer (Accept-Encoding: identity); an encoded answer from a host with a brokered secret is not passed on, since nib could not keep the secret out of it. Nothing of the answer reached the program. hint: ask without compression, or for a form the host sends unencoded"
+                    ),
+                ),
+            )
+            .await;
+            return Ok(After::Close);
+        }
+        let mut scrub = Scrubber::new(pairs.to_vec());
+        let mut out = scrub.push(&head);
+        out.extend(scrub.finish());
+        to.write_all(&out).await?;
         if status == 101 {
             to.flush().await?;
             return Ok(After::Switch);
@@ -350,6 +526,27 @@ where
                 && !response.has_token("connection", "keep-alive"));
         return Ok(if closing { After::Close } else { After::Next });
     }
+}
+
+/// The coding a response's body is in when it is not plain bytes: a
+/// `Content-Encoding` other than `identity`, or a transfer coding other
+/// than `chunked`.
+fn content_coding(response: &Head) -> Option<String> {
+    let listed = |name: &str, plain: &str| {
+        response
+            .fields
+            .iter()
+            .filter(|(n, _)| n == name)
+            .flat_map(|(_, v)| v.split(','))
+            .map(str::trim)
+            .find(|c| !c.is_empty() && !c.eq_ignore_ascii_case(plain))
+            .map(str::to_string)
+    };
+    listed("content-encoding", "identity")
+        .map(|c| format!("Content-Encoding: {c}"))
+        .or_else(|| {
+            listed("transfer-encoding", "chunked").map(|c| format!("Transfer-Encoding: {c}"))
+        })
 }
 
 /// Copies a response body as it is framed, scrubbed; a chunked body is
@@ -474,6 +671,160 @@ mod tests {
         }
     }
 
+    /// One exchange through the relay for `h.example:443` holding REAL:
+    /// the program sends `request` (its placeholder in place of `{ph}`);
+    /// the server, if a head reaches it, answers `response`. Returns what
+    /// the server got and what the program got.
+    async fn exchange(request: &str, response: &str) -> (String, String) {
+        let secrets = Secrets::parse("GH_TOKEN@h.example", |_| Some(REAL.into()), |_| true);
+        let ph = secrets.accepted[0].placeholder.clone();
+        let for_host = secrets.for_host("h.example");
+        let (mut program, relay_client) = tokio::io::duplex(1 << 16);
+        let (relay_server, mut server) = tokio::io::duplex(1 << 16);
+        let relay = relay(relay_client, relay_server, "h.example", 443, &for_host);
+        let drive = async {
+            program
+                .write_all(request.replace("{ph}", &ph).as_bytes())
+                .await
+                .unwrap();
+            // No next request: the relay ends after this one.
+            program.shutdown().await.unwrap();
+            let mut got = Vec::new();
+            let mut chunk = [0u8; 4096];
+            while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                match tokio::time::timeout(Duration::from_millis(500), server.read(&mut chunk))
+                    .await
+                {
+                    Ok(Ok(n)) if n > 0 => got.extend_from_slice(&chunk[..n]),
+                    _ => break,
+                }
+            }
+            if !got.is_empty() {
+                server
+                    .write_all(response.replace("{REAL}", REAL).as_bytes())
+                    .await
+                    .unwrap();
+                let _ = server.shutdown().await;
+            }
+            let mut answer = Vec::new();
+            let _ = program.read_to_end(&mut answer).await;
+            (
+                String::from_utf8_lossy(&got).into_owned(),
+                String::from_utf8_lossy(&answer).into_owned(),
+            )
+        };
+        let ((), out) = tokio::time::timeout(Duration::from_secs(10), async {
+            tokio::join!(relay, drive)
+        })
+        .await
+        .expect("the relay and the test ended");
+        out
+    }
+
+    const OK: &str = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+
+    /// Domain fronting: a request on h.example's tunnel naming another host
+    /// (Host, or an absolute-form target) is answered 421 and never sent,
+    /// so the real value is never filled for it.
+    #[tokio::test]
+    async fn a_request_for_another_authority_is_refused_and_never_filled() {
+        for request in [
+            "GET / HTTP/1.1\r\nHost: evil.example\r\nAuthorization: Bearer {ph}\r\n\r\n",
+            "GET / HTTP/1.1\r\nHost: h.example:8443\r\nAuthorization: Bearer {ph}\r\n\r\n",
+            "GET https://evil.example/x HTTP/1.1\r\nHost: h.example\r\nAuthorization: Bearer {ph}\r\n\r\n",
+            "GET https://h.example@evil.example/ HTTP/1.1\r\nHost: h.example\r\nAuthorization: Bearer {ph}\r\n\r\n",
+        ] {
+            let (server, program) = exchange(request, OK).await;
+            assert!(server.is_empty(), "{request}: the server got {server}");
+            assert!(program.starts_with("HTTP/1.1 421 "), "{request}: {program}");
+            assert!(program.contains("not h.example"), "{program}");
+        }
+        for (request, status) in [
+            (
+                "GET / HTTP/1.1\r\nAuthorization: Bearer {ph}\r\n\r\n",
+                "400",
+            ),
+            (
+                "GET / HTTP/1.1\r\nHost: h.example\r\nHost: evil.example\r\nAuthorization: Bearer {ph}\r\n\r\n",
+                "400",
+            ),
+        ] {
+            let (server, program) = exchange(request, OK).await;
+            assert!(server.is_empty(), "{request}: the server got {server}");
+            assert!(
+                program.starts_with(&format!("HTTP/1.1 {status} ")),
+                "{program}"
+            );
+        }
+        // The tunnel's own name, in either form and any case, is filled.
+        for request in [
+            "GET / HTTP/1.1\r\nHost: H.example:443\r\nAuthorization: Bearer {ph}\r\n\r\n",
+            "GET https://h.example/x HTTP/1.1\r\nHost: h.example\r\nAuthorization: Bearer {ph}\r\n\r\n",
+        ] {
+            let (server, program) = exchange(request, OK).await;
+            assert!(server.contains(&format!("Bearer {REAL}")), "{server}");
+            assert!(program.ends_with("ok"), "{program}");
+        }
+    }
+
+    /// RFC 9112 §6.3: a request framed two ways is refused, not forwarded.
+    #[tokio::test]
+    async fn a_request_framed_two_ways_gets_400() {
+        for request in [
+            "POST / HTTP/1.1\r\nHost: h.example\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+            "POST / HTTP/1.1\r\nHost: h.example\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n",
+            "POST / HTTP/1.1\r\nHost: h.example\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!",
+            "POST / HTTP/1.1\r\nHost: h.example\r\nContent-Length: 5, 6\r\n\r\nhello!",
+            "POST / HTTP/1.1\r\nHost: h.example\r\nTransfer-Encoding: chunked, gzip\r\n\r\n0\r\n\r\n",
+        ] {
+            let (server, program) = exchange(request, OK).await;
+            assert!(server.is_empty(), "{request}: the server got {server}");
+            assert!(program.starts_with("HTTP/1.1 400 "), "{request}: {program}");
+        }
+        let (server, program) = exchange(
+            "POST / HTTP/1.1\r\nHost: h.example\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\nhello",
+            OK,
+        )
+        .await;
+        assert!(server.starts_with("POST / "), "{server}");
+        assert!(program.ends_with("ok"), "{program}");
+    }
+
+    /// An answer in a content coding is not passed on (an echo inside it
+    /// could not be scrubbed): the program gets a 502 saying why.
+    #[tokio::test]
+    async fn an_encoded_answer_is_refused_with_a_502_that_says_why() {
+        for response in [
+            "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 38\r\n\r\n{REAL}",
+            "HTTP/1.1 200 OK\r\nContent-Encoding: identity, br\r\nContent-Length: 38\r\n\r\n{REAL}",
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n26\r\n{REAL}\r\n0\r\n\r\n",
+        ] {
+            let (server, program) = exchange(
+                "GET / HTTP/1.1\r\nHost: h.example\r\nAuthorization: Bearer {ph}\r\n\r\n",
+                response,
+            )
+            .await;
+            assert!(server.contains("Accept-Encoding: identity"), "{server}");
+            assert!(
+                program.starts_with("HTTP/1.1 502 "),
+                "{response}: {program}"
+            );
+            assert!(program.contains("not passed on"), "{program}");
+            assert!(
+                !program.contains(REAL) && !program.contains("200 OK"),
+                "{program}"
+            );
+        }
+        // identity is plain bytes, scrubbed as ever.
+        let (_, program) = exchange(
+            "GET / HTTP/1.1\r\nHost: h.example\r\n\r\n",
+            "HTTP/1.1 200 OK\r\nContent-Encoding: identity\r\nContent-Length: 38\r\n\r\n{REAL}",
+        )
+        .await;
+        assert!(program.starts_with("HTTP/1.1 200 OK"), "{program}");
+        assert!(!program.contains(REAL), "{program}");
+    }
+
     #[tokio::test]
     async fn requests_are_relayed_one_by_one_with_the_header_filled_and_echoes_scrubbed() {
         let secrets = Secrets::parse("GH_TOKEN@h.example", |_| Some(REAL.into()), |_| true);
@@ -481,7 +832,7 @@ mod tests {
         let for_host = secrets.for_host("h.example");
         let (mut program, relay_client) = tokio::io::duplex(1 << 16);
         let (relay_server, mut server) = tokio::io::duplex(1 << 16);
-        let relay = relay(relay_client, relay_server, &for_host);
+        let relay = relay(relay_client, relay_server, "h.example", 443, &for_host);
         let drive = async {
             // 1: a body of known length that holds the placeholder.
             let body = format!("{{\"comment\":\"{ph}\"}}");
