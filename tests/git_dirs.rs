@@ -138,3 +138,219 @@ async fn every_git_dir_in_the_roots_is_held_against_the_file_tools_and_programs(
         nib.stop().await;
     }
 }
+
+/// The person's own git in `dir`, outside any sandbox, with a plain
+/// environment and `config` as their global configuration; its success
+/// does not matter, only what it ran.
+fn persons_git(dir: &Path, config: &Path, args: &[&str]) {
+    let _ = std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", dir)
+        .env("GIT_CONFIG_GLOBAL", config)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
+}
+
+/// A repository with one commit, canonical; a folder outside it for the
+/// marker a planted command would leave, and the person's global config
+/// (signing commits with ssh, as where relevant).
+fn person_setup() -> (
+    tempfile::TempDir,
+    PathBuf,
+    tempfile::TempDir,
+    PathBuf,
+    PathBuf,
+) {
+    let t = project();
+    let root = std::fs::canonicalize(t.path()).unwrap();
+    git(&root, &["init", "-q", "-b", "main"]);
+    std::fs::write(root.join("a.txt"), "a\n").unwrap();
+    git(&root, &["add", "-A"]);
+    git(&root, &["commit", "-qm", "first"]);
+    let o = tempfile::tempdir().unwrap();
+    let out = std::fs::canonicalize(o.path()).unwrap();
+    let global = out.join("gitconfig");
+    std::fs::write(
+        &global,
+        "[user]\n\tname = P\n\temail = p@example.org\n[gpg]\n\tformat = ssh\n[commit]\n\tgpgsign = true\n",
+    )
+    .unwrap();
+    let marker = out.join("marker");
+    (t, root, o, global, marker)
+}
+
+async fn sandboxed(root: &Path, mode: &[(&str, &str)]) -> Nib {
+    start_with(
+        Era::Handshake,
+        root,
+        TestClient::eliciting(Elicit::Decline),
+        mode,
+    )
+    .await
+}
+
+async fn sh(nib: &Nib, command: &str) -> String {
+    nib.call("nibash", json!({ "command": command })).await.0
+}
+
+/// The person's `git status`, `git commit` (signed with ssh) and `git
+/// checkout` in `dir` leave no marker.
+fn persons_git_runs_nothing(dir: &Path, global: &Path, marker: &Path, what: &str) {
+    persons_git(dir, global, &["status"]);
+    persons_git(dir, global, &["commit", "-q", "--allow-empty", "-m", "p"]);
+    persons_git(dir, global, &["checkout", "-q", "-b", "person"]);
+    assert!(
+        !marker.exists(),
+        "{what}: the person's git ran the model's command"
+    );
+}
+
+#[tokio::test]
+async fn a_commondir_planted_in_the_git_folder_leads_the_persons_git_to_no_command() {
+    for mode in SANDBOXED {
+        let (_t, root, _o, global, marker) = person_setup();
+        let nib = sandboxed(&root, mode).await;
+        let out = sh(
+            &nib,
+            &format!(
+                "mkdir -p .git/c && cp -a .git/objects .git/refs .git/HEAD .git/c/ && cp .git/config .git/c/config \
+                 && printf '\\tfsmonitor = touch {m}\\n' >> .git/c/config && printf 'c\\n' > .git/commondir \
+                 && mkdir -p .git/c/hooks && printf '#!/bin/sh\\ntouch {m}\\n' > .git/c/hooks/post-checkout \
+                 && chmod +x .git/c/hooks/post-checkout; echo planted",
+                m = marker.display()
+            ),
+        )
+        .await;
+        assert!(out.contains("planted"), "{mode:?}: {out}");
+        persons_git_runs_nothing(&root, &global, &marker, &format!("{mode:?}: {out}"));
+        nib.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn a_git_dir_made_across_two_calls_from_old_files_is_judged_whole() {
+    for mode in SANDBOXED {
+        let (_t, root, _o, global, marker) = person_setup();
+        let nib = sandboxed(&root, mode).await;
+        let first = sh(
+            &nib,
+            &format!(
+                "mkdir -p sub/.git/hooks && printf '[core]\\n\\trepositoryformatversion = 0\\n\\tbare = false\\n\\tfsmonitor = touch {m}\\n' > sub/.git/config \
+                 && printf '#!/bin/sh\\ntouch {m}\\n' > sub/.git/hooks/post-checkout && chmod +x sub/.git/hooks/post-checkout; echo one",
+                m = marker.display()
+            ),
+        )
+        .await;
+        // The files are older than the call that makes a repository of them.
+        std::thread::sleep(std::time::Duration::from_millis(2500));
+        let second = sh(
+            &nib,
+            "cd sub && printf 'ref: refs/heads/main\\n' > .git/HEAD && mkdir -p .git/objects .git/refs/heads \
+             && git -c user.name=a -c user.email=a@b commit -q --allow-empty -m x && cd .. && git add sub; echo two",
+        )
+        .await;
+        assert!(second.contains("two"), "{mode:?}: {first}\n{second}");
+        persons_git(&root, &global, &["status"]);
+        persons_git(
+            &root.join("sub"),
+            &global,
+            &["checkout", "-q", "-b", "person"],
+        );
+        persons_git(&root.join("sub"), &global, &["status"]);
+        assert!(
+            !marker.exists(),
+            "{mode:?}: the person's git ran the model's command: {first}\n{second}"
+        );
+        nib.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn a_folder_above_a_nested_repository_cannot_be_swapped_for_a_planted_copy() {
+    for mode in SANDBOXED {
+        let (_t, root, _o, global, marker) = person_setup();
+        std::fs::create_dir_all(root.join("vendor/lib")).unwrap();
+        git(&root.join("vendor/lib"), &["init", "-q", "-b", "main"]);
+        git(
+            &root.join("vendor/lib"),
+            &["commit", "-q", "--allow-empty", "-m", "l"],
+        );
+        let config = std::fs::read(root.join("vendor/lib/.git/config")).unwrap();
+        let nib = sandboxed(&root, mode).await;
+        let out = sh(
+            &nib,
+            &format!(
+                "mkdir -p x && cp -a vendor x/ && git -C x/vendor/lib config core.fsmonitor 'touch {m}' \
+                 && mv vendor vendor-old; mv x/vendor vendor; echo swapped $?",
+                m = marker.display()
+            ),
+        )
+        .await;
+        assert_eq!(
+            std::fs::read(root.join("vendor/lib/.git/config")).unwrap(),
+            config,
+            "{mode:?}: {out}"
+        );
+        assert!(!root.join("vendor-old").exists(), "{mode:?}: {out}");
+        persons_git_runs_nothing(
+            &root.join("vendor/lib"),
+            &global,
+            &marker,
+            &format!("{mode:?}: {out}"),
+        );
+        nib.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn settings_no_blocklist_named_are_taken_out_of_a_new_repository() {
+    for mode in SANDBOXED {
+        let (_t, root, _o, global, marker) = person_setup();
+        let nib = sandboxed(&root, mode).await;
+        let out = sh(
+            &nib,
+            &format!(
+                "git init -q -b main sub && cd sub && git -c user.name=a -c user.email=a@b -c commit.gpgsign=false commit -q --allow-empty -m x \
+                 && git config gpg.ssh.defaultKeyCommand 'touch {m}' && git config gc.recentObjectsHook 'touch {m}' \
+                 && echo unreachable | git hash-object -w --stdin >/dev/null && cd .. && git add sub; echo made",
+                m = marker.display()
+            ),
+        )
+        .await;
+        assert!(
+            out.contains("gpg.defaultKeyCommand") && out.contains("gc.recentObjectsHook"),
+            "{mode:?}: the answer names what was taken out: {out}"
+        );
+        let sub = root.join("sub");
+        persons_git(&sub, &global, &["commit", "-q", "--allow-empty", "-m", "p"]);
+        persons_git(&sub, &global, &["gc", "-q", "--prune=now"]);
+        persons_git(&root, &global, &["status"]);
+        assert!(
+            !marker.exists(),
+            "{mode:?}: the person's git ran the model's command: {out}"
+        );
+        nib.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn a_worktree_is_still_made_inside_the_sandbox() {
+    for mode in SANDBOXED {
+        let (_t, root, _o, _global, _marker) = person_setup();
+        let nib = sandboxed(&root, mode).await;
+        let wt = sh(
+            &nib,
+            "git worktree add -q w && git -C w -c commit.gpgsign=false commit -q --allow-empty -m w && echo WORKTREE",
+        )
+        .await;
+        assert!(wt.contains("WORKTREE"), "{mode:?}: {wt}");
+        assert!(root.join("w/a.txt").is_file(), "{mode:?}: {wt}");
+        nib.stop().await;
+    }
+}

@@ -78,13 +78,17 @@ impl StandIns {
 enum Layer<'a> {
     Read(&'a Path),
     Write(&'a Path),
+    /// A pinned folder (a git dir or one above it), bound over itself
+    /// where it still is: in order of depth, so a hidden path inside it is
+    /// covered after the bind, not uncovered by it.
+    Pin(&'a Path),
     Hide(&'a Path, bool),
 }
 
 impl Layer<'_> {
     fn path(&self) -> &Path {
         match self {
-            Layer::Read(p) | Layer::Write(p) | Layer::Hide(p, _) => p,
+            Layer::Read(p) | Layer::Write(p) | Layer::Pin(p) | Layer::Hide(p, _) => p,
         }
     }
 }
@@ -129,13 +133,14 @@ pub fn bwrap_argv(
     layers.extend(policy.reads.readable.iter().map(|p| Layer::Read(p)));
     layers.extend(policy.read_only.iter().map(|p| Layer::Read(p)));
     layers.extend(policy.writable.iter().map(|p| Layer::Write(p)));
+    layers.extend(policy.pinned.iter().map(|p| Layer::Pin(p)));
     for h in &hidden {
         let is_dir = std::fs::symlink_metadata(h).is_ok_and(|m| m.is_dir());
         if std::fs::symlink_metadata(h).is_ok_and(|m| !m.file_type().is_symlink()) {
             layers.push(Layer::Hide(h, is_dir));
         }
     }
-    // Stable: at one depth, reads before writes before hides.
+    // Stable: at one depth, reads before writes before pins before hides.
     layers.sort_by_key(|l| l.path().components().count());
     for layer in &layers {
         match layer {
@@ -144,6 +149,7 @@ pub fn bwrap_argv(
                 None => push(&["--ro-bind-try".as_ref(), p.as_os_str(), p.as_os_str()]),
             },
             Layer::Write(p) => push(&["--bind".as_ref(), p.as_os_str(), p.as_os_str()]),
+            Layer::Pin(p) => push(&["--bind-try".as_ref(), p.as_os_str(), p.as_os_str()]),
             Layer::Hide(p, is_dir) => {
                 let stand_in = if *is_dir {
                     &stand_ins.dir
@@ -162,11 +168,8 @@ pub fn bwrap_argv(
             r.socket.as_os_str(),
         ]);
     }
-    // Pinned folders first: the read-only paths inside them are bound
-    // over the pinned mount, not hidden beneath it.
-    for p in &policy.pinned {
-        push(&["--bind-try".as_ref(), p.as_os_str(), p.as_os_str()]);
-    }
+    // The read-only paths after the pinned folders (among the layers):
+    // bound over the pinned mount, not hidden beneath it.
     for p in &policy.protected {
         push(&["--ro-bind-try".as_ref(), p.as_os_str(), p.as_os_str()]);
     }

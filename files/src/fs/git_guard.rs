@@ -31,64 +31,131 @@ use super::{FsError, Root, Scope, beneath};
 /// each): past it, folders are not walked into (SECURITY.md's residual).
 const FOLDERS_KEPT: usize = 200_000;
 
-/// Settings that make git run a command (or read settings from elsewhere),
-/// as `section.key` with the subsection left out, lowercase; `*` for every
-/// key of a section.
-const RUNS_COMMANDS: &[&str] = &[
-    "core.fsmonitor",
-    "core.hookspath",
-    "core.sshcommand",
-    "core.pager",
-    "core.editor",
-    "core.askpass",
-    "core.gitproxy",
-    "core.alternaterefscommand",
-    "core.attributesfile",
-    "sequence.editor",
-    "diff.external",
-    "diff.command",
-    "diff.textconv",
-    "merge.driver",
-    "filter.clean",
-    "filter.smudge",
-    "filter.process",
-    "credential.helper",
-    "gpg.program",
-    "interactive.difffilter",
-    "web.browser",
-    "browser.cmd",
-    "browser.path",
-    "man.cmd",
-    "man.path",
-    "difftool.cmd",
-    "difftool.path",
-    "mergetool.cmd",
-    "mergetool.path",
-    "remote.uploadpack",
-    "remote.receivepack",
-    "remote.vcs",
-    "remote.proxy",
-    "submodule.update",
-    "uploadpack.packobjectshook",
-    "imap.tunnel",
-    "tar.command",
-    "trailer.command",
-    "trailer.cmd",
-    "guitool.cmd",
-    "gc.auto",
-    "include.*",
-    "includeif.*",
-    "alias.*",
-    "pager.*",
-    "protocol.*",
-    "sendemail.*",
+/// Settings known to run nothing and to lead git nowhere that does, as
+/// `section.key` with the subsection left out, lowercase; `section.*` for
+/// every key of a section whose keys all run nothing. An allowlist: what
+/// `git init`, `git clone`, `git submodule` and `git worktree` write, and
+/// the plain preferences people set; any other setting is taken out and
+/// named (a setting git adds later is unknown here, so it goes).
+const RUNS_NOTHING: &[&str] = &[
+    "core.repositoryformatversion",
+    "core.filemode",
+    "core.bare",
+    "core.logallrefupdates",
+    "core.worktree",
+    "core.ignorecase",
+    "core.precomposeunicode",
+    "core.symlinks",
+    "core.autocrlf",
+    "core.eol",
+    "core.safecrlf",
+    "core.quotepath",
+    "core.compression",
+    "core.loosecompression",
+    "core.bigfilethreshold",
+    "core.sharedrepository",
+    "core.abbrev",
+    "core.checkstat",
+    "core.trustctime",
+    "core.untrackedcache",
+    "core.splitindex",
+    "core.preloadindex",
+    "core.sparsecheckout",
+    "core.sparsecheckoutcone",
+    "core.whitespace",
+    "core.commentchar",
+    "core.warnambiguousrefs",
+    "core.protecthfs",
+    "core.protectntfs",
+    "core.multipackindex",
+    "core.commitgraph",
+    "core.fsync",
+    "core.fsmonitorhookversion",
+    "extensions.objectformat",
+    "extensions.worktreeconfig",
+    "extensions.refstorage",
+    "extensions.preciousobjects",
+    "user.name",
+    "user.email",
+    "user.useconfigonly",
+    "author.name",
+    "author.email",
+    "committer.name",
+    "committer.email",
+    "init.defaultbranch",
+    "remote.url",
+    "remote.pushurl",
+    "remote.fetch",
+    "remote.push",
+    "remote.mirror",
+    "remote.tagopt",
+    "remote.prune",
+    "remote.prunetags",
+    "remote.skipdefaultupdate",
+    "remote.skipfetchall",
+    "branch.remote",
+    "branch.merge",
+    "branch.rebase",
+    "branch.pushremote",
+    "branch.description",
+    "branch.autosetupmerge",
+    "branch.autosetuprebase",
+    "submodule.url",
+    "submodule.active",
+    "submodule.branch",
+    "submodule.shallow",
+    "submodule.ignore",
+    "submodule.fetchrecursesubmodules",
+    "submodule.recurse",
+    "submodule.propagatebranches",
+    "pull.rebase",
+    "pull.ff",
+    "push.default",
+    "push.autosetupremote",
+    "push.followtags",
+    "fetch.prune",
+    "fetch.prunetags",
+    "fetch.recursesubmodules",
+    "merge.ff",
+    "merge.conflictstyle",
+    "merge.defaulttoupstream",
+    "merge.log",
+    "diff.renames",
+    "diff.algorithm",
+    "diff.mnemonicprefix",
+    "diff.noprefix",
+    "diff.context",
+    "diff.colormoved",
+    "diff.submodule",
+    "status.showuntrackedfiles",
+    "status.branch",
+    "status.short",
+    "status.submodulesummary",
+    "status.relativepaths",
+    "log.date",
+    "log.decorate",
+    "log.follow",
+    "rerere.enabled",
+    "rerere.autoupdate",
+    "worktree.guessremote",
+    "clone.defaultremotename",
+    "i18n.commitencoding",
+    "i18n.logoutputencoding",
+    "index.version",
+    "index.sparse",
+    "color.*",
+    "advice.*",
 ];
 
-/// Whether `section.key` (subsection removed) runs a command.
-fn runs_a_command(section: &str, key: &str) -> bool {
+/// Whether `section.key` (subsection removed) is known to run nothing.
+/// `core.fsmonitor` runs nothing only as a boolean (git's own daemon).
+fn runs_nothing(section: &str, key: &str, value: &str) -> bool {
     let section = section.to_ascii_lowercase();
     let key = key.to_ascii_lowercase();
-    RUNS_COMMANDS.iter().any(|rule| {
+    if section == "core" && key == "fsmonitor" {
+        return is_boolean(value);
+    }
+    RUNS_NOTHING.iter().any(|rule| {
         let (s, k) = rule.split_once('.').unwrap_or((rule, "*"));
         s == section && (k == "*" || k == key)
     })
@@ -129,13 +196,7 @@ pub fn clean_config(text: &str) -> (String, Vec<String>) {
             continue;
         }
         match simple_setting(t) {
-            Some((key, value))
-                if !section.is_empty()
-                    && (!runs_a_command(&section, &key)
-                        || (section.eq_ignore_ascii_case("core")
-                            && key.eq_ignore_ascii_case("fsmonitor")
-                            && is_boolean(value))) =>
-            {
+            Some((key, value)) if !section.is_empty() && runs_nothing(&section, &key, value) => {
                 kept.push_str(line);
                 kept.push('\n');
             }
@@ -191,20 +252,59 @@ fn is_git_dir(dir: &Path) -> bool {
 }
 
 /// One root's folders as the last sweep saw them: path → (mtime in ns,
-/// inode), and the git dirs found.
+/// inode); the git dirs found; the folders holding an entry named `HEAD`
+/// (a git dir in the making, rechecked every sweep: its `HEAD` may be a
+/// link whose target appears elsewhere); the `.git` files (each names a
+/// git dir, which may lie where the walk does not go).
 #[derive(Default)]
 struct Seen {
     folders: HashMap<PathBuf, (i128, u64)>,
     git_dirs: HashSet<PathBuf>,
+    heads: HashSet<PathBuf>,
+    dot_git_files: HashSet<PathBuf>,
 }
 
-static SEEN: Mutex<Option<HashMap<PathBuf, Seen>>> = Mutex::new(None);
+/// What the sweeps know: each root's folders, and the git dirs (and common
+/// dirs) known at the end of the last sweep, with their inodes. A git dir
+/// not known there, or known with another inode, is judged whole when the
+/// call may have made it.
+#[derive(Default)]
+struct Known {
+    roots: HashMap<PathBuf, Seen>,
+    git_dirs: HashMap<PathBuf, u64>,
+}
+
+static SEEN: Mutex<Option<Known>> = Mutex::new(None);
 
 fn stamp(m: &std::fs::Metadata) -> (i128, u64) {
     (
         i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
         m.ino(),
     )
+}
+
+/// Lists `dir`: notes whether it holds a `HEAD` entry and a `.git` file,
+/// and returns its subfolders.
+fn list(seen: &mut Seen, dir: &Path) -> Vec<PathBuf> {
+    seen.heads.remove(dir);
+    seen.dot_git_files.remove(&dir.join(".git"));
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut subfolders = Vec::new();
+    for e in entries.flatten() {
+        let Ok(t) = e.file_type() else { continue };
+        let name = e.file_name();
+        if name == "HEAD" {
+            seen.heads.insert(dir.to_path_buf());
+        }
+        if t.is_dir() {
+            subfolders.push(e.path());
+        } else if name == ".git" {
+            seen.dot_git_files.insert(e.path());
+        }
+    }
+    subfolders
 }
 
 /// Lists `dir`, notes it, and walks into its new subfolders (a git dir is
@@ -224,14 +324,7 @@ fn walk_into(seen: &mut Seen, dir: &Path) {
         seen.git_dirs.insert(dir.to_path_buf());
         return;
     }
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.flatten() {
-        if !e.file_type().is_ok_and(|t| t.is_dir()) {
-            continue;
-        }
-        let p = e.path();
+    for p in list(seen, dir) {
         if !seen.folders.contains_key(&p) {
             walk_into(seen, &p);
         }
@@ -260,14 +353,9 @@ fn refresh(seen: &mut Seen, root: &Path) {
                         seen.git_dirs.insert(dir);
                         continue;
                     }
-                    if let Ok(entries) = std::fs::read_dir(&dir) {
-                        for e in entries.flatten() {
-                            let p = e.path();
-                            if e.file_type().is_ok_and(|t| t.is_dir())
-                                && !seen.folders.contains_key(&p)
-                            {
-                                walk_into(seen, &p);
-                            }
+                    for p in list(seen, &dir) {
+                        if !seen.folders.contains_key(&p) {
+                            walk_into(seen, &p);
                         }
                     }
                 }
@@ -275,36 +363,133 @@ fn refresh(seen: &mut Seen, root: &Path) {
             _ => {
                 seen.folders.remove(&dir);
                 seen.git_dirs.remove(&dir);
+                seen.heads.remove(&dir);
+                seen.dot_git_files.remove(&dir.join(".git"));
             }
         }
     }
-    // A folder that became a git dir without its own entries changing
-    // (objects and refs made first, HEAD written last changes it anyway).
+    // A folder that became a git dir without its own entries changing (a
+    // `HEAD` link whose target appeared elsewhere), or stopped being one.
+    let heads: Vec<PathBuf> = seen.heads.iter().cloned().collect();
+    for d in heads {
+        if is_git_dir(&d) {
+            seen.git_dirs.insert(d);
+        }
+    }
     seen.git_dirs.retain(|d| is_git_dir(d));
 }
 
+/// The git dir a `.git` file names (`gitdir: PATH`, relative to the file's
+/// folder), when it is one.
+fn named_by(dot_git: &Path) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(dot_git).ok()?;
+    let target = text.lines().next()?.strip_prefix("gitdir:")?.trim();
+    let dir = dot_git.parent()?.join(target);
+    std::fs::canonicalize(dir).ok()
+}
+
+/// The common dir a git dir's `commondir` names (relative to the git dir).
+fn common_of(dir: &Path) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(dir.join("commondir")).ok()?;
+    let target = text.lines().next()?.trim();
+    if target.is_empty() {
+        return None;
+    }
+    std::fs::canonicalize(dir.join(target)).ok()
+}
+
+/// An inode, or 0 where there is nothing.
+fn inode(p: &Path) -> u64 {
+    std::fs::symlink_metadata(p).map_or(0, |m| m.ino())
+}
+
+/// Whether what makes `dir` a git dir (the folder, `HEAD`, `objects`,
+/// `refs`, `commondir`) changed at or after `since` (ns) — each entry and,
+/// for a link, what it leads to — or is a link (its target may change
+/// anywhere): a git dir the call made, whatever the age of its config.
+fn made_since(dir: &Path, since: i128) -> bool {
+    let changed = |p: &Path| {
+        std::fs::symlink_metadata(p).is_ok_and(|m| changed_at(&m) >= since)
+            || std::fs::metadata(p).is_ok_and(|m| changed_at(&m) >= since)
+    };
+    changed(dir)
+        || ["HEAD", "objects", "refs", "commondir"].iter().any(|n| {
+            let p = dir.join(n);
+            changed(&p) || std::fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink())
+        })
+}
+
 /// Walks `roots` once so that the first call's sweep only looks at what
-/// changed (run beside the session's start, not on a call's path).
+/// changed (run beside the session's start, not on a call's path); the git
+/// dirs found are the person's (known to later sweeps).
 pub fn prime(roots: &[PathBuf]) {
     let mut guard = SEEN.lock().unwrap_or_else(|p| p.into_inner());
-    let all = guard.get_or_insert_with(HashMap::new);
+    let all = guard.get_or_insert_with(Known::default);
+    let mut found = Vec::new();
     for root in roots {
         let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.clone());
-        let seen = all.entry(root.clone()).or_default();
+        let seen = all.roots.entry(root.clone()).or_default();
         if seen.folders.is_empty() {
             walk_into(seen, &root);
+            found.extend(git_dirs_of(seen));
         }
+    }
+    for (dir, _) in with_inner(found) {
+        let ino = inode(&dir);
+        all.git_dirs.insert(dir, ino);
     }
 }
 
+/// The git dirs a root's record holds: those found, and those its `.git`
+/// files name.
+fn git_dirs_of(seen: &Seen) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = seen.git_dirs.iter().cloned().collect();
+    out.extend(
+        seen.dot_git_files
+            .iter()
+            .filter_map(|f| named_by(f))
+            .filter(|d| is_git_dir(d)),
+    );
+    out
+}
+
+/// `found` with the git dirs inside them (submodules' under `modules/`,
+/// worktrees' under `worktrees/`, where the walk does not go) and the
+/// common dirs their `commondir` files name; each with the git dir whose
+/// pointer led to it (`None` for one found on its own).
+fn with_inner(found: Vec<PathBuf>) -> Vec<(PathBuf, Option<PathBuf>)> {
+    let mut out: Vec<(PathBuf, Option<PathBuf>)> = Vec::new();
+    let mut stack: Vec<PathBuf> = found;
+    let mut visited: HashSet<PathBuf> = HashSet::new();
+    while let Some(dir) = stack.pop() {
+        if !visited.insert(dir.clone()) {
+            continue;
+        }
+        for below in ["modules", "worktrees"] {
+            stack.extend(super::runs_code::git_dirs_below(&dir.join(below), 0));
+        }
+        if let Some(common) = common_of(&dir)
+            && !visited.contains(&common)
+        {
+            out.push((common, Some(dir.clone())));
+        }
+        out.push((dir, None));
+    }
+    out
+}
+
 /// Sweeps the roots of a sandbox `scope` for git dirs and neutralizes what
-/// in them runs a command and was made or changed since `since` (the start
-/// of the call, or of the oldest job that ran beside it: a file's change
-/// time, which no program can set back, tells), but for the `held` paths
+/// in them runs a command. A git dir (or common dir) the last sweep knew,
+/// with the same inode, is judged by change time — what changed since
+/// `since` (the start of the call, or of the oldest job that ran beside
+/// it; a change time no program can set back) — but for the `held` paths
 /// (bound read-only for the call's programs: the person's own config and
-/// hooks, which may change beside a long job); returns one line per git
-/// dir changed, for the answer. A person's own repository, made or
-/// configured outside a call, is left alone.
+/// hooks, which may change beside a long job). One it did not know, that
+/// the call made (its `HEAD`, `objects`, `refs` or `commondir` changed, or
+/// the pointer that leads to it did), is judged whole: every config and
+/// hook in it, whatever their age. Returns one line per git dir changed,
+/// for the answer. A person's own repository, made or configured outside a
+/// call, is left alone.
 pub fn sweep(scope: &Scope, held: &[PathBuf], since: std::time::SystemTime) -> Vec<String> {
     let Scope::Sandbox(open_roots) = scope else {
         return Vec::new();
@@ -318,41 +503,57 @@ pub fn sweep(scope: &Scope, held: &[PathBuf], since: std::time::SystemTime) -> V
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as i128);
     let mut guard = SEEN.lock().unwrap_or_else(|p| p.into_inner());
-    let all = guard.get_or_insert_with(HashMap::new);
+    let all = guard.get_or_insert_with(Known::default);
     let mut found = Vec::new();
     for root in &roots {
-        let seen = all.entry(root.clone()).or_default();
+        let seen = all.roots.entry(root.clone()).or_default();
         refresh(seen, root);
-        found.extend(seen.git_dirs.iter().cloned());
+        found.extend(git_dirs_of(seen));
     }
-    drop(guard);
-    // Submodules' and worktrees' git dirs live inside another git dir,
-    // which the walk does not enter: a call may make one there.
-    let mut inner = Vec::new();
-    let mut stack = found.clone();
-    while let Some(dir) = stack.pop() {
-        for below in ["modules", "worktrees"] {
-            let more = super::runs_code::git_dirs_below(&dir.join(below), 0);
-            stack.extend(more.iter().cloned());
-            inner.extend(more);
-        }
-    }
-    found.extend(inner);
-    found.sort();
-    found.dedup();
+    let before = std::mem::take(&mut all.git_dirs);
+    let mut dirs = with_inner(found);
+    dirs.sort();
+    dirs.dedup_by(|a, b| a.0 == b.0);
+    // Whether a path is one the sweep knew, as the same folder.
+    let known = |d: &Path| before.get(d).is_some_and(|ino| *ino == inode(d));
+    let held_dir = |d: &Path| held.contains(&d.join("config")) || held.contains(&d.join("hooks"));
     let mut lines = Vec::new();
-    for dir in found {
-        if let Some(line) = neutralize(scope, open_roots, held, &dir, since) {
+    let mut now_known = HashMap::new();
+    for (dir, led_by) in &dirs {
+        let new = !known(dir)
+            && (before.contains_key(dir)
+                || !held_dir(dir)
+                    && (made_since(dir, since)
+                        || led_by.as_ref().is_some_and(|by| {
+                            !known(by) || made_since(&by.join("commondir"), since)
+                        })));
+        let judge = if new {
+            Judge::Whole
+        } else {
+            Judge::Since(since)
+        };
+        if let Some(line) = neutralize(scope, open_roots, held, dir, judge) {
             lines.push(line);
         }
+        now_known.insert(dir.clone(), inode(dir));
     }
+    all.git_dirs = now_known;
     lines
+}
+
+/// How much of a git dir [`neutralize`] judges.
+#[derive(Clone, Copy)]
+enum Judge {
+    /// Every config and hook: a git dir the call made.
+    Whole,
+    /// What changed at or after this time (ns), but the held paths.
+    Since(i128),
 }
 
 /// Moves the entry at `path` to the trash, its folder resolved beneath the
 /// roots (a folder swapped for a symlink by a program still running cannot
 /// send nib elsewhere), the entry itself never followed.
-fn to_trash(roots: &[Root], path: &Path) -> Result<(), FsError> {
+pub(super) fn to_trash(roots: &[Root], path: &Path) -> Result<(), FsError> {
     let name = path.file_name().ok_or(FsError::IsDirectory)?;
     let parent = path.parent().ok_or(FsError::IsDirectory)?;
     let (fd, _, _) = beneath::open(
@@ -377,21 +578,28 @@ fn changed_at(m: &std::fs::Metadata) -> i128 {
     i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec())
 }
 
-/// Takes out of one git dir what runs a command and changed at or after
-/// `since` (ns): its config's settings that do (the whole file to the
-/// trash, the kept lines written back) and its hooks (each to the trash).
-/// `None` when there was nothing.
+/// Takes out of one git dir what runs a command — everything in it when
+/// `judge` is [`Judge::Whole`], else what changed at or after the time but
+/// the held paths: its config's settings that do (the whole file to the
+/// trash, the kept lines written back), its hooks (each to the trash), and
+/// a `commondir` a call put in a git dir with objects of its own (a main
+/// git dir sent to another's config). `None` when there was nothing.
 fn neutralize(
     scope: &Scope,
     roots: &[Root],
     held: &[PathBuf],
     dir: &Path,
-    since: i128,
+    judge: Judge,
 ) -> Option<String> {
+    let (since, honour_held) = match judge {
+        Judge::Whole => (i128::MIN, false),
+        Judge::Since(t) => (t, true),
+    };
+    let skip = |p: &PathBuf| honour_held && held.contains(p);
     let mut what = Vec::new();
     for name in ["config", "config.worktree"] {
         let path = dir.join(name);
-        if held.contains(&path) {
+        if skip(&path) {
             continue;
         }
         let Ok(meta) = std::fs::symlink_metadata(&path) else {
@@ -419,9 +627,18 @@ fn neutralize(
             what.push(format!("{name}: {}", dropped.join(", ")));
         }
     }
+    let commondir = dir.join("commondir");
+    if honour_held
+        && !skip(&commondir)
+        && dir.join("objects").is_dir()
+        && std::fs::symlink_metadata(&commondir).is_ok_and(|m| changed_at(&m) >= since)
+        && to_trash(roots, &commondir).is_ok()
+    {
+        what.push("commondir (this git dir has objects of its own)".into());
+    }
     let hooks = dir.join("hooks");
     match std::fs::symlink_metadata(&hooks) {
-        _ if held.contains(&hooks) => {}
+        _ if skip(&hooks) => {}
         Ok(m) if m.is_dir() => {
             if let Ok(entries) = std::fs::read_dir(&hooks) {
                 let mut names: Vec<String> = Vec::new();
@@ -480,7 +697,7 @@ mod tests {
              [remote \"origin\"]\n\turl = https://example.test/x\n\
              [alias]\n\
              [diff \"x\"]\n\
-             [user]\n\tfsmonitor = evil\n\
+             [user]\n\
              [include]\n\
              [Core]\n\tFSMonitor = true\n"
         );
@@ -493,10 +710,33 @@ mod tests {
                 "alias.st",
                 "diff.textconv",
                 "an unusual line (name = a \\)",
+                "user.fsmonitor",
                 "include.path",
                 "Core.hooksPath",
             ]
         );
+        // Settings no list of commands named: an allowlist takes them out.
+        let unknown = "[gpg \"ssh\"]\n\tdefaultKeyCommand = evil\n[gc]\n\trecentObjectsHook = evil\n\
+                       [some]\n\tfutureHook = evil\n";
+        assert_eq!(
+            clean_config(unknown),
+            (
+                "[gpg \"ssh\"]\n[gc]\n[some]\n".to_string(),
+                vec![
+                    "gpg.defaultKeyCommand".to_string(),
+                    "gc.recentObjectsHook".to_string(),
+                    "some.futureHook".to_string()
+                ]
+            )
+        );
+        // What git clone, submodule and worktree write stays whole.
+        let clone = "[core]\n\trepositoryformatversion = 1\n\tfilemode = true\n\tbare = false\n\
+                     \tlogallrefupdates = true\n\tworktree = ../../../m\n\
+                     [extensions]\n\tworktreeConfig = true\n\
+                     [remote \"origin\"]\n\turl = /tmp/src\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n\
+                     [branch \"main\"]\n\tremote = origin\n\tmerge = refs/heads/main\n\
+                     [submodule \"m\"]\n\turl = /tmp/src\n\tactive = true\n";
+        assert_eq!(clean_config(clone), (clone.to_string(), Vec::new()));
         // What git init writes stays whole.
         let init = "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n";
         assert_eq!(clean_config(init), (init.to_string(), Vec::new()));

@@ -16,15 +16,24 @@
 
 use std::path::{Component, Path, PathBuf};
 
-/// Paths of every root that programs may not change: they make code run.
-const IN_EVERY_ROOT: &[&str] = &[
-    ".git/hooks",
-    ".git/config",
+/// The entries at the top of every root that an agent client, an editor or
+/// nib itself reads and may run code from: nib's providers, MCP servers,
+/// Claude Code's and OpenCode's settings (hooks, plugins), VS Code's tasks.
+/// One list for the file tools (a write needs approval) and for programs
+/// (held read-only when it exists; taken to the trash when a program makes
+/// it, `super::planted`).
+pub const CLIENT_FILES: &[&str] = &[
     "nib.json",
     ".mcp.json",
+    "opencode.json",
+    "opencode.jsonc",
     ".claude",
+    ".opencode",
     ".vscode",
 ];
+
+/// Paths of every root that programs may not change: they make code run.
+const IN_EVERY_ROOT: &[&str] = &[".git/hooks", ".git/config"];
 
 /// The files of a git dir that name commands or lead to another git dir.
 const OF_A_GIT_DIR: &[&str] = &["config", "config.worktree", "hooks", "commondir", "gitdir"];
@@ -35,7 +44,7 @@ const OF_A_GIT_DIR: &[&str] = &["config", "config.worktree", "hooks", "commondir
 const WALK_LIMIT: usize = 200_000;
 
 /// Whether a path relative to its root names a file that makes code run:
-/// nib.json and `.mcp.json` at the root, `.claude/settings*.json`, and in
+/// a [`CLIENT_FILES`] entry at the root or anything inside one, and in
 /// a git dir named `.git` at any depth (submodules' and worktrees' below
 /// it included) the `.git` entry itself, hooks, `config`,
 /// `config.worktree` and the files leading to other git dirs.
@@ -52,9 +61,7 @@ pub fn makes_code_run(rel: &Path) -> bool {
                 }
             }
     });
-    in_git
-        || matches!(p.as_slice(), ["nib.json"] | [".mcp.json"])
-        || matches!(p.as_slice(), [".claude", name] if name.starts_with("settings") && name.ends_with(".json"))
+    in_git || p.first().is_some_and(|first| CLIENT_FILES.contains(first))
 }
 
 /// Whether a write of the file tools to `rel` under `root` needs a
@@ -83,6 +90,15 @@ fn is_git_dir(dir: &Path) -> bool {
         && dir.join("refs").is_dir()
 }
 
+/// The common dir a git dir's `commondir` file names (relative to it).
+fn common_dir(dir: &Path) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(dir.join("commondir")).ok()?;
+    let target = text.lines().next()?.trim();
+    (!target.is_empty())
+        .then(|| std::fs::canonicalize(dir.join(target)).ok())
+        .flatten()
+}
+
 /// Whether the write to `rel` under `root` lands in a git directory not
 /// named `.git` (a bare repository, a git dir a `.git` file names).
 fn in_a_git_dir(root: &Path, rel: &Path) -> bool {
@@ -108,7 +124,11 @@ fn in_a_git_dir(root: &Path, rel: &Path) -> bool {
 /// and the files leading to other git dirs, and each nested `.git` file.
 /// Only paths that exist are listed.
 pub fn protected_for_programs(root: &Path) -> ForPrograms {
-    let mut out: Vec<PathBuf> = IN_EVERY_ROOT.iter().map(|p| root.join(p)).collect();
+    let mut out: Vec<PathBuf> = IN_EVERY_ROOT
+        .iter()
+        .chain(CLIENT_FILES)
+        .map(|p| root.join(p))
+        .collect();
     let mut pinned: Vec<PathBuf> = Vec::new();
     // Git dirs are not descended into: `.git` entries are found beside
     // each folder the walk enters, other git dirs by their content as the
@@ -136,6 +156,7 @@ pub fn protected_for_programs(root: &Path) -> ForPrograms {
         })
         .build();
     let mut git_dirs = Vec::new();
+    let mut dot_git_files: Vec<PathBuf> = Vec::new();
     for (visited, entry) in walk.flatten().enumerate() {
         if visited >= WALK_LIMIT {
             break;
@@ -146,7 +167,10 @@ pub fn protected_for_programs(root: &Path) -> ForPrograms {
         let dot_git = entry.path().join(".git");
         match std::fs::symlink_metadata(&dot_git) {
             Ok(m) if m.is_dir() => git_dirs.push(dot_git),
-            Ok(m) if m.is_file() => out.push(dot_git),
+            Ok(m) if m.is_file() => {
+                dot_git_files.push(dot_git.clone());
+                out.push(dot_git);
+            }
             _ => {}
         }
     }
@@ -154,17 +178,40 @@ pub fn protected_for_programs(root: &Path) -> ForPrograms {
         git_dirs.append(&mut k);
     }
     while let Some(dir) = git_dirs.pop() {
+        if pinned.contains(&dir) {
+            continue;
+        }
         out.extend(OF_A_GIT_DIR.iter().map(|f| dir.join(f)));
         for below in ["modules", "worktrees"] {
             git_dirs.extend(git_dirs_below(&dir.join(below), 0));
+        }
+        // The common dir a worktree's git dir reads its config and hooks
+        // from, when it is in the root.
+        if let Some(common) = common_dir(&dir).filter(|c| c.starts_with(root)) {
+            git_dirs.push(common);
         }
         pinned.push(dir);
     }
     out.retain(|p| std::fs::symlink_metadata(p).is_ok());
     out.sort();
     out.dedup();
-    // Outer git dirs before the ones inside them (`.git` before
-    // `.git/modules/sub`): a bind over the outer one would hide the inner.
+    // Every folder between the root and a git dir is pinned too: renaming
+    // `vendor` aside and putting a copy of `vendor/lib` with another
+    // config in its place would otherwise go around the git dir's pin.
+    let ancestors: Vec<PathBuf> = pinned
+        .iter()
+        .chain(&dot_git_files)
+        .flat_map(|d| {
+            d.ancestors()
+                .skip(1)
+                .take_while(|a| a.starts_with(root) && *a != root)
+                .map(Path::to_path_buf)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    pinned.extend(ancestors);
+    // Outer folders before the ones inside them (`vendor` before
+    // `vendor/lib/.git`): a bind over the outer one would hide the inner.
     pinned.retain(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir()));
     pinned.sort();
     pinned.dedup();
@@ -175,14 +222,16 @@ pub fn protected_for_programs(root: &Path) -> ForPrograms {
 }
 
 /// What programs may not change in a root: the files that make code run
-/// (read-only), and the git dirs that hold them (pinned in place: a git dir
+/// (read-only), and the git dirs that hold them with every folder between
+/// the root and them (pinned in place: a git dir, or a folder above it,
 /// renamed aside and replaced by a copy with a new config would otherwise
 /// go around the read-only files).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ForPrograms {
     /// Files and folders programs may only read.
     pub read_only: Vec<PathBuf>,
-    /// Git dirs programs may write in but not rename, replace or remove.
+    /// Git dirs, and the folders between the root and them (or a `.git`
+    /// file), that programs may write in but not rename, replace or remove.
     pub git_dirs: Vec<PathBuf>,
 }
 
@@ -289,6 +338,11 @@ mod tests {
             "nib.json",
             ".mcp.json",
             ".claude/settings.local.json",
+            ".claude/notes.md",
+            ".vscode/tasks.json",
+            "opencode.json",
+            "opencode.jsonc",
+            ".opencode/plugin/run.ts",
         ] {
             assert!(makes_code_run(Path::new(p)), "{p}");
         }
@@ -297,7 +351,7 @@ mod tests {
             ".gitignore",
             ".git/HEAD",
             ".git/index.lock",
-            ".claude/notes.md",
+            "docs/.claude/settings.json",
             "config",
         ] {
             assert!(!makes_code_run(Path::new(p)), "{p}");
@@ -356,13 +410,19 @@ mod tests {
         git(&root, &["init", "-q", "--bare", "bare"]);
         let again = protected_for_programs(&root);
         assert!(again.read_only.contains(&root.join("bare/config")));
-        // The git dirs themselves are pinned, outer before inner.
+        // The git dirs themselves are pinned, and every folder between the
+        // root and each of them (or a `.git` file), outer before inner.
         assert_eq!(
             again.git_dirs,
             [
                 root.join(".git"),
+                root.join(".git/modules"),
+                root.join(".git/modules/a"),
                 root.join(".git/modules/a/b"),
                 root.join("bare"),
+                root.join("sub"),
+                root.join("vendor"),
+                root.join("vendor/lib"),
                 root.join("vendor/lib/.git"),
             ]
         );
