@@ -552,3 +552,164 @@ async fn a_put_without_rows_is_refused_and_names_cut() {
     assert_eq!(content(&nib, "a.txt"), "one\nthree\n");
     nib.stop().await;
 }
+
+/// A server spoken to over raw JSON lines (fast enough for many runs).
+struct Raw {
+    child: std::process::Child,
+    out: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl Raw {
+    fn start(dir: &std::path::Path, home: &std::path::Path, env: &[(&str, &str)]) -> Raw {
+        let mut cmd = std::process::Command::new(nib_bin());
+        cmd.current_dir(dir)
+            .env_remove("NIB_DIRECTORY")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null());
+        for (k, v) in isolated_env(home) {
+            cmd.env(k, v);
+        }
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().unwrap();
+        let out = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut raw = Raw { child, out };
+        raw.send(
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "crash", "version": "1"}}}),
+        );
+        raw.answer(0);
+        raw.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        raw
+    }
+
+    fn send(&mut self, msg: serde_json::Value) {
+        use std::io::Write;
+        let stdin = self.child.stdin.as_mut().unwrap();
+        let _ = writeln!(stdin, "{msg}");
+        let _ = stdin.flush();
+    }
+
+    fn ask(&mut self, id: u64, name: &str, args: serde_json::Value) {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": name, "arguments": args}}));
+    }
+
+    /// The text of answer `id`.
+    fn answer(&mut self, id: u64) -> String {
+        use std::io::BufRead;
+        let mut line = String::new();
+        loop {
+            line.clear();
+            assert!(self.out.read_line(&mut line).unwrap() > 0, "nib ended");
+            let Ok(msg) = serde_json::from_str::<serde_json::Value>(&line) else {
+                continue;
+            };
+            if msg["id"] == json!(id) {
+                return msg["result"]["content"][0]["text"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_owned();
+            }
+        }
+    }
+}
+
+/// Issue 58: SIGKILL at a random moment of a three-file edit, then a new
+/// server at once (initialize, one read, stdin closed): the files are all
+/// old or all new, and no journal or temp file is left, in every mode. The
+/// kill points spread over one uncrashed edit's duration, measured first.
+#[test]
+fn a_multi_file_edit_killed_at_random_moments_is_whole_after_an_immediate_restart() {
+    const RUNS: usize = 150;
+    let modes: [&[(&str, &str)]; 3] = [
+        &[],
+        &[("NIB_SANDBOX", "1")],
+        &[("NIB_SANDBOX", "1"), ("NIB_SANDBOX_BWRAP", "0")],
+    ];
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+        | 1;
+    let mut rng = seed;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let started = std::time::Instant::now();
+    let mut spans = [Duration::ZERO; 3];
+    let mut outcomes = [0usize; 4];
+    for run in 0..RUNS + modes.len() {
+        let mode = run % modes.len();
+        let env = modes[mode];
+        let (dir, home) = (project(), project());
+        for f in ["a", "b", "c"] {
+            std::fs::write(dir.path().join(format!("{f}.txt")), format!("old {f}\n")).unwrap();
+        }
+        let mut nib = Raw::start(dir.path(), home.path(), env);
+        nib.ask(1, "read", json!({"paths": ["a.txt", "b.txt", "c.txt"]}));
+        let read = nib.answer(1);
+        let patch: String = ["a", "b", "c"]
+            .iter()
+            .zip(read.split("\n\n"))
+            .map(|(f, block)| format!("[{f}.txt#{}]\nPUT 1:\n+new {f}\n", header_tag(block)))
+            .collect();
+        let asked = std::time::Instant::now();
+        nib.ask(2, "edit", json!({"input": patch}));
+        if run < modes.len() {
+            // The first run of each mode measures an edit, uncrashed.
+            let answer = nib.answer(2);
+            spans[mode] = asked.elapsed();
+            assert!(!answer.contains("error"), "{answer}");
+            let _ = nib.child.kill();
+            let _ = nib.child.wait();
+            continue;
+        }
+        let span = spans[mode].as_micros() as u64 * 13 / 10 + 1;
+        std::thread::sleep(Duration::from_micros(next() % span));
+        nib.child.kill().unwrap();
+        nib.child.wait().unwrap();
+        // A new server at once, as a client restarting it would.
+        let mut again = Raw::start(dir.path(), home.path(), env);
+        again.ask(1, "read", json!({"paths": ["a.txt"]}));
+        again.answer(1);
+        drop(again.child.stdin.take());
+        again.child.wait().unwrap();
+        let new = ["a", "b", "c"]
+            .iter()
+            .filter(|f| {
+                std::fs::read_to_string(dir.path().join(format!("{f}.txt")))
+                    .unwrap()
+                    .starts_with("new")
+            })
+            .count();
+        outcomes[new] += 1;
+        let journal: Vec<String> = std::fs::read_dir(home.path().join("state/journal"))
+            .map(|d| {
+                d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let temps: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains(".nib-"))
+            .collect();
+        assert!(
+            (new == 0 || new == 3) && journal.is_empty() && temps.is_empty(),
+            "run {run} (mode {env:?}, seed {seed}): {new} of 3 files new, journal {journal:?}, temp files {temps:?}"
+        );
+    }
+    eprintln!(
+        "{RUNS} random kills in {:?} (edit spans {spans:?}): {} rolled back, {} completed",
+        started.elapsed(),
+        outcomes[0],
+        outcomes[3]
+    );
+}
