@@ -717,24 +717,48 @@ fn parse_write(rest: &[String]) -> Result<Command, UsageError> {
     Ok(Command::Tool("write", map))
 }
 
-/// Prints the sandbox layers this machine offers and what NIB_SANDBOX=1 would
-/// apply; exit status 1 when NIB_SANDBOX=1 could apply no confining layer.
+/// Prints the sandbox layers this machine offers — each tried once, with
+/// a fixed configuration — and what NIB_SANDBOX=1 applies; no line names a
+/// limit that is not in force. Exit status 1 when NIB_SANDBOX=1 and no
+/// confined mode holds (programs are refused).
 pub fn doctor(config: &Config) -> i32 {
     let layers = nib_sandbox::probe();
+    let tried = nib_sandbox::trial();
     let policy = config.sandbox_policy(std::slice::from_ref(&config.project_dir));
-    let mut out = String::from(
-        "nib doctor: sandbox layers on this machine
-",
-    );
-    out.push_str(&layers.describe());
-    let confining = layers.bwrap || layers.landlock_abi > 0 || layers.seccomp;
+    let mut out = String::from("nib doctor: sandbox layers on this machine, each tried once\n");
+    let bwrap = nib_sandbox::trusted_usable(std::slice::from_ref(&config.project_dir));
+    out.push_str(&match &bwrap {
+        Ok(path) => format!(
+            "bubblewrap: yes ({} started with --proc, --dev and a worker's namespaces)\n",
+            path.display()
+        ),
+        Err(why) => format!("bubblewrap: no ({why})\n"),
+    });
+    out.push_str(&match &tried.landlock {
+        Ok(abi) => format!("Landlock: ABI {abi}, fully enforced (checked)\n"),
+        Err(why) => format!("Landlock: none ({why})\n"),
+    });
+    out.push_str(&match &tried.seccomp {
+        Ok(()) => "seccomp: yes (filter installed, checked)\n".to_string(),
+        Err(why) => format!("seccomp: no ({why})\n"),
+    });
+    let yes = |b: bool| if b { "yes" } else { "no" };
+    out.push_str(&format!(
+        "PID namespace: {}\npids cgroup: {}\nmemory cgroup: {}\n",
+        yes(layers.pid_namespace),
+        yes(layers.pids_cgroup),
+        yes(layers.memory_cgroup)
+    ));
+    let mode = config.confined_mode();
     let in_force = if !config.sandbox {
         format!(
             "mode: {} — programs run in their own session, with empty stdin, fds 0-2, a scrubbed environment and limits; their tree ends with the call",
             config.sandbox_mode()
         )
-    } else if !confining {
-        "NIB_SANDBOX=1, and no confining layer is available: programs are refused".to_string()
+    } else if let Err(why) = &mode {
+        format!(
+            "mode: NIB_SANDBOX=1, and programs are refused (nib's own commands in nibash too): {why}"
+        )
     } else {
         format!(
             "mode: {}; {}; writable: {}",
@@ -750,15 +774,22 @@ pub fn doctor(config: &Config) -> i32 {
     };
     out.push_str(&in_force);
     out.push('\n');
-    out.push_str(&config.read_policy_text());
-    out.push_str(&config.brokered_text());
-    out.push_str("exec-time rules: while nib.json has program rules, every exec of a nibash call is checked by the file it runs (seccomp user notification, in every mode)\n");
-    if !config.sandbox && confining {
+    if !config.sandbox || mode.is_ok() {
+        out.push_str(&config.read_policy_text());
+        out.push_str(&config.brokered_text());
+    }
+    out.push_str(&match &tried.exec_notify {
+        Ok(()) => "exec-time rules: while nib.json has program rules, every exec of a nibash call is checked by the file it runs (seccomp user notification, in every mode)\n".to_string(),
+        Err(why) => format!(
+            "exec-time rules: cannot be enforced here (seccomp user notification is refused: {why}); while nib.json has program rules, programs are refused\n"
+        ),
+    });
+    if !config.sandbox && mode.is_ok() {
         out.push_str("to confine programs: start nib with NIB_SANDBOX=1 in its environment (Claude Code: \"env\": {\"NIB_SANDBOX\": \"1\"} in nib's entry of .mcp.json or ~/.claude.json; docs/sandbox.md says what it holds)\n");
     }
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(crate::terminal::visible(&out).as_bytes());
-    i32::from(config.sandbox && !confining)
+    i32::from(config.sandbox && mode.is_err())
 }
 
 /// The key `parse` sets when a verb asked for `--json` (taken out before

@@ -48,8 +48,18 @@ pub trait Confinement {
 
     /// The sandbox mode programs run in, in one phrase (for `nib doctor`
     /// and nibash_status): the layers in force, and why bubblewrap is not
-    /// among them when it is not.
+    /// among them when it is not; or why programs are refused.
     fn sandbox_mode(&self) -> String;
+
+    /// The layers confined programs run under here (each tried once:
+    /// `nib_sandbox::choose`), or why they are refused. Only meaningful
+    /// under NIB_SANDBOX=1.
+    fn confined_mode(&self) -> Result<nib_sandbox::Mode, String>;
+
+    /// Once per process, for the first nibash answer under NIB_SANDBOX=1:
+    /// why fewer layers than bubblewrap + Landlock + seccomp hold, when the
+    /// machine (not the user's NIB_SANDBOX_BWRAP=0) is why.
+    fn first_answer_note(&self) -> Option<String>;
 }
 
 impl Confinement for Config {
@@ -121,8 +131,12 @@ impl Confinement for Config {
         hide.extend(project_hides(&self.project_dir, home.as_deref()));
         nib_sandbox::Reads::for_user(&nib_sandbox::UserReads {
             home,
-            path: std::env::var_os("PATH"),
-            toolchain_vars: nib_sandbox::UserReads::toolchain_vars_from(|n| std::env::var_os(n)),
+            path: std::env::var_os("PATH").map(|p| readable_path(&p)),
+            // A toolchain folder this user cannot read is left out, as
+            // PATH's are (`readable_path`).
+            toolchain_vars: nib_sandbox::UserReads::toolchain_vars_from(|n| {
+                std::env::var_os(n).filter(|v| !read_denied(std::path::Path::new(v)))
+            }),
             allow: bound_read_only(self),
             hide,
         })
@@ -231,16 +245,20 @@ impl Confinement for Config {
         let Some(running) = self.proxy_route().and(crate::netproxy::current()) else {
             return "network off".into();
         };
-        let layers = nib_sandbox::probe();
-        let how = if self.sandbox_bwrap && layers.bwrap {
-            "bubblewrap's empty network namespace, a bridge to the proxy inside it; no UDP"
-        } else if layers.landlock_abi >= 4 {
-            "Landlock holds TCP to the proxy's port, on any address since its rules name ports; seccomp refuses UDP and raw sockets"
-        } else {
-            return format!(
-                "network off: hosts are listed ({}), but without bubblewrap or Landlock ABI 4 nothing would hold programs to the proxy",
-                running.described
-            );
+        let how = match self.confined_mode() {
+            Err(_) => return "network off (programs are refused)".into(),
+            Ok(nib_sandbox::Mode::Bubblewrap { .. }) => {
+                "bubblewrap's empty network namespace, a bridge to the proxy inside it; no UDP"
+            }
+            Ok(nib_sandbox::Mode::Landlock { abi, .. }) if abi >= 4 => {
+                "Landlock holds TCP to the proxy's port, on any address since its rules name ports; seccomp refuses UDP and raw sockets"
+            }
+            Ok(_) => {
+                return format!(
+                    "network off: hosts are listed ({}), but without bubblewrap or Landlock ABI 4 nothing would hold programs to the proxy",
+                    running.described
+                );
+            }
         };
         format!(
             "network through nib's proxy: allowed {} ({how})",
@@ -255,30 +273,52 @@ impl Confinement for Config {
         if !self.sandbox {
             return "unconfined (NIB_SANDBOX unset): layer 1 only".into();
         }
-        let layers = nib_sandbox::probe();
-        let mut l = Vec::new();
-        let bwrap = self.sandbox_bwrap && layers.bwrap;
-        if bwrap {
-            l.push("bubblewrap".to_string());
+        match self.confined_mode() {
+            Ok(mode) => format!("NIB_SANDBOX=1: {}", mode.describe()),
+            Err(why) => format!("NIB_SANDBOX=1, and programs are refused: {why}"),
         }
-        if layers.landlock_abi > 0 {
-            l.push(format!("Landlock ABI {}", layers.landlock_abi));
-        }
-        if layers.seccomp {
-            l.push("seccomp".to_string());
-        }
-        if l.is_empty() {
-            return "NIB_SANDBOX=1 with no confining layer available: programs are refused".into();
-        }
-        let why = if bwrap {
-            ""
-        } else if !self.sandbox_bwrap {
-            " (bubblewrap off: NIB_SANDBOX_BWRAP=0)"
-        } else {
-            " (bubblewrap is not usable here)"
-        };
-        format!("NIB_SANDBOX=1: {}{why}", l.join(" + "))
     }
+
+    fn first_answer_note(&self) -> Option<String> {
+        static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+        let mode = self.confined_mode().ok().filter(|_| self.sandbox)?;
+        let note = match &mode {
+            nib_sandbox::Mode::Landlock { why, abi } if self.sandbox_bwrap => format!(
+                "[sandbox: bubblewrap cannot start here ({why}); programs run under Landlock ABI {abi} + seccomp instead; nib doctor says more]"
+            ),
+            nib_sandbox::Mode::Bubblewrap { landlock: 0, .. } => format!(
+                "[sandbox: this kernel has no Landlock; programs run under {}; nib doctor says more]",
+                mode.describe()
+            ),
+            _ => return None,
+        };
+        (!SAID.swap(true, std::sync::atomic::Ordering::Relaxed)).then_some(note)
+    }
+
+    fn confined_mode(&self) -> Result<nib_sandbox::Mode, String> {
+        nib_sandbox::choose(nib_sandbox::Wanted {
+            use_bwrap: self.sandbox_bwrap,
+            roots: std::slice::from_ref(&self.project_dir),
+        })
+    }
+}
+
+/// PATH without the folders this user cannot read (another user's
+/// `~/.cargo/bin` on a PATH set for root): bubblewrap cannot bind them
+/// ("Can't find source path: Permission denied", every call failing) and
+/// Landlock cannot open them; programs could not read them either.
+fn readable_path(path: &std::ffi::OsStr) -> std::ffi::OsString {
+    let kept: Vec<PathBuf> = std::env::split_paths(path)
+        .filter(|d| !read_denied(d))
+        .collect();
+    std::env::join_paths(kept).unwrap_or_else(|_| path.to_os_string())
+}
+
+/// Whether this user is refused reading `dir` (a folder, or its parent's).
+fn read_denied(dir: &std::path::Path) -> bool {
+    std::fs::read_dir(dir)
+        .err()
+        .is_some_and(|e| e.kind() == std::io::ErrorKind::PermissionDenied)
 }
 
 /// Folders bound read-only for programs: NIB_SANDBOX_BIND's, and the

@@ -212,29 +212,171 @@ fn top_level_link(p: &Path) -> Option<PathBuf> {
     std::fs::read_link(p).ok()
 }
 
-/// Whether bubblewrap is installed and can make its namespaces here (checked once).
+/// Whether a trusted bubblewrap ([`trusted`]) starts here with the flags a
+/// worker uses (see [`trusted_usable`]), for roots the caller does not
+/// know: the current folder and every root a sandbox was made for.
 pub fn bwrap_usable() -> bool {
-    static USABLE: OnceLock<bool> = OnceLock::new();
-    *USABLE.get_or_init(|| {
-        Command::new("bwrap")
-            .args([
-                "--ro-bind",
-                "/",
-                "/",
-                "--unshare-pid",
-                "--unshare-net",
-                "--new-session",
-                "--die-with-parent",
-                "--cap-drop",
-                "ALL",
-                "--",
-                "true",
-            ])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
+    trusted_usable(&known_roots()).is_ok()
+}
+
+/// The roots of every sandbox made in this process (a PATH folder inside
+/// one is never searched for a helper).
+static ROOTS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// Notes `roots` as roots: no helper is ever taken from inside them.
+pub fn note_roots(roots: &[PathBuf]) {
+    let mut known = ROOTS.lock().unwrap_or_else(|e| e.into_inner());
+    for r in roots {
+        if !known.contains(r) {
+            known.push(r.clone());
+        }
+    }
+}
+
+/// The roots noted, with the current folder.
+pub fn known_roots() -> Vec<PathBuf> {
+    let mut roots = ROOTS.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    roots.extend(std::env::current_dir().ok());
+    roots
+}
+
+/// The PATH nib started with, read once: the PATH a program of a call sees
+/// is never where nib looks for its helpers.
+fn start_path() -> &'static Option<OsString> {
+    static PATH: OnceLock<Option<OsString>> = OnceLock::new();
+    PATH.get_or_init(|| std::env::var_os("PATH"))
+}
+
+/// Why a folder is no place to take a helper from, if it is not: a
+/// relative PATH entry, one inside a root (programs write there), one
+/// other users may change, or one this user cannot read.
+pub fn untrusted_folder(dir: &Path, roots: &[PathBuf]) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    if !dir.is_absolute() {
+        return Some("a relative PATH entry".into());
+    }
+    let real = match std::fs::canonicalize(dir) {
+        Ok(r) => r,
+        Err(e) => return Some(format!("cannot be resolved: {e}")),
+    };
+    for root in roots {
+        let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.clone());
+        if real.starts_with(&root) {
+            return Some(format!(
+                "inside the root {}, where programs write",
+                root.display()
+            ));
+        }
+    }
+    match std::fs::metadata(&real) {
+        Ok(m) if m.mode() & 0o022 != 0 && m.mode() & 0o1000 == 0 => {
+            Some("writable by other users".into())
+        }
+        Ok(_) => None,
+        Err(e) => Some(format!("cannot be read: {e}")),
+    }
+}
+
+/// The helper `name` (bubblewrap) as nib runs it: the first executable
+/// file of that name in the PATH nib started with, taken only from folders
+/// outside every root and that programs cannot write
+/// ([`untrusted_folder`]); an error naming the folders skipped otherwise.
+pub fn trusted(name: &str, roots: &[PathBuf]) -> Result<PathBuf, String> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::PermissionsExt;
+    let path = start_path()
+        .clone()
+        .unwrap_or_else(|| OsString::from("/usr/local/bin:/usr/bin:/bin"));
+    let mut skipped = Vec::new();
+    for dir in path.as_bytes().split(|b| *b == b':') {
+        let dir = Path::new(std::ffi::OsStr::from_bytes(dir));
+        let candidate = dir.join(name);
+        let is_exe = |p: &Path| {
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        };
+        if let Some(why) = untrusted_folder(dir, roots) {
+            if is_exe(&candidate) {
+                skipped.push(format!("{} ({why})", candidate.display()));
+            }
+            continue;
+        }
+        if is_exe(&candidate) {
+            return Ok(candidate);
+        }
+    }
+    Err(if skipped.is_empty() {
+        format!("no {name} on nib's PATH")
+    } else {
+        format!(
+            "no {name} on nib's PATH outside the roots; skipped {}",
+            skipped.join(", ")
+        )
+    })
+}
+
+/// The trusted bubblewrap for `roots`, once it has started here with the
+/// flags a worker uses (`--proc` and `--dev` included): a container that
+/// refuses a new `/proc` or user namespaces fails here, not at each call.
+/// Each binary is tried once; the error says why it cannot be used.
+pub fn trusted_usable(roots: &[PathBuf]) -> Result<PathBuf, String> {
+    static TRIED: std::sync::Mutex<Vec<(PathBuf, Result<(), String>)>> =
+        std::sync::Mutex::new(Vec::new());
+    let path = trusted("bwrap", roots)?;
+    let mut tried = TRIED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, r)) = tried.iter().find(|(p, _)| *p == path) {
+        return r.clone().map(|()| path);
+    }
+    let r = try_start(&path);
+    tried.push((path.clone(), r.clone()));
+    r.map(|()| path)
+}
+
+/// Starts `bwrap` with a fixed configuration that owes nothing to the
+/// project: the system read-only, a fresh /dev and /proc, private /tmp and
+/// /run, the namespaces, session and capabilities of a worker.
+fn try_start(bwrap: &Path) -> Result<(), String> {
+    let out = Command::new(bwrap)
+        .args([
+            "--ro-bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+            "--tmpfs",
+            "/tmp",
+            "--tmpfs",
+            "/run",
+            "--remount-ro",
+            "/",
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--unshare-net",
+            "--new-session",
+            "--die-with-parent",
+            "--cap-drop",
+            "ALL",
+            "--",
+            "true",
+        ])
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .map_err(|e| format!("{} cannot be started: {e}", bwrap.display()))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let said = String::from_utf8_lossy(&out.stderr);
+    let said = said.trim();
+    Err(if said.is_empty() {
+        format!("{} failed to start ({})", bwrap.display(), out.status)
+    } else {
+        said.chars().take(300).collect()
     })
 }
 

@@ -1,4 +1,5 @@
-//! Layer 2, inner: Landlock, at the best ABI the kernel offers. Only what
+//! Layer 2, inner: Landlock, at the kernel's ABI and fully enforced (every
+//! access handled is one the kernel has; never best effort). Only what
 //! the read policy names may be read and run (an allow-list: a folder that
 //! holds a hidden path is granted as its other entries, `reads.rs`'s
 //! `split_around`); only the roots, the private temp folder and a few
@@ -20,9 +21,6 @@ use landlock::{
 
 use crate::Policy;
 use crate::reads::{Grant, list_dir, split_around};
-
-/// The newest ABI this crate knows; the kernel's is used when lower.
-const BEST: ABI = ABI::V6;
 
 /// The kernel's Landlock ABI (0 when unsupported), checked once.
 pub fn abi() -> u32 {
@@ -64,23 +62,33 @@ pub fn ruleset(
     in_bwrap: bool,
 ) -> Result<Option<OwnedFd>, String> {
     let best = best_abi();
-    let all = AccessFs::from_all(best);
+    if abi() == 0 {
+        return Ok(None);
+    }
+    // Fully enforced, never best effort: every access handled is one the
+    // kernel's ABI has, and asking for one it lacks is an error.
     let mut ruleset = Ruleset::default()
-        .set_compatibility(CompatLevel::BestEffort)
-        .handle_access(all)
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(AccessFs::from_all(best))
         .map_err(|e| e.to_string())?;
-    if !policy.network {
+    if !policy.network && abi() >= 4 {
         ruleset = ruleset
-            .handle_access(AccessNet::from_all(BEST))
+            .handle_access(AccessNet::from_all(best))
             .map_err(|e| e.to_string())?;
     }
-    ruleset = ruleset
-        .scope(Scope::AbstractUnixSocket | Scope::Signal)
-        .map_err(|e| e.to_string())?;
+    if abi() >= 6 {
+        ruleset = ruleset
+            .scope(Scope::AbstractUnixSocket | Scope::Signal)
+            .map_err(|e| e.to_string())?;
+    }
     let mut created = ruleset.create().map_err(|e| e.to_string())?;
     // Through the proxy only: TCP connections to its port (the bridge's
     // inside bubblewrap), nothing else.
-    if let Some(r) = policy.proxy.as_ref().filter(|_| !policy.network) {
+    if let Some(r) = policy
+        .proxy
+        .as_ref()
+        .filter(|_| !policy.network && abi() >= 4)
+    {
         created = created
             .add_rule(NetPort::new(r.port, AccessNet::ConnectTcp))
             .map_err(|e| e.to_string())?;
@@ -111,7 +119,20 @@ pub fn ruleset(
 }
 
 fn best_abi() -> ABI {
-    if abi() >= 9 { ABI::V9 } else { BEST }
+    ABI::from(i32::try_from(abi().min(9)).unwrap_or(0))
+}
+
+/// A ruleset that handles every file access of the kernel's ABI and
+/// grants nothing, created (fully enforced or an error): for the trial of
+/// Landlock in `layers.rs`.
+pub fn empty_ruleset() -> Result<OwnedFd, String> {
+    let created = Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(AccessFs::from_all(best_abi()))
+        .and_then(|r| r.create())
+        .map_err(|e| e.to_string())?;
+    Option::<OwnedFd>::from(created).ok_or_else(|| "no ruleset was made".to_string())
+/// The kernel's ABI, up to the newest this crate knows (ABI 9).
 }
 
 /// Writable folders get every right but making device nodes.

@@ -35,8 +35,10 @@ pub enum Failure {
     Limits(i32),
     /// Setting no_new_privs.
     NoNewPrivs(i32),
-    /// The policy confines and no confining layer could be applied.
+    /// The policy confines, outside bubblewrap, and Landlock is not there.
     NoLayer,
+    /// The policy confines and the seccomp filter could not be installed.
+    NoSeccomp,
     /// Putting the Landlock rules in force.
     Landlock(i32),
     /// Installing the exec filter (seccomp user notification).
@@ -66,7 +68,10 @@ impl Failure {
                 "the Landlock rules could not be put in force; refusing to run the program"
             }
             Failure::NoLayer => {
-                "NIB_SANDBOX=1 but no confining layer could be applied (no usable bubblewrap, no Landlock, no seccomp); refusing to run the program"
+                "NIB_SANDBOX=1 without bubblewrap, and Landlock is not in force here (nothing would hold files); refusing to run the program. hint: nib doctor says which layers hold and what would fix it"
+            }
+            Failure::NoSeccomp => {
+                "NIB_SANDBOX=1, and the seccomp filter could not be installed; refusing to run the program. hint: nib doctor says which layers hold and what would fix it"
             }
             Failure::ExecFilter(_) | Failure::HandOver(_) => {
                 "program rules are in force, but nib cannot check programs as they start; refusing to run anything"
@@ -84,7 +89,7 @@ impl Failure {
             | Failure::ExecFilter(e)
             | Failure::HandOver(e)
             | Failure::Exec(e) => Some(e),
-            Failure::NoLayer => None,
+            Failure::NoLayer | Failure::NoSeccomp => None,
         }
     }
 
@@ -441,7 +446,13 @@ impl Launch {
                 None => false,
             };
             let seccomp_on = seccomp::install(&self.seccomp);
-            if self.namespace != Namespace::Bubblewrap && !landlock_on && !seccomp_on {
+            // Fail closed: seccomp always, and Landlock wherever
+            // bubblewrap is not the outer wall. Fewer layers than that
+            // hold nothing of the files (seccomp alone) and run nothing.
+            if !seccomp_on {
+                return Failure::NoSeccomp;
+            }
+            if self.namespace != Namespace::Bubblewrap && !landlock_on {
                 return Failure::NoLayer;
             }
         }

@@ -153,6 +153,7 @@ impl Sandbox {
         if !policy.read_only.iter().any(|p| p == entry) {
             policy.read_only.push(entry.to_path_buf());
         }
+        bwrap::note_roots(&policy.writable);
         Sandbox {
             entry: entry.to_path_buf(),
             policy,
@@ -177,7 +178,23 @@ impl Sandbox {
 
     /// Whether bubblewrap wraps this sandbox's workers.
     pub fn uses_bwrap(&self) -> bool {
-        self.policy.confine && self.policy.use_bwrap && bwrap::bwrap_usable()
+        matches!(
+            self.mode(),
+            Ok(Some(crate::layers::Mode::Bubblewrap { .. }))
+        )
+    }
+
+    /// The layers this sandbox's workers run under (`None`: unconfined),
+    /// or why they are refused (`layers.rs` chooses, fail closed).
+    pub fn mode(&self) -> Result<Option<crate::layers::Mode>, String> {
+        if !self.policy.confine {
+            return Ok(None);
+        }
+        crate::layers::choose(crate::layers::Wanted {
+            use_bwrap: self.policy.use_bwrap,
+            roots: &self.policy.writable,
+        })
+        .map(Some)
     }
 
     /// Starts `program args…` in `cwd` with extra environment variables.
@@ -264,11 +281,21 @@ impl Sandbox {
             return Err(SandboxError::Refused("no program to run".into()));
         }
 
-        let layers = probe();
-        let bwrap = self.uses_bwrap();
-        if let Some(why) = refusal(self.policy.confine, bwrap, &layers) {
+        let mode = self.mode().map_err(SandboxError::Refused)?;
+        if self.policy.confine {
+            worker::trusted_entry(&self.entry, &self.policy.writable)
+                .map_err(SandboxError::Refused)?;
+        }
+        if self.judge.is_some()
+            && let Some(why) = crate::layers::exec_rules_refusal()
+        {
             return Err(SandboxError::Refused(why));
         }
+        let bwrap_path = match &mode {
+            Some(crate::layers::Mode::Bubblewrap { bwrap, .. }) => Some(bwrap.clone()),
+            _ => None,
+        };
+        let bwrap = bwrap_path.is_some();
         let private_tmp = if self.policy.confine && !bwrap {
             // Once per broker, in the background: the folders of brokers
             // killed before they could remove them.
@@ -290,8 +317,13 @@ impl Sandbox {
         // Under bubblewrap a merged output goes to the entry at OUTPUT_FD,
         // and bubblewrap's own stdout and stderr to a pipe of their own.
         let hand_over = bwrap && matches!(streams, Streams::Merged(_));
-        let (mut cmd, launch) =
-            self.command_for(program, vars, private_tmp.as_ref(), bwrap, hand_over)?;
+        let (mut cmd, launch) = self.command_for(
+            program,
+            vars,
+            private_tmp.as_ref(),
+            bwrap_path.as_deref(),
+            hand_over,
+        )?;
         cmd.current_dir(cwd).stdin(Stdio::null());
         let (output, bwrap_messages) = wire_streams(&mut cmd, streams, hand_over)?;
         let cgroup = TreeCgroups::create(&self.policy.limits).map(Arc::new);
@@ -391,10 +423,10 @@ impl Sandbox {
         program: &[OsString],
         mut vars: Vec<(OsString, OsString)>,
         private_tmp: Option<&PathBuf>,
-        bwrap: bool,
+        bwrap: Option<&Path>,
         hand_over: bool,
     ) -> Result<(Command, Option<Launch>), SandboxError> {
-        if bwrap {
+        if let Some(bwrap) = bwrap {
             let policy_json = serde_json::to_string(&self.policy)
                 .map_err(|e| SandboxError::Refused(e.to_string()))?;
             let mut inner: Vec<OsString> = vec![
@@ -413,7 +445,8 @@ impl Sandbox {
                 )))
             })?;
             let argv = bwrap::bwrap_argv(&self.policy, &self.entry, &inner, stand_ins);
-            let mut c = Command::new(&argv[0]);
+            // The trusted bubblewrap `layers.rs` found, never a PATH search.
+            let mut c = Command::new(bwrap);
             c.args(&argv[1..]).env_clear().envs(vars);
             Ok((c, None))
         } else {
@@ -542,25 +575,12 @@ fn child_steps(
 pub fn probe() -> crate::Layers {
     crate::Layers {
         bwrap: bwrap::bwrap_usable(),
-        landlock_abi: crate::landlock::abi(),
-        seccomp: crate::seccomp::available(),
+        landlock_abi: crate::layers::trial().landlock.clone().unwrap_or(0),
+        seccomp: crate::layers::trial().seccomp.is_ok(),
         pid_namespace: lifetime::pid_namespace_available(),
         pids_cgroup: crate::limits::pids_cgroup_available(),
         memory_cgroup: crate::limits::memory_cgroup_available(),
     }
-}
-
-/// Why a confining policy cannot run here, if it cannot: no layer applies.
-pub fn refusal(confine: bool, bwrap: bool, layers: &crate::Layers) -> Option<String> {
-    if !confine || bwrap || layers.landlock_abi > 0 || layers.seccomp {
-        return None;
-    }
-    Some(
-        "NIB_SANDBOX=1, but this machine has no usable bubblewrap (not installed, or user namespaces are off), \
-         no Landlock (kernel too old or disabled) and no seccomp: programs are refused. Install bubblewrap, \
-         or run without NIB_SANDBOX"
-            .into(),
-    )
 }
 
 fn reader(
@@ -872,38 +892,5 @@ impl Drop for Worker {
         if let Some(t) = self.private_tmp.take() {
             let _ = std::fs::remove_dir_all(t);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn layers(bwrap: bool, abi: u32, seccomp: bool) -> crate::Layers {
-        crate::Layers {
-            bwrap,
-            landlock_abi: abi,
-            seccomp,
-            pid_namespace: false,
-            pids_cgroup: false,
-            memory_cgroup: false,
-        }
-    }
-
-    #[test]
-    fn a_confining_policy_without_any_layer_is_refused_naming_what_is_missing() {
-        let why = refusal(true, false, &layers(false, 0, false)).unwrap();
-        assert!(
-            why.contains("bubblewrap") && why.contains("Landlock") && why.contains("seccomp"),
-            "{why}"
-        );
-        assert_eq!(
-            refusal(false, false, &layers(false, 0, false)),
-            None,
-            "layer 1 alone is fine unconfined"
-        );
-        assert_eq!(refusal(true, true, &layers(true, 0, false)), None);
-        assert_eq!(refusal(true, false, &layers(false, 3, false)), None);
-        assert_eq!(refusal(true, false, &layers(false, 0, true)), None);
     }
 }

@@ -67,6 +67,33 @@ pub fn entry_beside(exe: &Path) -> PathBuf {
     }
 }
 
+/// Whether `entry` may start confined workers for `roots`: the file (its
+/// links followed) lies outside every root and in a folder programs cannot
+/// write (`bwrap.rs`'s `untrusted_folder`). nib inside the project (an
+/// npm or pip install there) would let a program replace the entry that
+/// sets up the next start's confinement; such a start is refused.
+pub fn trusted_entry(entry: &Path, roots: &[PathBuf]) -> Result<(), String> {
+    let real = std::fs::canonicalize(entry).map_err(|e| {
+        format!(
+            "nib's worker entry {} cannot be found: {e}",
+            entry.display()
+        )
+    })?;
+    let why = match real.parent() {
+        Some(dir) => bwrap::untrusted_folder(dir, roots),
+        None => Some("it has no folder".into()),
+    };
+    match why {
+        None => Ok(()),
+        Some(why) => Err(format!(
+            "nib's worker entry {} is in a folder programs could change ({why}): \
+             a program could replace it and run unconfined at the next start, so no program is started. \
+             Install nib outside the project (npm -g, cargo install, a release archive) and start that one",
+            real.display()
+        )),
+    }
+}
+
 /// Runs the worker entry; `args` are the arguments after [`WORKER_ARG`].
 pub fn worker_main(args: &[OsString]) -> ! {
     if args.first().is_some_and(|a| a == launch::REAP_ARG) {

@@ -419,9 +419,13 @@ fn what_bubblewrap_says_when_it_cannot_start_is_kept() {
         return;
     }
     let w = world();
-    // An entry that does not exist: bubblewrap cannot bind it and says so.
+    // A stand-in that does not exist: bubblewrap cannot bind it and says so
+    // (a missing entry is refused before bubblewrap starts).
     let missing = w.outside.join("no-such-entry");
-    let sandbox = Sandbox::new(&missing, policy(Mode::Bwrap, &w.root));
+    let mut p = policy(Mode::Bwrap, &w.root);
+    p.stand_in_files
+        .push((w.outside.join("some-file"), missing.clone()));
+    let sandbox = Sandbox::new(&probe(), p);
     let argv: Vec<OsString> = vec!["true".into()];
     let (mut worker, mut pipe) = sandbox.spawn_merged(&argv, &w.root, &[], None).unwrap();
     let mut text = String::new();

@@ -85,7 +85,13 @@ pub fn run(mut args: Args, ctx: &Ctx, shell: &Arc<Nibash>) -> Result<ToolOutput,
         out.text.push_str(&note);
         out.text.push('\n');
     }
-    if ctx.config.sandbox {
+    // Lines about what the sandbox kept back only where it is in force:
+    // a refused call claims no limit.
+    if ctx.config.sandbox && ctx.config.confined_mode().is_ok() {
+        if let Some(note) = ctx.config.first_answer_note() {
+            out.text.push_str(&note);
+            out.text.push('\n');
+        }
         let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
         let lines = crate::nibash::broker::withheld::notes(
             &command,
