@@ -522,3 +522,114 @@ async fn a_projects_nib_json_shows_nothing_the_sandbox_keeps_from_programs() {
         nib.stop().await;
     }
 }
+
+/// Issue 58, findings 4 and 5: credential files where a toolchain
+/// variable, a variable that moves them, or `PATH` puts them stay unread
+/// by nib's own `cat` and the system's — `CARGO_HOME`, `GRADLE_USER_HOME`
+/// and a `bin` folder's parent outside `$HOME` (readable whole), `M2_HOME`
+/// and the moved credential files inside `/opt` (readable as a system
+/// folder), sbt's and Ivy's under `$HOME`; the other files of those
+/// folders stay readable.
+#[tokio::test]
+async fn credential_files_where_variables_put_them_stay_unread_in_both_sandbox_modes() {
+    for (i, mode) in SANDBOX_MODES.iter().enumerate() {
+        let home = home();
+        let project = project();
+        let root = std::fs::canonicalize(project.path()).unwrap();
+        let pid = std::process::id();
+        let srv = PathBuf::from(format!("/srv/nib-reads-vars-{pid}-{i}"));
+        let opt = PathBuf::from(format!("/opt/nib-reads-vars-{pid}-{i}"));
+        let canaries: Vec<(PathBuf, &str)> = vec![
+            (srv.join("cargo/credentials.toml"), "CANARY-VAR-CARGO-TOML"),
+            (srv.join("cargo/credentials"), "CANARY-VAR-CARGO"),
+            (srv.join("gradle/gradle.properties"), "CANARY-VAR-GRADLE"),
+            (srv.join("tool/credentials.toml"), "CANARY-VAR-PATH-ROOT"),
+            (opt.join("maven/conf/settings.xml"), "CANARY-VAR-M2"),
+            (opt.join("docker/config.json"), "CANARY-VAR-DOCKER"),
+            (opt.join("kube/config"), "CANARY-VAR-KUBE"),
+            (opt.join("aws/credentials"), "CANARY-VAR-AWS"),
+            (opt.join("gh/hosts.yml"), "CANARY-VAR-GH"),
+            (opt.join("config/gh/hosts.yml"), "CANARY-VAR-XDG-GH"),
+            (
+                opt.join("config/gcloud/credentials.db"),
+                "CANARY-VAR-XDG-GCLOUD",
+            ),
+            (home.path.join(".sbt/.credentials"), "CANARY-HOME-SBT"),
+            (home.path.join(".ivy2/.credentials"), "CANARY-HOME-IVY"),
+        ];
+        for (p, text) in &canaries {
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, format!("{text}\n")).unwrap();
+        }
+        let controls = [
+            (
+                srv.join("cargo/registry/readme.txt"),
+                "VISIBLE-cargo-registry",
+            ),
+            (
+                srv.join("gradle/caches/readme.txt"),
+                "VISIBLE-gradle-caches",
+            ),
+            (srv.join("tool/bin/readme.txt"), "VISIBLE-tool-bin"),
+            (opt.join("maven/lib/readme.txt"), "VISIBLE-maven-lib"),
+        ];
+        for (p, text) in &controls {
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, format!("{text}\n")).unwrap();
+        }
+        let s = |p: PathBuf| p.display().to_string();
+        let path_var = format!(
+            "{}:{}/.cargo/bin:{}",
+            s(srv.join("tool/bin")),
+            home.path.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let vars = [
+            ("CARGO_HOME", s(srv.join("cargo"))),
+            ("GRADLE_USER_HOME", s(srv.join("gradle"))),
+            ("M2_HOME", s(opt.join("maven"))),
+            ("DOCKER_CONFIG", s(opt.join("docker"))),
+            ("KUBECONFIG", s(opt.join("kube/config"))),
+            (
+                "AWS_SHARED_CREDENTIALS_FILE",
+                s(opt.join("aws/credentials")),
+            ),
+            ("GH_CONFIG_DIR", s(opt.join("gh"))),
+            ("XDG_CONFIG_HOME", s(opt.join("config"))),
+            ("PATH", path_var),
+        ];
+        let mut env: Vec<(&str, &str)> = mode.to_vec();
+        env.extend(vars.iter().map(|(k, v)| (*k, v.as_str())));
+        let nib = serve_for(&home, &root, &env).await;
+        let mut own = String::new();
+        let mut system = String::new();
+        for (p, _) in canaries
+            .iter()
+            .map(|(p, t)| (p, *t))
+            .chain(controls.iter().map(|(p, t)| (p, *t)))
+        {
+            own.push_str(&format!("cat '{}'; ", p.display()));
+            system.push_str(&format!("/bin/cat '{}'; ", p.display()));
+        }
+        let mut answers = sh(&nib, &own).await;
+        answers.push_str(&sh(&nib, &system).await);
+        for (p, text) in &canaries {
+            assert!(
+                !answers.contains(text),
+                "{mode:?}: {} was read:\n{answers}",
+                p.display()
+            );
+        }
+        for (p, text) in &controls {
+            assert_eq!(
+                answers.matches(text).count(),
+                2,
+                "{mode:?}: {} is readable both ways:\n{answers}",
+                p.display()
+            );
+        }
+        nib.stop().await;
+        let _ = std::fs::remove_dir_all(&srv);
+        let _ = std::fs::remove_dir_all(&opt);
+    }
+}

@@ -551,3 +551,84 @@ print("flooded", n)
         nib.stop().await;
     }
 }
+
+/// Issue 58, finding 3: a job started before credential files exist (or
+/// before one is replaced by a rename over it) never reads them — not
+/// `~/.cargo/credentials.toml`, `~/.m2/settings.xml`,
+/// `~/.gradle/gradle.properties`, `~/.sbt/.credentials`, a
+/// `NIB_SANDBOX_HIDE` path in a readable folder, nor a replaced
+/// `~/.cargo/credentials`. The job waits for a marker the test leaves
+/// after making the files, then tries nib's own `cat` and the system's.
+#[tokio::test]
+async fn credential_files_made_while_a_job_runs_stay_unread_by_the_job() {
+    for mode in MODES {
+        let dir = project();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        // Outside /tmp: under bubblewrap Landlock grants the private /tmp
+        // whole, with whatever is mounted beneath it (SECURITY.md).
+        std::fs::create_dir_all("/srv").unwrap();
+        let home = tempfile::tempdir_in("/srv").unwrap();
+        let h = std::fs::canonicalize(home.path()).unwrap();
+        for folder in [".cargo/bin", ".m2", ".gradle", ".sbt"] {
+            std::fs::create_dir_all(h.join(folder)).unwrap();
+        }
+        // One that exists at the start, covered by a stand-in under
+        // bubblewrap; the person then replaces it by a rename.
+        std::fs::write(h.join(".cargo/credentials"), "old\n").unwrap();
+        let hide = h.join(".cargo/later-secret.txt");
+        let (h_s, hide_s) = (h.display().to_string(), hide.display().to_string());
+        let mut env = mode.to_vec();
+        env.push(("HOME", &h_s));
+        env.push(("NIB_SANDBOX_HIDE", &hide_s));
+        let nib = start_with(
+            Era::Handshake,
+            &root,
+            TestClient::new(Roots::Undeclared),
+            &env,
+        )
+        .await;
+        let later = [
+            (h.join(".cargo/credentials.toml"), "CANARY-JOB-CARGO"),
+            (h.join(".m2/settings.xml"), "CANARY-JOB-M2"),
+            (h.join(".gradle/gradle.properties"), "CANARY-JOB-GRADLE"),
+            (h.join(".sbt/.credentials"), "CANARY-JOB-SBT"),
+            (hide.clone(), "CANARY-JOB-HIDE"),
+            (h.join(".cargo/credentials"), "CANARY-JOB-REPLACED"),
+        ];
+        let files: Vec<String> = later
+            .iter()
+            .map(|(p, _)| format!("'{}'", p.display()))
+            .collect();
+        let files = files.join(" ");
+        let command = format!(
+            "while [ ! -e ready ]; do sleep 0.1; done; cat {files}; /bin/cat {files}; echo job-done"
+        );
+        let started = nib
+            .ok("nibash", json!({"command": command, "background": true}))
+            .await;
+        let at = started
+            .find("job %")
+            .unwrap_or_else(|| panic!("{mode:?}: no job in {started}"));
+        let id: String = started[at + 5..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        std::thread::sleep(Duration::from_millis(300));
+        for (p, text) in &later {
+            let fresh = p.with_extension("new");
+            std::fs::write(&fresh, format!("{text}\n")).unwrap();
+            std::fs::rename(&fresh, p).unwrap();
+        }
+        std::fs::write(root.join("ready"), "").unwrap();
+        let out = sh(&nib, &format!("wait %{id}")).await;
+        assert!(out.contains("job-done"), "{mode:?}: the job ran: {out}");
+        for (p, text) in &later {
+            assert!(
+                !out.contains(text),
+                "{mode:?}: the job read {}:\n{out}",
+                p.display()
+            );
+        }
+        nib.stop().await;
+    }
+}

@@ -54,8 +54,10 @@ fn probe_abi() -> u32 {
 
 /// The policy's ruleset, created (not yet in force): `None` where the
 /// kernel has no Landlock. [`restrict_self`] puts it in force. Under
-/// bubblewrap (`in_bwrap`) hidden paths are already covered by stand-ins,
-/// so readable folders are granted whole rather than split around them.
+/// bubblewrap (`in_bwrap`) too, readable folders are split around hidden
+/// paths: a stand-in covers only a path that existed when the mounts were
+/// made, and one the host replaces (a rename over it) falls off; a hidden
+/// path made later is granted by no rule.
 pub fn ruleset(
     policy: &Policy,
     private_tmp: Option<&PathBuf>,
@@ -118,6 +120,7 @@ pub fn ruleset(
     Ok(created.into())
 }
 
+/// The kernel's ABI, up to the newest this crate knows (ABI 9).
 fn best_abi() -> ABI {
     ABI::from(i32::try_from(abi().min(9)).unwrap_or(0))
 }
@@ -132,7 +135,6 @@ pub fn empty_ruleset() -> Result<OwnedFd, String> {
         .and_then(|r| r.create())
         .map_err(|e| e.to_string())?;
     Option::<OwnedFd>::from(created).ok_or_else(|| "no ruleset was made".to_string())
-/// The kernel's ABI, up to the newest this crate knows (ABI 9).
 }
 
 /// Writable folders get every right but making device nodes.
@@ -176,13 +178,15 @@ impl GrantKey {
         {
             readable.push(target);
         }
+        // Under bubblewrap a brokered file's placeholder is bound over the
+        // hidden file: that stand-in is for reading.
+        let mut hidden = policy.reads.hidden.clone();
+        if in_bwrap {
+            hidden.retain(|h| !policy.stand_in_files.iter().any(|(f, _)| f == h));
+        }
         GrantKey {
             readable,
-            hidden: if in_bwrap {
-                Vec::new()
-            } else {
-                policy.reads.hidden.clone()
-            },
+            hidden,
             writable: policy.writable.clone(),
         }
     }

@@ -141,6 +141,8 @@ pub const CREDENTIALS: &[&str] = &[
     ".cargo/credentials.toml",
     ".gem/credentials",
     ".gradle/gradle.properties",
+    ".sbt/.credentials",
+    ".ivy2/.credentials",
     ".m2/settings.xml",
     ".m2/settings-security.xml",
     ".nuget/NuGet/NuGet.Config",
@@ -175,6 +177,53 @@ pub const CREDENTIALS: &[&str] = &[
     ".mysql_history",
 ];
 
+/// Credential files a toolchain keeps in its own folder: hidden inside
+/// every toolchain folder a variable ([`TOOLCHAIN_VARS`]) or `PATH` (a
+/// `bin` or `shims` folder's parent) names, wherever it lies — the rust
+/// container's `CARGO_HOME=/usr/local/cargo` holds `credentials.toml` as
+/// `~/.cargo` does. Cargo's and gem's `credentials`, Gradle's properties,
+/// Maven's settings (a user folder's, an install's `conf/`), sbt's and
+/// Ivy's `.credentials`, NuGet's config.
+pub const TOOLCHAIN_CREDENTIALS: &[&str] = &[
+    "credentials",
+    "credentials.toml",
+    "gradle.properties",
+    "settings.xml",
+    "settings-security.xml",
+    "conf/settings.xml",
+    "conf/settings-security.xml",
+    ".credentials",
+    "NuGet/NuGet.Config",
+];
+
+/// Variables that name a credential file or folder elsewhere than the
+/// credential list's place: what each names is hidden, whole
+/// (`KUBECONFIG` may list several files, `:` separated).
+pub const CREDENTIAL_VARS: &[&str] = &[
+    "NPM_CONFIG_USERCONFIG",
+    "npm_config_userconfig",
+    "DOCKER_CONFIG",
+    "KUBECONFIG",
+    "AWS_SHARED_CREDENTIALS_FILE",
+    "AWS_CONFIG_FILE",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "CLOUDSDK_CONFIG",
+    "AZURE_CONFIG_DIR",
+    "GH_CONFIG_DIR",
+    "GNUPGHOME",
+    "PASSWORD_STORE_DIR",
+];
+
+/// Variables that move a folder of `$HOME` the credential list names
+/// entries in, with that folder: the entries are hidden where the
+/// variable puts them too (`XDG_CONFIG_HOME=/srv/cfg` hides
+/// `/srv/cfg/gh`, as `~/.config/gh`).
+pub const MOVED_HOME_FOLDERS: &[(&str, &str)] = &[
+    ("XDG_CONFIG_HOME", ".config"),
+    ("XDG_DATA_HOME", ".local/share"),
+    ("XDG_CACHE_HOME", ".cache"),
+];
+
 /// The read policy: what confined programs may read besides the roots
 /// (always readable and writable) and the private `/tmp`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -203,7 +252,8 @@ pub struct UserReads {
     pub home: Option<PathBuf>,
     /// `PATH`.
     pub path: Option<OsString>,
-    /// The [`TOOLCHAIN_VARS`] that are set, as (name, value).
+    /// The [`TOOLCHAIN_VARS`], [`CREDENTIAL_VARS`] and
+    /// [`MOVED_HOME_FOLDERS`] variables that are set, as (name, value).
     pub toolchain_vars: Vec<(String, OsString)>,
     /// Paths the user allows (NIB_SANDBOX_BIND): readable, and shown even
     /// when a credential entry would hide them.
@@ -213,12 +263,16 @@ pub struct UserReads {
 }
 
 impl UserReads {
-    /// The toolchain variables from an environment lookup.
+    /// The toolchain variables, and those that move credential files
+    /// ([`CREDENTIAL_VARS`], [`MOVED_HOME_FOLDERS`]), from an environment
+    /// lookup.
     pub fn toolchain_vars_from(
         lookup: impl Fn(&str) -> Option<OsString>,
     ) -> Vec<(String, OsString)> {
         TOOLCHAIN_VARS
             .iter()
+            .chain(CREDENTIAL_VARS)
+            .chain(MOVED_HOME_FOLDERS.iter().map(|(n, _)| n))
             .filter_map(|n| {
                 lookup(n)
                     .filter(|v| !v.is_empty())
@@ -264,13 +318,28 @@ impl Reads {
         if let Some(home) = home {
             readable.extend(HOME_TOOLCHAINS.iter().map(|p| home.join(p)));
         }
+        // Toolchain folders outside the usual places: readable (unless too
+        // wide), and their own credential files hidden wherever they lie.
+        let mut toolchains: Vec<PathBuf> = Vec::new();
         for (name, value) in &user.toolchain_vars {
+            if !TOOLCHAIN_VARS.contains(&name.as_str()) {
+                continue;
+            }
             let values: Vec<PathBuf> = if name == "GOPATH" {
                 std::env::split_paths(value).collect()
             } else {
                 vec![PathBuf::from(value)]
             };
-            readable.extend(values.into_iter().filter(|p| too_wide(p, home).is_none()));
+            readable.extend(
+                values
+                    .iter()
+                    .filter(|p| too_wide(p, home).is_none())
+                    .cloned(),
+            );
+            // GIT_CONFIG_GLOBAL names a file: nothing lies inside it.
+            if name != "GIT_CONFIG_GLOBAL" {
+                toolchains.extend(values.into_iter().filter(|p| p.is_absolute()));
+            }
         }
         if let Some(path) = &user.path {
             for dir in std::env::split_paths(path) {
@@ -284,6 +353,7 @@ impl Reads {
                     .flatten()
                     .filter(|p| too_wide(p, home).is_none())
                     .filter(|p| home.is_none_or(|h| *p != h.join(".local")));
+                toolchains.extend(toolchain_root.iter().cloned());
                 readable.extend(toolchain_root);
                 readable.push(dir);
             }
@@ -292,6 +362,10 @@ impl Reads {
         let mut hidden = system_secrets(Path::new("/etc/ssh"));
         if let Some(home) = home {
             hidden.extend(CREDENTIALS.iter().map(|p| home.join(p)));
+        }
+        hidden.extend(moved_credentials(&user.toolchain_vars));
+        for t in &toolchains {
+            hidden.extend(TOOLCHAIN_CREDENTIALS.iter().map(|c| t.join(c)));
         }
         hidden.extend(user.hide.iter().cloned());
         // What the user names exactly is shown; an allowed path inside a
@@ -402,6 +476,36 @@ fn laid_out(path: &Path) -> Vec<u8> {
 fn is_under(path: &[u8], root: &[u8]) -> bool {
     path.starts_with(root)
         && (path.len() == root.len() || root.ends_with(b"/") || path[root.len()] == b'/')
+}
+
+/// The credential files and folders the variables that move them name:
+/// each [`CREDENTIAL_VARS`] value whole, and the credential list's entries
+/// of a folder a [`MOVED_HOME_FOLDERS`] variable moves, where it puts them.
+/// Relative values name nothing (programs run elsewhere).
+fn moved_credentials(vars: &[(String, OsString)]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for (name, value) in vars {
+        if CREDENTIAL_VARS.contains(&name.as_str()) {
+            let values: Vec<PathBuf> = if name == "KUBECONFIG" {
+                std::env::split_paths(value).collect()
+            } else {
+                vec![PathBuf::from(value)]
+            };
+            out.extend(values.into_iter().filter(|p| p.is_absolute()));
+        } else if let Some((_, folder)) = MOVED_HOME_FOLDERS.iter().find(|(n, _)| n == name) {
+            let moved = PathBuf::from(value);
+            if !moved.is_absolute() {
+                continue;
+            }
+            out.extend(CREDENTIALS.iter().filter_map(|c| {
+                Path::new(c)
+                    .strip_prefix(folder)
+                    .ok()
+                    .map(|rest| moved.join(rest))
+            }));
+        }
+    }
+    out
 }
 
 /// Why a folder named by PATH or a variable may not be made readable:
@@ -589,6 +693,11 @@ mod tests {
                     "GOPATH".into(),
                     std::env::join_paths([p("/g1"), h.to_path_buf()]).unwrap(),
                 ),
+                ("GIT_CONFIG_GLOBAL".into(), "/srv/gitconfig".into()),
+                ("DOCKER_CONFIG".into(), "/srv/docker".into()),
+                ("KUBECONFIG".into(), "/srv/k1:/srv/k2:rel".into()),
+                ("XDG_CONFIG_HOME".into(), "/srv/cfg".into()),
+                ("XDG_DATA_HOME".into(), "relative".into()),
             ],
             allow: vec![
                 h.join(".docker/config.json"),
@@ -643,5 +752,40 @@ mod tests {
         assert!(!reads.hides(&h.join("proj/src/a.rs"), &[h.join("proj")]));
         assert!(reads.hides(&p("/srv/elsewhere"), &[]));
         assert!(!reads.hides(&p("/usr/bin/git"), &[]));
+        // Toolchain folders wherever they lie hold their credential files
+        // hidden; the variables that move credential files are followed.
+        for hidden in [
+            "/srv/cargo/credentials.toml",
+            "/srv/cargo/credentials",
+            "/g1/credentials",
+            "/opt/sdk/credentials.toml",
+            "/opt/sdk/conf/settings.xml",
+            "/home/u/.pyenv/.credentials",
+            "/srv/docker",
+            "/srv/k1",
+            "/srv/k2",
+            "/srv/cfg/gh",
+            "/srv/cfg/gcloud",
+            "/srv/cfg/git/credentials",
+            "/home/u/.sbt/.credentials",
+            "/home/u/.ivy2/.credentials",
+        ] {
+            assert!(
+                reads.hidden.contains(&p(hidden)),
+                "{hidden}: {:?}",
+                reads.hidden
+            );
+        }
+        assert!(reads.hides(&p("/srv/cargo/credentials.toml"), &[]));
+        assert!(!reads.hides(&p("/srv/cargo/registry/x"), &[]));
+        assert!(reads.hides(&p("/opt/sdk/credentials.toml"), &[]));
+        assert!(!reads.hides(&p("/opt/sdk/lib/x"), &[]));
+        for never in ["/srv/gitconfig/credentials", "rel", "relative/keyrings"] {
+            assert!(!reads.hidden.contains(&p(never)), "{never}");
+        }
+        assert!(
+            !reads.hides(&p("/srv/gitconfig"), &[]),
+            "git's file stays readable"
+        );
     }
 }
