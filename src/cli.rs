@@ -756,9 +756,7 @@ pub fn doctor(config: &Config) -> i32 {
             config.sandbox_mode()
         )
     } else if let Err(why) = &mode {
-        format!(
-            "mode: NIB_SANDBOX=1, and programs are refused (nib's own commands in nibash too): {why}"
-        )
+        format!("mode: {why}")
     } else {
         format!(
             "mode: {}; {}; writable: {}",

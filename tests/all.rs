@@ -12,6 +12,7 @@ mod clients;
 mod confine;
 mod deciders;
 mod edit;
+mod fail_closed;
 mod git;
 mod git_dirs;
 mod grep;
