@@ -20,6 +20,7 @@ mod lang;
 mod layers;
 mod limits;
 mod names;
+mod planted;
 mod plugin;
 mod network;
 mod nibash;

@@ -402,3 +402,36 @@ fn a_worker_entry_inside_the_project_is_refused() {
         assert!(!said.contains("\nran"), "{mode}: {said}");
     }
 }
+
+#[test]
+fn path_folders_this_user_cannot_read_are_left_out() {
+    if !is_root() {
+        eprintln!("fail_closed: needs root to run as another user: skipped");
+        return;
+    }
+    let Some(user) = ordinary_user() else {
+        eprintln!("fail_closed: cannot make an ordinary user (useradd failed): skipped");
+        return;
+    };
+    // A folder only root may enter, first on the user's PATH.
+    let hidden = tempfile::tempdir().unwrap();
+    let bin = hidden.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let mut p = std::fs::metadata(hidden.path()).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut p, 0o700);
+    std::fs::set_permissions(hidden.path(), p).unwrap();
+    for (mode, env) in modes() {
+        let world = World::new(Some(user));
+        let mut env = env;
+        env.push(("PATH", format!("{}:/usr/bin:/bin", bin.display())));
+        let run = Run {
+            user: Some(user),
+            filter: None,
+            env,
+        };
+        let (said, code) = nib_in(&world, &run, &["sh", "echo the call ran"]);
+        assert!(said.contains("the call ran"), "{mode}: {said}");
+        assert!(!said.contains("Can't find source path"), "{mode}: {said}");
+        assert_eq!(code, 0, "{mode}: {said}");
+    }
+}

@@ -87,11 +87,20 @@ impl Mode {
             Mode::Bubblewrap { landlock, .. } => {
                 format!("bubblewrap + Landlock ABI {landlock} + seccomp")
             }
-            Mode::Landlock { abi, why } if why == BWRAP_OFF => {
-                format!("Landlock ABI {abi} + seccomp (bubblewrap off: {why})")
-            }
-            Mode::Landlock { abi, .. } => {
-                format!("Landlock ABI {abi} + seccomp (bubblewrap cannot start here)")
+            Mode::Landlock { abi, why } => {
+                let why = if why == BWRAP_OFF {
+                    format!("bubblewrap off: {why}")
+                } else {
+                    "bubblewrap cannot start here".to_string()
+                };
+                // Before ABI 6 nothing scopes them without bubblewrap's
+                // namespaces: say so rather than claim it.
+                let unheld = if *abi < 6 {
+                    "; abstract unix sockets and signals outside the tree are not held (Landlock ABI 6 scopes them)"
+                } else {
+                    ""
+                };
+                format!("Landlock ABI {abi} + seccomp ({why}){unheld}")
             }
         }
     }

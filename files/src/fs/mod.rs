@@ -23,6 +23,7 @@
 pub mod beneath;
 mod error;
 pub mod git_guard;
+pub mod planted;
 pub mod runs_code;
 pub mod trash;
 

@@ -277,7 +277,12 @@ impl Consumer {
         // What the job left in git dirs for the person's git is taken out
         // now that it ended, and said in its output.
         let since = std::time::SystemTime::now() - self.entry.age();
-        let swept = nib_files::fs::git_guard::sweep(&self.asker.scope, &self.held, since);
+        let mut swept = nib_files::fs::git_guard::sweep(&self.asker.scope, &self.held, since);
+        swept.extend(nib_files::fs::planted::sweep(
+            &self.asker.scope,
+            &self.held,
+            since,
+        ));
         if !swept.is_empty() {
             let mut s = self.entry.state();
             for line in swept {

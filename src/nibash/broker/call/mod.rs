@@ -18,6 +18,7 @@ mod args;
 mod asks;
 mod consume;
 mod seen_rows;
+mod watch;
 
 pub use args::{CallArgs, DEFAULT_TIMEOUT, MAX_TIMEOUT};
 
@@ -85,6 +86,7 @@ pub fn run(ctx: &Ctx, nib: &Arc<Nibash>, args: CallArgs) -> ToolOutput {
     };
     let ((worker, pipe, broker_side), refill, held) = started;
     let held_now = held.clone();
+    watch::watch(&entry, &ctx.scope, &held_now);
     entry.set_killer(worker.killer());
     let proxy_token = worker.proxy_token().map(str::to_string);
     let exec_log = worker.exec_log();
@@ -147,7 +149,12 @@ pub fn run(ctx: &Ctx, nib: &Arc<Nibash>, args: CallArgs) -> ToolOutput {
         .iter()
         .map(|e| e.age())
         .fold(call_start.elapsed(), Duration::max);
-    for line in nib_files::fs::git_guard::sweep(&ctx.scope, &held_now, SystemTime::now() - since) {
+    let since = SystemTime::now() - since;
+    let swept = nib_files::fs::git_guard::sweep(&ctx.scope, &held_now, since);
+    for line in swept
+        .into_iter()
+        .chain(nib_files::fs::planted::sweep(&ctx.scope, &held_now, since))
+    {
         out.text.push_str(&line);
         out.text.push('\n');
     }
