@@ -569,3 +569,78 @@ time.sleep(8)
         nib.stop().await;
     }
 }
+
+/// A tunnel flood (issue 58): a program opens as many `CONNECT` tunnels
+/// as it can (more than the sandbox's 512 processes could each give the
+/// bubblewrap bridge a thread), holds them, then lets them all go. The
+/// proxy — and under bubblewrap the bridge to it — survives: once they
+/// are gone an allowed host is reached again, in both modes.
+#[tokio::test]
+async fn after_a_tunnel_flood_an_allowed_host_is_reached_again() {
+    if !nib_sandbox::bwrap_usable() && nib_sandbox::probe().landlock_abi < 4 {
+        return;
+    }
+    for bwrap in ["1", "0"] {
+        if bwrap == "1" && !nib_sandbox::bwrap_usable()
+            || bwrap == "0" && nib_sandbox::probe().landlock_abi < 4
+        {
+            continue;
+        }
+        let (port, seen) = server();
+        let hold = holder();
+        let dir = project();
+        let nib = sandboxed(dir.path(), bwrap, Some("127.0.0.1")).await;
+        let script = format!(
+            r#"
+import base64, os, socket
+from urllib.parse import urlparse
+u = urlparse(os.environ["HTTP_PROXY"])
+auth = base64.b64encode(f"{{u.username}}:{{u.password}}".encode()).decode()
+held, answered = [], 0
+for i in range(1200):
+    try:
+        s = socket.create_connection((u.hostname, u.port), timeout=5)
+        s.sendall(f"CONNECT 127.0.0.1:{hold} HTTP/1.1\r\nProxy-Authorization: Basic {{auth}}\r\n\r\n".encode())
+        held.append(s)
+    except OSError:
+        pass
+for s in held:
+    try:
+        s.settimeout(2)
+        if s.recv(12).startswith(b"HTTP/1.1 200"):
+            answered += 1
+    except OSError:
+        pass
+print("opened", len(held), "answered", answered, flush=True)
+for s in held:
+    s.close()
+"#
+        );
+        std::fs::write(dir.path().join("flood.py"), script).unwrap();
+        let flood = nib
+            .ok(
+                "nibash",
+                json!({"command": "ulimit -n 4096 2>/dev/null; python3 flood.py", "timeout": 120}),
+            )
+            .await;
+        eprintln!("bwrap={bwrap}: {flood}");
+        assert!(flood.contains("opened"), "bwrap={bwrap}: {flood}");
+        let after =
+            format!("env -u NO_PROXY -u no_proxy git ls-remote http://127.0.0.1:{port}/after.git");
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(40);
+        while !seen
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|l| l.contains("/after.git"))
+        {
+            assert!(
+                std::time::Instant::now() < until,
+                "bwrap={bwrap}: after the flood ({flood}) the proxy no longer accepts"
+            );
+            tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+            nib.call("nibash", json!({ "command": after })).await;
+        }
+        nib.stop().await;
+    }
+}

@@ -23,6 +23,23 @@ fn pump(mut from: impl io::Read, mut to: impl io::Write, done: impl FnOnce()) {
     done();
 }
 
+/// A thread for `f`, or `None` when none can be made (the call's pids
+/// cgroup is full, say). `std::thread::spawn` would panic there, and a
+/// panic on the accepting thread ended the bridge — and with it every
+/// connection to the proxy for the rest of the session (issue 58's tunnel
+/// flood). A small stack: a thread only copies bytes.
+fn thread(f: impl FnOnce() + Send + 'static) -> Option<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new()
+        .stack_size(64 * 1024)
+        .spawn(f)
+        .ok()
+}
+
+/// After a failed `accept` or a thread that could not be made, the bridge
+/// waits this long before accepting again (no busy loop while the
+/// descriptors or threads a flood holds are in use).
+const BACKOFF: std::time::Duration = std::time::Duration::from_millis(50);
+
 fn join(tcp: std::net::TcpStream, socket: &Path) {
     let Ok(unix) = UnixStream::connect(socket) else {
         return;
@@ -30,11 +47,15 @@ fn join(tcp: std::net::TcpStream, socket: &Path) {
     let (Ok(tcp2), Ok(unix2)) = (tcp.try_clone(), unix.try_clone()) else {
         return;
     };
-    let up = std::thread::spawn(move || {
+    // Without a second thread the connection is closed (all four
+    // descriptors dropped here), and the client sees it end.
+    let Some(up) = thread(move || {
         pump(&tcp, &unix, || {
             let _ = unix.shutdown(std::net::Shutdown::Write);
         })
-    });
+    }) else {
+        return;
+    };
     pump(&unix2, &tcp2, || {
         let _ = tcp2.shutdown(std::net::Shutdown::Write);
     });
@@ -46,13 +67,20 @@ fn serve(listener: TcpListener, socket: PathBuf, worker: libc::pid_t) -> ! {
         wait_for_exit(worker);
         std::process::exit(0)
     });
-    for conn in listener.incoming().flatten() {
+    loop {
+        let Ok((conn, _)) = listener.accept() else {
+            std::thread::sleep(BACKOFF);
+            continue;
+        };
         // No Nagle delay on the program's side of the bridge (TLS records).
         let _ = conn.set_nodelay(true);
         let socket = socket.clone();
-        std::thread::spawn(move || join(conn, &socket));
+        // No thread to be had: the connection is closed (dropped with the
+        // closure) and the bridge accepts again once threads end.
+        if thread(move || join(conn, &socket)).is_none() {
+            std::thread::sleep(BACKOFF);
+        }
     }
-    std::process::exit(0)
 }
 
 /// Returns when process `pid` (of this PID namespace) has ended.

@@ -245,8 +245,10 @@ fn parse(head: &[u8]) -> Result<Ask, &'static str> {
     };
     let auth = auth.rsplit_once('@').map_or(auth, |(_, a)| a);
     let (host, port) = authority(auth, Some(80)).ok_or("a bad host in the URL")?;
+    let lines: Vec<&str> = lines.filter(|l| !l.is_empty()).collect();
+    framed_once(&lines)?;
     let mut out = format!("{method} {path} {version}\r\n");
-    for line in lines.filter(|l| !l.is_empty()) {
+    for line in lines {
         let name = line
             .split(':')
             .next()
@@ -264,6 +266,31 @@ fn parse(head: &[u8]) -> Result<Ask, &'static str> {
         port,
         head: out.into_bytes(),
     })
+}
+
+/// Refuses a plain request framed two ways (RFC 9112 §6.3): with both
+/// `Content-Length` and `Transfer-Encoding`, or with differing lengths —
+/// the server and the proxy could end its body at different places.
+fn framed_once(lines: &[&str]) -> Result<(), &'static str> {
+    let values = |name: &str| -> Vec<&str> {
+        lines
+            .iter()
+            .filter_map(|l| l.split_once(':'))
+            .filter(|(n, _)| n.trim().eq_ignore_ascii_case(name))
+            .flat_map(|(_, v)| v.split(','))
+            .map(str::trim)
+            .collect()
+    };
+    let lengths = values("content-length");
+    if !lengths.is_empty() && !values("transfer-encoding").is_empty() {
+        return Err(
+            "a request with both Content-Length and Transfer-Encoding is refused (RFC 9112 §6.3); nothing was sent",
+        );
+    }
+    if lengths.windows(2).any(|w| w[0] != w[1]) {
+        return Err("a request with two differing Content-Lengths is refused; nothing was sent");
+    }
+    Ok(())
 }
 
 /// Copies both ways until both end; once one side has ended, the other
@@ -781,6 +808,21 @@ mod tests {
             "GET /a/b?c HTTP/1.1\r\nHost: pkg.example\r\nConnection: close\r\n\r\n"
         );
         assert!(parse(b"GET /x HTTP/1.1").is_err());
+        // Framed two ways: refused (RFC 9112 §6.3).
+        for head in [
+            "POST http://pkg.example/ HTTP/1.1\r\nHost: pkg.example\r\nContent-Length: 4\r\nTransfer-Encoding: chunked",
+            "POST http://pkg.example/ HTTP/1.1\r\nHost: pkg.example\r\ntransfer-encoding: chunked\r\ncontent-length: 4",
+            "POST http://pkg.example/ HTTP/1.1\r\nHost: pkg.example\r\nContent-Length: 4\r\nContent-Length: 5",
+        ] {
+            assert!(
+                parse(head.as_bytes()).is_err_and(|e| e.contains("refused")),
+                "{head}"
+            );
+        }
+        assert!(
+            parse(b"POST http://pkg.example/ HTTP/1.1\r\nContent-Length: 4\r\nContent-Length: 4")
+                .is_ok()
+        );
         assert!(parse(b"CONNECT nohost HTTP/1.1").is_err());
         assert!(parse(b"garbage").is_err());
     }
