@@ -15,8 +15,9 @@ the kubernetes-validate package bundles, in their strict form (unknown fields re
 carries those schemas in its wheel: nothing is fetched.
 Third, what the schemas cannot say: every pod runs under the restricted profile nib's manifests
 promise (non-root uid 1000, no privilege escalation, all capabilities dropped, the runtime's
-seccomp profile, a read-only root with /tmp and the workspace on volumes), images name no registry
-host, and the objects point at each other correctly (pool -> template, claim -> pool, volumes ->
+seccomp profile, a read-only root with /tmp and the workspace on volumes), the nib an MCP
+configuration starts lies on a read-only mount in a folder others cannot write (nib starts its
+worker from no other), images name no registry host, and the objects point at each other correctly (pool -> template, claim -> pool, volumes ->
 ConfigMap, Service and NetworkPolicy -> the pod's labels and ports; a claim's env or volume claims
 need the template's leave).
 Fourth, the YAML blocks of docs/kubernetes.md that hold whole objects get the first two checks.
@@ -475,6 +476,41 @@ def check_pod(where: str, pod: dict, report: Report) -> None:
         report.add("policy", where, f"no container runs {NIB_IMAGE}")
 
 
+def check_nib_folder(where: str, pod: dict, config_maps: dict[str, Doc], report: Report) -> None:
+    """The nib an MCP configuration starts lies on a read-only mount, in a folder of its own.
+
+    nib starts its worker from no folder others may write, and an emptyDir's own folder is
+    writable by all: nib must sit in a folder the init container made inside the volume.
+    """
+    volumes = {v.get("name"): v for v in pod.get("volumes") or [] if isinstance(v, dict)}
+    for c in pod.get("containers") or []:
+        mounts = [m for m in c.get("volumeMounts") or [] if isinstance(m, dict)]
+        for m in mounts:
+            cm = (volumes.get(m.get("name")) or {}).get("configMap") or {}
+            data = ((config_maps.get(cm.get("name")) or Doc("", {})).obj.get("data")) or {}
+            for key, text in data.items():
+                try:
+                    servers = json.loads(text).get("mcpServers", {}) if key.endswith(".json") else {}
+                except (ValueError, AttributeError, TypeError):
+                    continue
+                for name, server in servers.items():
+                    command = str(server.get("command", ""))
+                    holder = max(
+                        (h for h in mounts if command.startswith(str(h.get("mountPath", "")).rstrip("/") + "/")),
+                        key=lambda h: len(h.get("mountPath", "")),
+                        default=None,
+                    )
+                    cw = f"{where} containers[{c.get('name')}] {key} server {name!r}"
+                    if holder is None:
+                        report.add("policy", cw, f"command {command} lies on no volume of the container (the image would need its own nib)")
+                        continue
+                    if not holder.get("readOnly"):
+                        report.add("policy", cw, f"the volume holding {command} is mounted writable: the agent could change nib")
+                    vol = volumes.get(holder.get("name")) or {}
+                    if "emptyDir" in vol and str(Path(command).parent) == str(holder.get("mountPath", "")).rstrip("/"):
+                        report.add("policy", cw, f"{command} lies in the emptyDir's own folder, which is writable by all: nib would refuse to start its worker there")
+
+
 def check_policy(docs: list[Doc], report: Report) -> None:
     by_kind: dict[str, dict[str, Doc]] = {}
     for doc in docs:
@@ -493,6 +529,8 @@ def check_policy(docs: list[Doc], report: Report) -> None:
                 cm = (v.get("configMap") or {}).get("name") if isinstance(v, dict) else None
                 if cm and cm not in by_kind.get("ConfigMap", {}):
                     report.add("refs", where, f"volume {v.get('name')!r} names ConfigMap {cm!r}, which no manifest defines")
+        if pod is not None:
+            check_nib_folder(where, pod, by_kind.get("ConfigMap", {}), report)
         if kind == "ConfigMap":
             for key, value in (obj.get("data") or {}).items():
                 if key.endswith(".json") and isinstance(value, str):
@@ -611,6 +649,10 @@ BREAKS: list[tuple[str, str, str, Callable[[list[Doc]], None]]] = [
      lambda ds: find(ds, "ConfigMap")["data"].update({"mcp.json": {"mcpServers": {}}})),
     ("the MCP configuration broken as JSON", "policy", "is not JSON",
      lambda ds: find(ds, "ConfigMap")["data"].update({"mcp.json": find(ds, "ConfigMap")["data"]["mcp.json"].replace("}", "", 1)})),
+    ("nib's folder as the emptyDir's own (writable by all)", "policy", "writable by all",
+     lambda ds: [m.update(mountPath="/opt/nib/bin") for m in agent(find(ds, "SandboxTemplate"))["volumeMounts"] if m["name"] == "nib-bin"]),
+    ("nib's volume mounted writable in the agent container", "policy", "mounted writable",
+     lambda ds: [m.pop("readOnly") for m in agent(find(ds, "Deployment"))["volumeMounts"] if m["name"] == "nib-bin"]),
     ("allowPrivilegeEscalation true in the SandboxTemplate", "policy", "allowPrivilegeEscalation",
      lambda ds: agent(find(ds, "SandboxTemplate"))["securityContext"].update(allowPrivilegeEscalation=True)),
     ("a writable root file system in the Deployment", "policy", "readOnlyRootFilesystem",
