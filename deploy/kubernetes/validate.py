@@ -680,8 +680,21 @@ BREAKS: list[tuple[str, str, str, Callable[[list[Doc]], None]]] = [
 ]
 
 
-def self_check(docs: list[Doc], schemas: Schemas) -> tuple[list[str], list[str]]:
+def self_check(docs: list[Doc], doc_blocks: list[Doc], schemas: Schemas) -> tuple[list[str], list[str]]:
     passed, failed = [], []
+    if doc_blocks:
+        # The page's objects get the schema checks too: a misspelt field in the first is refused.
+        broken_blocks = copy.deepcopy(doc_blocks)
+        spec = broken_blocks[0].obj.get("spec")
+        if isinstance(spec, dict):
+            spec["warmPoolReference"] = spec.get("warmPoolRef")
+        report = validate(docs, broken_blocks, schemas)
+        hits = [f for f in report.findings if f.kind == "crd" and "warmPoolReference" in f.message]
+        what = f"a misspelt field in {broken_blocks[0].source}"
+        if hits:
+            passed.append(f"refused: {what} ({hits[0]})")
+        else:
+            failed.append(f"self-check: NOT refused by the crd check: {what}")
     for what, kind, text, breaker in BREAKS:
         broken = copy.deepcopy(docs)
         try:
@@ -728,7 +741,7 @@ def main() -> int:
         if failed:
             print("      the self-check needs manifests that pass; skipped")
         else:
-            ok, bad = self_check(docs, schemas)
+            ok, bad = self_check(docs, doc_blocks, schemas)
             for line in ok:
                 print(f"ok    {line}")
             for line in bad:
