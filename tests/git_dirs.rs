@@ -354,3 +354,39 @@ async fn a_worktree_is_still_made_inside_the_sandbox() {
         nib.stop().await;
     }
 }
+
+#[tokio::test]
+async fn a_file_the_persons_config_includes_is_held_like_the_config() {
+    for mode in SANDBOXED {
+        let (_t, root, _o, global, marker) = person_setup();
+        std::fs::write(root.join("team.gitconfig"), "[user]\n\tname = Team\n").unwrap();
+        git(&root, &["config", "include.path", "../team.gitconfig"]);
+        git(&root, &["add", "team.gitconfig"]);
+        git(&root, &["commit", "-qm", "team"]);
+        let before = std::fs::read(root.join("team.gitconfig")).unwrap();
+        let nib = sandboxed(&root, mode).await;
+        let out = sh(
+            &nib,
+            &format!(
+                "printf '[core]\\n\\tfsmonitor = touch {m}\\n' >> team.gitconfig; echo appended",
+                m = marker.display()
+            ),
+        )
+        .await;
+        let tag = expected_tag(&before);
+        let t = nib
+            .err(
+                "write",
+                json!({"path": "team.gitconfig", "content": format!("[core]\n\tfsmonitor = touch {}\n", marker.display()), "tag": tag}),
+            )
+            .await;
+        assert!(t.contains("was declined"), "{mode:?}: {t}");
+        assert_eq!(
+            std::fs::read(root.join("team.gitconfig")).unwrap(),
+            before,
+            "{mode:?}: {out}"
+        );
+        persons_git_runs_nothing(&root, &global, &marker, &format!("{mode:?}: {out}"));
+        nib.stop().await;
+    }
+}

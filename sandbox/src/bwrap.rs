@@ -443,6 +443,42 @@ mod tests {
     }
 
     #[test]
+    fn a_pinned_folder_is_bound_before_a_hidden_path_inside_it() {
+        let home = tempfile::tempdir().unwrap();
+        let proj = home.path().join("proj");
+        std::fs::create_dir_all(proj.join("vendor/lib/.git")).unwrap();
+        std::fs::write(proj.join("vendor/.env"), "t").unwrap();
+        let policy = Policy {
+            confine: true,
+            writable: vec![proj.clone()],
+            pinned: vec![proj.join("vendor"), proj.join("vendor/lib/.git")],
+            reads: crate::Reads {
+                readable: vec![PathBuf::from("/usr")],
+                hidden: vec![proj.join("vendor/.env")],
+            },
+            ..Policy::default()
+        };
+        let stand_ins = StandIns {
+            file: PathBuf::from("/s/file"),
+            dir: PathBuf::from("/s/dir"),
+        };
+        let argv: Vec<String> = bwrap_argv(&policy, Path::new("/n"), &[], &stand_ins)
+            .into_iter()
+            .map(|s| s.to_string_lossy().into_owned())
+            .collect();
+        let at = |flag: &str, path: &Path| {
+            let p = path.to_string_lossy();
+            argv.windows(3)
+                .position(|w| w[0] == flag && w[2] == p)
+                .unwrap_or_else(|| panic!("{flag} {p} in {argv:?}"))
+        };
+        let pin = at("--bind-try", &proj.join("vendor"));
+        assert!(at("--bind", &proj) < pin);
+        assert!(pin < at("--ro-bind", &proj.join("vendor/.env")));
+        assert!(pin < at("--bind-try", &proj.join("vendor/lib/.git")));
+    }
+
+    #[test]
     fn stand_ins_are_empty_and_unreadable() {
         use std::os::unix::fs::PermissionsExt;
         let temp = tempfile::tempdir().unwrap();

@@ -627,6 +627,38 @@ fn neutralize(
             what.push(format!("{name}: {}", dropped.join(", ")));
         }
     }
+    // The files a config of this git dir includes, in the roots: read by
+    // git as the repository's settings (a git dir judged whole has lost
+    // its include lines above).
+    if honour_held {
+        let included: Vec<PathBuf> = ["config", "config.worktree"]
+            .iter()
+            .flat_map(|name| super::runs_code::included_files(&dir.join(name)))
+            .filter(|f| roots.iter().any(|r| f.starts_with(&r.path)))
+            .collect();
+        for path in included {
+            if skip(&path)
+                || !std::fs::symlink_metadata(&path)
+                    .is_ok_and(|m| m.is_file() && changed_at(&m) >= since)
+            {
+                continue;
+            }
+            let Ok(file) = super::read_file(scope, &path, 1 << 20) else {
+                continue;
+            };
+            let (kept, dropped) = clean_config(&String::from_utf8_lossy(&file.bytes));
+            if !dropped.is_empty()
+                && to_trash(roots, &path).is_ok()
+                && write_back(scope, &path, kept.as_bytes()).is_ok()
+            {
+                what.push(format!(
+                    "{} (included by its config): {}",
+                    nib_text::path_text::escape_control(&path.to_string_lossy()),
+                    dropped.join(", ")
+                ));
+            }
+        }
+    }
     let commondir = dir.join("commondir");
     if honour_held
         && !skip(&commondir)

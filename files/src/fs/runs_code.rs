@@ -69,7 +69,90 @@ pub fn makes_code_run(rel: &Path) -> bool {
 /// anywhere in a git dir (named `.git` at any depth, or known by its
 /// content) — the file tools have no business there.
 pub fn write_needs_approval(root: &Path, rel: &Path) -> bool {
-    makes_code_run(rel) || parts(rel).iter().any(|c| c == ".git") || in_a_git_dir(root, rel)
+    makes_code_run(rel)
+        || parts(rel).iter().any(|c| c == ".git")
+        || in_a_git_dir(root, rel)
+        || included_by_the_root(root, rel)
+}
+
+/// Whether `rel` is a file the root's own git config includes (directly
+/// or through another included file): git reads its settings as the
+/// repository's.
+fn included_by_the_root(root: &Path, rel: &Path) -> bool {
+    let target = root.join(rel);
+    ["config", "config.worktree"]
+        .iter()
+        .flat_map(|name| included_files(&root.join(".git").join(name)))
+        .any(|f| f == target)
+}
+
+/// The files a git config includes (`include.path`, `includeIf.*.path`),
+/// followed through the files they include, a few levels deep: relative
+/// paths are taken from the including file's folder, `~/` from `HOME`.
+/// Only files that exist are listed, resolved.
+pub(crate) fn included_files(config: &Path) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = Vec::new();
+    let mut stack = vec![(config.to_path_buf(), 0usize)];
+    while let Some((file, depth)) = stack.pop() {
+        let Ok(text) = std::fs::read_to_string(&file) else {
+            continue;
+        };
+        for target in include_paths(&text) {
+            let path = match target.strip_prefix("~/") {
+                Some(rest) => match std::env::var_os("HOME") {
+                    Some(home) => PathBuf::from(home).join(rest),
+                    None => continue,
+                },
+                None => match file.parent() {
+                    Some(dir) => dir.join(&target),
+                    None => continue,
+                },
+            };
+            let Ok(real) = std::fs::canonicalize(&path) else {
+                continue;
+            };
+            if !found.contains(&real) && depth < 10 {
+                found.push(real.clone());
+                stack.push((real, depth + 1));
+            }
+        }
+    }
+    found
+}
+
+/// The values of `path` in a config's `[include]` and `[includeIf …]`
+/// sections (a key may follow its header on the same line; quotes taken
+/// off).
+fn include_paths(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut in_include = false;
+    for line in text.lines() {
+        let mut t = line.trim();
+        if let Some(rest) = t.strip_prefix('[') {
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+                .collect::<String>()
+                .to_ascii_lowercase();
+            in_include = name == "include" || name == "includeif";
+            t = match rest.find(']') {
+                Some(end) => rest[end + 1..].trim(),
+                None => "",
+            };
+        }
+        if !in_include {
+            continue;
+        }
+        if let Some((key, value)) = t.split_once('=')
+            && key.trim().eq_ignore_ascii_case("path")
+        {
+            let value = value.trim().trim_matches('"').trim();
+            if !value.is_empty() {
+                out.push(value.to_string());
+            }
+        }
+    }
+    out
 }
 
 fn parts(rel: &Path) -> Vec<String> {
@@ -177,11 +260,21 @@ pub fn protected_for_programs(root: &Path) -> ForPrograms {
     if let Ok(mut k) = by_content.lock() {
         git_dirs.append(&mut k);
     }
+    let mut included: Vec<PathBuf> = Vec::new();
     while let Some(dir) = git_dirs.pop() {
         if pinned.contains(&dir) {
             continue;
         }
         out.extend(OF_A_GIT_DIR.iter().map(|f| dir.join(f)));
+        // The files its config includes, when they are in the root: git
+        // reads their settings as the repository's.
+        for name in ["config", "config.worktree"] {
+            included.extend(
+                included_files(&dir.join(name))
+                    .into_iter()
+                    .filter(|f| f.starts_with(root) && f.is_file()),
+            );
+        }
         for below in ["modules", "worktrees"] {
             git_dirs.extend(git_dirs_below(&dir.join(below), 0));
         }
@@ -192,6 +285,7 @@ pub fn protected_for_programs(root: &Path) -> ForPrograms {
         }
         pinned.push(dir);
     }
+    out.extend(included.iter().cloned());
     out.retain(|p| std::fs::symlink_metadata(p).is_ok());
     out.sort();
     out.dedup();
@@ -201,6 +295,7 @@ pub fn protected_for_programs(root: &Path) -> ForPrograms {
     let ancestors: Vec<PathBuf> = pinned
         .iter()
         .chain(&dot_git_files)
+        .chain(&included)
         .flat_map(|d| {
             d.ancestors()
                 .skip(1)
@@ -427,6 +522,21 @@ mod tests {
             ]
         );
         assert!(write_needs_approval(&root, Path::new("bare/config")));
+        // A file the root's config includes is held like the config.
+        std::fs::create_dir_all(root.join("conf")).unwrap();
+        std::fs::write(root.join("conf/team.gitconfig"), "[user]\n").unwrap();
+        std::fs::write(
+            root.join(".git/config"),
+            "[core]\n\tbare = false\n[include] path = \"../conf/team.gitconfig\"\n",
+        )
+        .unwrap();
+        let held = protected_for_programs(&root);
+        assert!(held.read_only.contains(&root.join("conf/team.gitconfig")));
+        assert!(held.git_dirs.contains(&root.join("conf")));
+        assert!(write_needs_approval(
+            &root,
+            Path::new("conf/team.gitconfig")
+        ));
         assert!(write_needs_approval(
             &root,
             Path::new("bare/objects/info/alternates")
