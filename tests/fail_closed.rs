@@ -435,3 +435,36 @@ fn path_folders_this_user_cannot_read_are_left_out() {
         assert_eq!(code, 0, "{mode}: {said}");
     }
 }
+
+#[test]
+fn without_user_notification_programs_are_refused_while_program_rules_exist() {
+    if !filter_works() || !is_root() {
+        return;
+    }
+    // Unconfined, and under root's bubblewrap + seccomp: modes that hold
+    // without Landlock, where only the exec-time rules are missing.
+    let unconfined: Vec<(&str, String)> = Vec::new();
+    for (mode, env) in [
+        ("unconfined", unconfined),
+        ("bubblewrap", vec![("NIB_SANDBOX", "1".to_string())]),
+    ] {
+        let world = World::new(None);
+        std::fs::write(
+            world.project.join("nib.json"),
+            r#"{"rules": [{"program": "forbidden-tool", "why": "use the tool's MCP server"}]}"#,
+        )
+        .unwrap();
+        let run = Run {
+            user: None,
+            filter: Some(GVISOR),
+            env,
+        };
+        let (said, code) = nib_in(&world, &run, &["sh", "echo ran > marker"]);
+        assert!(!world.project.join("marker").exists(), "{mode}: {said}");
+        assert!(
+            said.contains("program rules") && said.contains("user notification"),
+            "{mode}: {said}"
+        );
+        assert_ne!(code, 0, "{mode}");
+    }
+}
