@@ -122,7 +122,21 @@ fn serve_one<S: Read + Write>(stream: S, seen: &Seen, repos: &Path) -> std::io::
         .unwrap()
         .push(format!("{head}{}", String::from_utf8_lossy(&body)));
     let target = head.split(' ').nth(1).unwrap_or("/").to_string();
-    let (status, headers, out) = if target.starts_with("/echo") {
+    let (status, headers, out) = if target.starts_with("/echo64") {
+        // Echoes the head base64-encoded.
+        (
+            "200 OK",
+            String::new(),
+            base64_encode(head.as_bytes()).into_bytes(),
+        )
+    } else if target.starts_with("/gzip") {
+        // Echoes the head gzipped, whatever the request accepted.
+        (
+            "200 OK",
+            "Content-Encoding: gzip\r\n".to_string(),
+            gzipped(head.as_bytes()),
+        )
+    } else if target.starts_with("/echo") {
         // Echoes the request's head back, as some APIs echo what they got.
         ("200 OK", String::new(), head.clone().into_bytes())
     } else if let Some(path) = target.strip_prefix("/git") {
@@ -149,6 +163,18 @@ fn serve_one<S: Read + Write>(stream: S, seen: &Seen, repos: &Path) -> std::io::
     )?;
     w.write_all(&out)?;
     w.flush()
+}
+
+/// `b` gzipped by the system's gzip.
+fn gzipped(b: &[u8]) -> Vec<u8> {
+    let mut child = std::process::Command::new("gzip")
+        .arg("-c")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b).unwrap();
+    child.wait_with_output().unwrap().stdout
 }
 
 fn base64_encode(b: &[u8]) -> String {
@@ -442,5 +468,158 @@ async fn a_brokered_token_reaches_its_host_in_its_header_and_nowhere_else() {
                 "bwrap={bwrap}: the real token in an answer: {a}"
             );
         }
+    }
+}
+
+/// Issue 58's findings against a terminated tunnel, in both modes through
+/// nibash: the real token never goes to another authority on the declared
+/// host's connection (a `Host` of another name, an absolute-form target:
+/// domain fronting), an answer the server gzipped anyway is refused with a
+/// 502 saying why, an echo in base64 comes back as the placeholder, and a
+/// request framed two ways gets 400. The canaries: the requests the test's
+/// server records, and the real token in any answer.
+#[tokio::test]
+async fn a_brokered_token_goes_to_no_other_authority_and_comes_back_in_no_encoding() {
+    let landlock_net = nib_sandbox::probe().landlock_abi >= 4;
+    for bwrap in ["1", "0"] {
+        if bwrap == "0" && !landlock_net {
+            eprintln!(
+                "Landlock ABI < 4: the Landlock-alone mode cannot hold programs to the proxy here"
+            );
+            continue;
+        }
+        let outside = tempfile::tempdir().unwrap();
+        let server = https_server(outside.path(), outside.path());
+        let port = server.port;
+        let dir = project();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let ca = server.ca.to_string_lossy().into_owned();
+        let env = [
+            ("NIB_SANDBOX", "1"),
+            ("NIB_SANDBOX_BWRAP", bwrap),
+            ("NIB_SANDBOX_NETWORK", "127.0.0.1"),
+            ("NIB_SANDBOX_SECRETS", "GH_TOKEN@127.0.0.1"),
+            ("GH_TOKEN", REAL),
+            ("SSL_CERT_FILE", ca.as_str()),
+        ];
+        let nib = start_with(
+            Era::Handshake,
+            &root,
+            TestClient::new(Roots::Undeclared),
+            &env,
+        )
+        .await;
+        let via = "env -u NO_PROXY -u no_proxy";
+        let auth = "-H \"Authorization: Bearer $GH_TOKEN\"";
+        let url = format!("https://127.0.0.1:{port}");
+        let mut answers = Vec::new();
+        let placeholder = nib
+            .ok("nibash", json!({"command": "printenv GH_TOKEN"}))
+            .await;
+        let placeholder = placeholder
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_string();
+        assert_eq!(
+            placeholder.len(),
+            REAL.len(),
+            "bwrap={bwrap}: {placeholder}"
+        );
+
+        // Domain fronting: another Host, another absolute-form target.
+        for (how, cmd) in [
+            (
+                "Host",
+                format!("{via} curl -sS -H 'Host: evil.example' {auth} {url}/echo/fronted"),
+            ),
+            (
+                "target",
+                format!(
+                    "{via} curl -sS {auth} --request-target https://other.example/echo/fronted {url}/"
+                ),
+            ),
+        ] {
+            let (fronted, _) = nib.call("nibash", json!({ "command": cmd })).await;
+            assert!(
+                fronted.contains("421") || fronted.contains("the host this tunnel was opened to"),
+                "bwrap={bwrap} {how}: {fronted}"
+            );
+            answers.push(fronted);
+        }
+        let seen = server.seen.lock().unwrap().clone();
+        assert!(
+            !seen
+                .iter()
+                .any(|r| r.contains("fronted") || r.contains(REAL)),
+            "bwrap={bwrap}: a fronted request reached the server: {seen:?}"
+        );
+
+        // An answer gzipped despite Accept-Encoding: identity.
+        let (gz, _) = nib
+            .call(
+                "nibash",
+                json!({"command": format!("{via} curl -sS --compressed -D - {auth} {url}/gzip")}),
+            )
+            .await;
+        assert!(
+            gz.contains("502") && gz.contains("Content-Encoding: gzip"),
+            "bwrap={bwrap}: {gz}"
+        );
+        answers.push(gz);
+
+        // An echo in base64: decoded, the placeholder (all but the last
+        // character, whose bits the encoding shares with the next byte).
+        let b64 = nib
+            .ok(
+                "nibash",
+                json!({"command": format!("{via} curl -sS {auth} {url}/echo64 | base64 -d")}),
+            )
+            .await;
+        assert!(
+            b64.contains(&format!("Bearer {}", &placeholder[..placeholder.len() - 1])),
+            "bwrap={bwrap}: {b64} (placeholder {placeholder})"
+        );
+        assert!(
+            !b64.contains(&REAL[..REAL.len() - 1]),
+            "bwrap={bwrap}: {b64}"
+        );
+        answers.push(b64);
+        assert!(
+            server
+                .seen
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|r| r.starts_with("GET /echo64") && r.contains(REAL)),
+            "bwrap={bwrap}: the declared host got the token"
+        );
+
+        // Content-Length and Transfer-Encoding both: 400, nothing sent.
+        let (smuggled, _) = nib
+            .call("nibash", json!({"command": format!("{via} curl -sS -H 'Content-Length: 5' -H 'Transfer-Encoding: chunked' --data-binary hello {auth} {url}/echo/smuggled")}))
+            .await;
+        assert!(
+            smuggled.contains("both Content-Length and Transfer-Encoding"),
+            "bwrap={bwrap}: {smuggled}"
+        );
+        assert!(
+            !server
+                .seen
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|r| r.contains("smuggled")),
+            "bwrap={bwrap}"
+        );
+        answers.push(smuggled);
+        for a in &answers {
+            assert!(
+                !a.contains(REAL),
+                "bwrap={bwrap}: the real token in an answer: {a}"
+            );
+        }
+        nib.stop().await;
     }
 }

@@ -2,9 +2,14 @@
 //! HTTP/1.1 requests read one by one from the program's TLS, each sent on
 //! over the proxy's own TLS to the real server with the declared header
 //! filled in ([`super::secrets::fill_request_head`]); request bodies pass
-//! untouched. Responses come back with the real values scrubbed out of
-//! their heads and bodies, and the request asks for them unencoded
-//! (`Accept-Encoding: identity`) so that an echo can be seen.
+//! untouched. A request whose authority (its `Host`, an absolute-form
+//! target) is not the tunnel's host gets `421` and is never filled, and one
+//! framed two ways (`Content-Length` with `Transfer-Encoding`, differing
+//! lengths) gets `400`. Responses come back with the real values scrubbed
+//! out of their heads and bodies (as they are and encoded,
+//! [`super::secrets::encoded_echoes`]); the request asks for them
+//! unencoded (`Accept-Encoding: identity`) so that an echo can be seen,
+//! and a response in a content coding anyway is answered `502` instead.
 
 use std::io;
 use std::time::Duration;
