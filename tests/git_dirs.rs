@@ -390,3 +390,53 @@ async fn a_file_the_persons_config_includes_is_held_like_the_config() {
         nib.stop().await;
     }
 }
+
+#[tokio::test]
+async fn a_registered_local_submodule_is_still_made_inside_the_sandbox() {
+    for mode in SANDBOXED {
+        let (_t, root, _o, _global, _marker) = person_setup();
+        // A local submodule's source in the project (ignored), recorded in
+        // the project and registered by the person (`git submodule init`
+        // writes the superproject's config, which programs may not).
+        let up = root.join("upstream");
+        std::fs::create_dir_all(&up).unwrap();
+        git(&up, &["init", "-q", "-b", "main"]);
+        std::fs::write(up.join("s.txt"), "s\n").unwrap();
+        git(&up, &["add", "-A"]);
+        git(&up, &["commit", "-qm", "s"]);
+        std::fs::write(root.join(".gitignore"), "upstream/\n").unwrap();
+        git(
+            &root,
+            &[
+                "-c",
+                "protocol.file.allow=always",
+                "submodule",
+                "add",
+                "-q",
+                "./upstream",
+                "m",
+            ],
+        );
+        git(&root, &["add", "-A"]);
+        git(&root, &["commit", "-qm", "with m"]);
+        git(&root, &["submodule", "deinit", "-q", "-f", "m"]);
+        std::fs::remove_dir_all(root.join(".git/modules/m")).unwrap();
+        git(&root, &["submodule", "init", "-q"]);
+        let nib = sandboxed(&root, mode).await;
+        let out = sh(
+            &nib,
+            "git -c protocol.file.allow=always submodule update --init -q && echo SUBMODULE",
+        )
+        .await;
+        assert!(out.contains("SUBMODULE"), "{mode:?}: {out}");
+        assert!(
+            !out.contains("[git: "),
+            "{mode:?}: the sweep took out what git wrote: {out}"
+        );
+        assert!(root.join("m/s.txt").is_file(), "{mode:?}: {out}");
+        // The submodule's git dir keeps what git wrote: git works in it.
+        let status = sh(&nib, "git -C m status --short && echo STATUS").await;
+        assert!(status.contains("STATUS"), "{mode:?}: {status}");
+        nib.stop().await;
+    }
+}
