@@ -1550,3 +1550,95 @@ async fn warm_workers_are_ready_before_the_first_call_and_follow_a_burst() {
         nib.stop().await;
     }
 }
+
+/// The session's zygote: a descendant of `root` run as `nib __nibash
+/// --zygote` whose parent is not (its call inits and workers keep its
+/// command line); the newest, when a zygote was replaced.
+fn zygote_of(root: u32) -> Option<u32> {
+    let parent = |pid: u32| -> Option<u32> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        stat[stat.rfind(')')? + 2..]
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()
+    };
+    let zygote_line = |pid: u32| {
+        std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
+            let args: Vec<&[u8]> = c.split(|b| *b == 0).collect();
+            args.windows(2)
+                .any(|w| w[0] == b"__nibash" && w[1] == b"--zygote")
+        })
+    };
+    let descends = |mut pid: u32| {
+        while let Some(p) = parent(pid) {
+            if p == root {
+                return true;
+            }
+            if p <= 1 {
+                return false;
+            }
+            pid = p;
+        }
+        false
+    };
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| zygote_line(*pid) && !parent(*pid).is_some_and(zygote_line))
+        .filter(|pid| descends(*pid))
+        .max()
+}
+
+/// Issue 58: `kill -STOP` on the zygote once hung nibash for the rest of
+/// the session (a fork request waited without bound, holding a lock, and a
+/// call's timeout started only once it had a worker). Now a zygote that
+/// does not answer is let go and another forks the call: every later call
+/// answers within its timeout, in every mode.
+#[tokio::test]
+async fn a_stopped_zygote_does_not_hang_later_calls() {
+    let modes: [&[(&str, &str)]; 3] = [
+        &[],
+        &[("NIB_SANDBOX", "1")],
+        &[("NIB_SANDBOX", "1"), ("NIB_SANDBOX_BWRAP", "0")],
+    ];
+    for env in modes {
+        let dir = project();
+        let nib = start_mode(dir.path(), env).await;
+        assert_eq!(sh(&nib, "echo warm").await, "warm\n", "{env:?}");
+        let zygote = zygote_of(nib.pid.expect("pid")).expect("the session's zygote");
+        let stopped = std::process::Command::new("kill")
+            .args(["-STOP", &zygote.to_string()])
+            .status()
+            .unwrap();
+        assert!(stopped.success());
+        for i in 0..4 {
+            let asked = std::time::Instant::now();
+            let answer = tokio::time::timeout(
+                Duration::from_secs(8),
+                nib.call(
+                    "nibash",
+                    json!({"command": format!("echo after{i}"), "timeout": 5}),
+                ),
+            )
+            .await;
+            let took = asked.elapsed();
+            let (text, _) = answer.unwrap_or_else(|_| {
+                panic!("{env:?}: call {i} after the zygote stopped got no answer in 8 s")
+            });
+            assert!(
+                took < Duration::from_secs(6),
+                "{env:?}: call {i} took {took:?} ({text})"
+            );
+            assert!(
+                text.contains(&format!("after{i}")),
+                "{env:?}: call {i}: {text}"
+            );
+        }
+        let _ = std::process::Command::new("kill")
+            .args(["-CONT", &zygote.to_string()])
+            .status();
+        nib.stop().await;
+    }
+}

@@ -52,6 +52,12 @@ const SPARE_CGROUPS: usize = 4;
 /// output pipe's read end, the status pipe's read end, the call init's pidfd.
 const ANSWER_FDS: usize = 4;
 
+/// How long a fork request waits at most for the zygote's answer (a fork
+/// of a small process: milliseconds, on a loaded machine a few hundred). A
+/// zygote that does not answer in time (stopped, say) is let go: every
+/// later request to it fails at once, and the broker starts another.
+pub const FORK_BOUND: std::time::Duration = std::time::Duration::from_secs(2);
+
 // ---- the broker's side ----------------------------------------------------
 
 /// A running zygote: the worker it is, and the socket its forks are asked on.
@@ -59,6 +65,9 @@ const ANSWER_FDS: usize = 4;
 pub struct Zygote {
     worker: Mutex<Worker>,
     control: Mutex<UnixStream>,
+    /// A request went unanswered within [`FORK_BOUND`], or the socket
+    /// failed: the stream may hold a late answer, so nothing more is asked.
+    broken: std::sync::atomic::AtomicBool,
     /// Whether its programs go through nib's proxy (each fork then gets a
     /// token of its own).
     proxied: bool,
@@ -91,6 +100,9 @@ impl Sandbox {
     /// must call [`serve`] (with the control socket at fd 3).
     pub fn spawn_zygote(&self, program: &[OsString], cwd: &Path) -> Result<Zygote, SandboxError> {
         let (ours, theirs) = UnixStream::pair().map_err(SandboxError::Spawn)?;
+        ours.set_read_timeout(Some(FORK_BOUND))
+            .and_then(|()| ours.set_write_timeout(Some(FORK_BOUND)))
+            .map_err(SandboxError::Spawn)?;
         let (worker, output) = self.spawn_merged(program, cwd, &[], Some(theirs.into()))?;
         let proxied = worker.proxy_token().is_some();
         let limits = self.policy().limits.clone();
@@ -100,6 +112,7 @@ impl Sandbox {
         Ok(Zygote {
             worker: Mutex::new(worker),
             control: Mutex::new(ours),
+            broken: std::sync::atomic::AtomicBool::new(false),
             proxied,
             limits,
             spare: Mutex::new(Vec::new()),
@@ -110,17 +123,41 @@ impl Sandbox {
 
 impl Zygote {
     /// Forks a worker for one call: the worker, its output pipe, and the
-    /// broker's end of its channel. An error means the zygote is gone or
-    /// could not fork; start a worker another way.
+    /// broker's end of its channel. An error means the zygote is gone, did
+    /// not answer within [`FORK_BOUND`] (it is then [`Zygote::ended`] for
+    /// good) or could not fork; start a worker another way.
     pub fn fork(self: &Arc<Self>) -> std::io::Result<(Forked, std::io::PipeReader, UnixStream)> {
+        use std::sync::atomic::Ordering;
         let token = self.proxied.then(env::proxy_token);
-        let mut control = self.control.lock().unwrap_or_else(|p| p.into_inner());
         let ask = token.as_deref().unwrap_or("").as_bytes();
         let len = u16::try_from(ask.len()).map_err(std::io::Error::other)?;
         let mut msg = len.to_le_bytes().to_vec();
         msg.extend_from_slice(ask);
-        control.write_all(&msg)?;
-        let (data, fds) = recv_fds(control.as_fd())?;
+        let let_go = || {
+            std::io::Error::other(format!(
+                "the zygote did not answer a fork request within {} s (stopped or gone); it is let go and the call starts a worker another way",
+                FORK_BOUND.as_secs()
+            ))
+        };
+        // A request waiting for the lock waits at most for one bounded
+        // request before it.
+        let control = self.control.lock().unwrap_or_else(|p| p.into_inner());
+        if self.broken.load(Ordering::SeqCst) {
+            return Err(let_go());
+        }
+        let answer = (&*control)
+            .write_all(&msg)
+            .and_then(|()| recv_fds(control.as_fd()));
+        let (data, fds) = match answer {
+            Ok(a) => a,
+            Err(e) => {
+                self.broken.store(true, Ordering::SeqCst);
+                return Err(match e.kind() {
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => let_go(),
+                    _ => e,
+                });
+            }
+        };
         drop(control);
         let pid = i32::from_le_bytes(data);
         let mut fds = fds.into_iter();
@@ -178,13 +215,15 @@ impl Zygote {
         Some(spare.swap_remove(at))
     }
 
-    /// Whether the zygote has ended.
+    /// Whether the zygote has ended, or was let go for not answering.
     pub fn ended(&self) -> bool {
-        self.worker
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .try_wait()
-            .is_some()
+        self.broken.load(std::sync::atomic::Ordering::SeqCst)
+            || self
+                .worker
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .try_wait()
+                .is_some()
     }
 
     /// The zygote's process id (outside its namespace).
