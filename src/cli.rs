@@ -749,7 +749,29 @@ pub fn doctor(config: &Config) -> i32 {
         yes(layers.pids_cgroup),
         yes(layers.memory_cgroup)
     ));
-    let mode = config.confined_mode();
+    // The worker entry is a helper the broker starts: it must lie outside
+    // every root, or confined programs are refused.
+    let entry = std::env::current_exe()
+        .map_err(|e| format!("cannot find nib's own binary: {e}"))
+        .and_then(|exe| {
+            let entry = nib_sandbox::entry_beside(&exe);
+            nib_sandbox::trusted_entry(&entry, std::slice::from_ref(&config.project_dir))
+                .map(|()| entry)
+        });
+    match &entry {
+        Ok(path) => out.push_str(&format!(
+            "worker entry: {} (outside the roots)\n",
+            path.display()
+        )),
+        // Under NIB_SANDBOX=1 the mode line says it.
+        Err(why) if !config.sandbox => {
+            out.push_str(&format!("worker entry (under NIB_SANDBOX=1): {why}\n"))
+        }
+        Err(_) => {}
+    }
+    let mode = config
+        .confined_mode()
+        .and_then(|m| entry.as_ref().map(|_| m).map_err(|why| why.clone()));
     let in_force = if !config.sandbox {
         format!(
             "mode: {} — programs run in their own session, with empty stdin, fds 0-2, a scrubbed environment and limits; their tree ends with the call",

@@ -400,6 +400,22 @@ fn a_worker_entry_inside_the_project_is_refused() {
         );
         assert!(said.contains("worker entry"), "{mode}: {said}");
         assert!(!said.contains("\nran"), "{mode}: {said}");
+        let doctor = Command::new(&nib)
+            .arg("doctor")
+            .current_dir(&world.project)
+            .env("HOME", &world.home)
+            .env("NIB_STATE_DIR", world.home.join("state"))
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&doctor.stdout);
+        let mode_line = text.lines().find(|l| l.starts_with("mode: ")).unwrap_or("");
+        assert!(mode_line.contains("worker entry"), "{mode}: {text}");
+        assert_eq!(doctor.status.code(), Some(1), "{mode}: {text}");
+        assert!(
+            !marker.exists(),
+            "{mode}: doctor ran the planted nib-worker"
+        );
     }
 }
 
