@@ -39,8 +39,11 @@ async fn serve(config: config::Config) -> anyhow::Result<()> {
     let running = match server.serve((io.sink, io.stream)).await {
         Ok(r) => r,
         Err(e) => {
-            // A client that leaves before starting a session is not an error of ours.
+            // A client that leaves before starting a session is not an error
+            // of ours; what the guard answered itself still goes out.
             tracing::info!("no MCP session: {e}");
+            let bound = stdio::CLOSING_GRACE + std::time::Duration::from_secs(2);
+            let _ = tokio::time::timeout(bound, io.output_done).await;
             return Ok(());
         }
     };

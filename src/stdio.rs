@@ -8,10 +8,15 @@
 //! for JSON that is not a JSON-RPC message (with the request's id when it has
 //! one), or a line over [`MAX_LINE`]. One writer task owns stdout, so rmcp's
 //! messages and these answers never interleave, and stdout carries nothing else.
-//! When stdin closes the message stream ends, rmcp ends its session, and the
-//! writer drains what is left.
+//! When stdin closes, every request already forwarded still gets its
+//! answer: the message stream to rmcp stays open until each has been
+//! written, for at most [`CLOSING_GRACE`]; a request still running then
+//! gets a JSON-RPC error saying so (and rmcp's late answer to it is
+//! dropped), the stream ends, rmcp ends its session, and the writer drains
+//! what is left.
 
-use std::sync::{Condvar, Mutex};
+use std::collections::HashSet;
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::channel::mpsc as messages;
@@ -23,6 +28,41 @@ use tokio::task::JoinHandle;
 
 /// The longest line accepted from the client (an 8 MiB write, JSON-escaped, fits).
 pub const MAX_LINE: usize = 64 * 1024 * 1024;
+
+/// How long requests still running when stdin closes may take to answer
+/// before each gets an error instead (docs/protocol.md states it).
+pub const CLOSING_GRACE: Duration = Duration::from_secs(5);
+
+/// The requests forwarded to rmcp and not answered yet (ids as JSON text),
+/// and those the guard answered itself at the close (rmcp's late answers
+/// to them are dropped, so no id is answered twice).
+#[derive(Default)]
+struct Pending {
+    open: Mutex<HashSet<String>>,
+    abandoned: Mutex<HashSet<String>>,
+    answered: tokio::sync::Notify,
+}
+
+impl Pending {
+    fn lock(m: &Mutex<HashSet<String>>) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        m.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Notes an answer about to be written; false when it must be dropped.
+    fn answer(&self, id: &str) -> bool {
+        if Self::lock(&self.abandoned).contains(id) {
+            return false;
+        }
+        if Self::lock(&self.open).remove(id) {
+            self.answered.notify_one();
+        }
+        true
+    }
+}
+
+fn id_key(id: &rmcp::model::RequestId) -> String {
+    serde_json::to_string(id).unwrap_or_default()
+}
 
 /// rmcp's transport (messages in, messages out), and the task that owns stdout.
 pub struct GuardedStdio {
@@ -49,8 +89,9 @@ where
     let (to_rmcp, stream) = messages::unbounded();
     let (sink, from_rmcp) = messages::unbounded();
     let (errors_tx, errors_rx) = mpsc::unbounded_channel::<String>();
-    tokio::spawn(pump_input(input, to_rmcp, errors_tx));
-    let output_done = tokio::spawn(pump_output(from_rmcp, errors_rx, output));
+    let pending = Arc::new(Pending::default());
+    tokio::spawn(pump_input(input, to_rmcp, errors_tx, Arc::clone(&pending)));
+    let output_done = tokio::spawn(pump_output(from_rmcp, errors_rx, output, pending));
     GuardedStdio {
         sink,
         stream,
@@ -149,6 +190,7 @@ async fn pump_input<R: AsyncRead + Unpin>(
     input: R,
     to_rmcp: messages::UnboundedSender<ClientJsonRpcMessage>,
     errors: mpsc::UnboundedSender<String>,
+    pending: Arc<Pending>,
 ) {
     let mut reader = BufReader::with_capacity(1 << 16, input);
     let mut line = Vec::new();
@@ -161,6 +203,7 @@ async fn pump_input<R: AsyncRead + Unpin>(
                 Ok(b) => b,
                 Err(e) => {
                     tracing::warn!("reading stdin: {e}");
+                    finish_pending(&pending, &errors).await;
                     return;
                 }
             };
@@ -183,7 +226,9 @@ async fn pump_input<R: AsyncRead + Unpin>(
             }
         }
         if line.is_empty() && !too_long {
-            return; // stdin closed
+            // stdin closed: what was asked is answered before the stream ends.
+            finish_pending(&pending, &errors).await;
+            return;
         }
         let verdict = if too_long {
             Verdict::Answer(error_line(
@@ -196,6 +241,9 @@ async fn pump_input<R: AsyncRead + Unpin>(
         };
         match verdict {
             Verdict::Forward(message) => {
+                if let ClientJsonRpcMessage::Request(r) = message.as_ref() {
+                    Pending::lock(&pending.open).insert(id_key(&r.id));
+                }
                 if to_rmcp.unbounded_send(*message).is_err() {
                     return;
                 }
@@ -210,10 +258,51 @@ async fn pump_input<R: AsyncRead + Unpin>(
     }
 }
 
+/// Waits until every forwarded request was answered, for at most
+/// [`CLOSING_GRACE`]; then answers the rest with an error itself.
+async fn finish_pending(pending: &Pending, errors: &mpsc::UnboundedSender<String>) {
+    let until = tokio::time::Instant::now() + CLOSING_GRACE;
+    loop {
+        let notified = pending.answered.notified();
+        if Pending::lock(&pending.open).is_empty() {
+            return;
+        }
+        if tokio::time::timeout_at(until, notified).await.is_err() {
+            break;
+        }
+    }
+    let left: Vec<String> = Pending::lock(&pending.open).drain().collect();
+    let mut abandoned = Pending::lock(&pending.abandoned);
+    for key in left {
+        let id: Value = serde_json::from_str(&key).unwrap_or(Value::Null);
+        let _ = errors.send(error_line(
+            id,
+            -32603,
+            &format!(
+                "the client closed stdin while this request was still running after {} s; \
+                 it was abandoned and nothing more of it is sent (a nibash call may have run \
+                 part of its command line; files an edit or write finished are written)",
+                CLOSING_GRACE.as_secs()
+            ),
+        ));
+        abandoned.insert(key);
+    }
+}
+
+/// The id of an answer rmcp sends (a response or an error).
+fn answer_id(m: &ServerJsonRpcMessage) -> Option<String> {
+    match m {
+        ServerJsonRpcMessage::Response(r) => Some(id_key(&r.id)),
+        ServerJsonRpcMessage::Error(e) => e.id.as_ref().map(id_key),
+        _ => None,
+    }
+}
+
 async fn pump_output<W: AsyncWrite + Unpin>(
     mut from_rmcp: messages::UnboundedReceiver<ServerJsonRpcMessage>,
     mut errors: mpsc::UnboundedReceiver<String>,
     mut output: W,
+    pending: Arc<Pending>,
 ) {
     use futures::StreamExt;
     let mut rmcp_open = true;
@@ -225,6 +314,7 @@ async fn pump_output<W: AsyncWrite + Unpin>(
                     rmcp_open = false;
                     continue;
                 }
+                Some(m) if answer_id(&m).is_some_and(|id| !pending.answer(&id)) => continue,
                 Some(m) => match serde_json::to_vec(&m) {
                     Ok(line) => line,
                     Err(e) => {

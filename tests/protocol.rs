@@ -444,3 +444,93 @@ fn modern_era_results_match_the_published_schema() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// Every message sent before stdin closes gets its answer, or a JSON-RPC
+/// error, before nib exits (issue 60): 100 runs over every message kind
+/// (a request before `initialize`, a line that is not JSON, a request that
+/// is not valid, two 2026-07-28 requests without `_meta`, a handshake and a
+/// call, a notification, which gets none), each piped whole and stdin
+/// closed at once; a call still running after the stated grace gets an
+/// error saying so.
+#[test]
+fn every_request_is_answered_before_nib_exits_on_a_closed_stdin() {
+    let dir = project();
+    let modern = |id: u32, method: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "method": method, "params": {}}).to_string()
+    };
+    let kinds: Vec<(&str, Vec<String>, Vec<Value>)> = vec![
+        (
+            "ping before initialize",
+            vec![r#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#.into()],
+            vec![json!(7)],
+        ),
+        ("not JSON", vec!["not json at all".into()], vec![Value::Null]),
+        (
+            "invalid request",
+            vec![r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":5}"#.into()],
+            vec![json!(9)],
+        ),
+        (
+            "two modern requests without _meta",
+            vec![modern(1, "tools/list"), modern(2, "tools/list")],
+            vec![json!(1), json!(2)],
+        ),
+        (
+            "handshake and a call",
+            vec![
+                INIT.into(),
+                r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.into(),
+                r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"nibash","arguments":{"command":"echo hi"}}}"#.into(),
+            ],
+            vec![json!(1), json!(3)],
+        ),
+        (
+            "a notification only",
+            vec![r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.into()],
+            vec![],
+        ),
+    ];
+    let run = |lines: &[String]| -> (Vec<Value>, Duration) {
+        let started = Instant::now();
+        let mut child = nib_command()
+            .current_dir(dir.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        for l in lines {
+            writeln!(stdin, "{l}").unwrap();
+        }
+        drop(stdin);
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "exit status {}", out.status);
+        let text = String::from_utf8(out.stdout).unwrap();
+        let answers = text
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).expect("stdout holds only JSON lines"))
+            .collect();
+        (answers, started.elapsed())
+    };
+    for i in 0..100 {
+        let (what, lines, ids) = &kinds[i % kinds.len()];
+        let (answers, _) = run(lines);
+        let got: Vec<Value> = answers.iter().map(|a| a["id"].clone()).collect();
+        assert_eq!(&got, ids, "run {i}, {what}: {answers:?}");
+    }
+    // A call still running when stdin closes: an error after the grace.
+    let (answers, took) = run(&[
+        INIT.into(),
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.into(),
+        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"nibash","arguments":{"command":"sleep 30"}}}"#.into(),
+    ]);
+    let last = answers.last().unwrap();
+    assert_eq!(last["id"], json!(4), "{answers:?}");
+    let message = last["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("closed stdin") && message.contains("5 s"),
+        "{last}"
+    );
+    assert!(took < Duration::from_secs(20), "nib took {took:?} to exit");
+}
