@@ -203,13 +203,20 @@ fn without_landlock_or_user_namespaces_nothing_leaks_in_any_mode() {
     if !filter_works() {
         return;
     }
+    // gVisor (no user notification either), and a container without
+    // Landlock that allows it (the key leaked there before: nib's own cat
+    // printed it as rows, the system's cat too, and ~/out.txt was written).
+    let filters: [&[&str]; 2] = [GVISOR, &["--keep-notify"]];
     for (who, user) in people() {
-        for (mode, env) in modes() {
+        for ((mode, env), filter) in modes()
+            .into_iter()
+            .flat_map(|m| filters.iter().map(move |f| (m.clone(), *f)))
+        {
             let world = World::new(user);
-            let what = format!("{who}, {mode}");
+            let what = format!("{who}, {mode}, filter {filter:?}");
             let run = Run {
                 user,
-                filter: Some(GVISOR),
+                filter: Some(filter),
                 env,
             };
             let (said, code) = nib_in(&world, &run, &["sh", &world.attack()]);
