@@ -735,8 +735,8 @@ pub fn doctor(config: &Config) -> i32 {
         Err(why) => format!("bubblewrap: no ({why})\n"),
     });
     out.push_str(&match &tried.landlock {
-        Ok(abi) => format!("Landlock: ABI {abi}, fully enforced (checked)\n"),
-        Err(why) => format!("Landlock: none ({why})\n"),
+        Ok(abi) => format!("Landlock ABI: {abi} (fully enforced, checked)\n"),
+        Err(why) => format!("Landlock ABI: none ({why})\n"),
     });
     out.push_str(&match &tried.seccomp {
         Ok(()) => "seccomp: yes (filter installed, checked)\n".to_string(),

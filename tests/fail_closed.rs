@@ -257,9 +257,9 @@ fn doctor_claims_no_limit_that_is_not_enforced() {
                 env,
             };
             let (said, code) = nib_in(&world, &run, &["doctor"]);
-            assert!(said.contains("Landlock: none"), "{what}: {said}");
+            assert!(said.contains("Landlock ABI: none"), "{what}: {said}");
             let mode_line = said.lines().find(|l| l.starts_with("mode: ")).unwrap_or("");
-            assert!(!said.contains("Landlock: ABI"), "{what}: {said}");
+            assert!(!said.contains("fully enforced"), "{what}: {said}");
             assert!(
                 said.contains("exec-time rules: cannot be enforced here"),
                 "{what}: {said}"
