@@ -440,3 +440,49 @@ async fn a_registered_local_submodule_is_still_made_inside_the_sandbox() {
         nib.stop().await;
     }
 }
+
+/// One `nib sh` call in `root` under `mode` (a process of its own, as the
+/// command line runs it): its output.
+fn one_shot(root: &Path, mode: &[(&str, &str)], command: &str) -> String {
+    let mut c = nib_command();
+    c.args(["sh", command]).current_dir(root);
+    for (k, v) in mode {
+        c.env(k, v);
+    }
+    let out = c.output().expect("nib sh runs");
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[test]
+fn a_git_dir_made_across_two_one_shot_calls_is_judged_whole() {
+    for mode in SANDBOXED {
+        let (_t, root, _o, global, marker) = person_setup();
+        let first = one_shot(
+            &root,
+            mode,
+            &format!(
+                "mkdir -p sub/.git/hooks && printf '[core]\\n\\tfsmonitor = touch {m}\\n' > sub/.git/config; echo one",
+                m = marker.display()
+            ),
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2500));
+        // The second process's walk finds `sub/.git` by its name and holds
+        // its config: held is not the person's.
+        let second = one_shot(
+            &root,
+            mode,
+            "cd sub && printf 'ref: refs/heads/main\\n' > .git/HEAD && mkdir -p .git/objects .git/refs/heads \
+             && git -c user.name=a -c user.email=a@b commit -q --allow-empty -m x; cd .. && git add sub; echo two",
+        );
+        persons_git(&root, &global, &["status"]);
+        persons_git(&root.join("sub"), &global, &["status"]);
+        assert!(
+            !marker.exists(),
+            "{mode:?}: the person's git ran the model's command: {first}\n{second}"
+        );
+    }
+}

@@ -1,22 +1,28 @@
 //! What programs leave in git dirs for the person's own git.
 //!
 //! Under `NIB_SANDBOX=1` the git dirs found before a call are held
-//! (`runs_code`: their config and hooks read-only, the folder itself
-//! pinned), but a call may make a *new* repository — `git init sub`, a
-//! commit, `core.fsmonitor` in `sub/.git/config`, `git add sub` — and the
-//! person's next `git status` in the project (which looks inside a tracked
-//! nested repository) or in `sub` would run the model's command with the
-//! person's full authority. So after each call (and when a job ends) the
-//! broker sweeps the roots for git dirs that were not held during it, and
-//! neutralizes what in them makes git run a command: the config keeps only
-//! lines that are plainly settings that run nothing, hooks go, and the
-//! originals go to the user's trash (restorable by the person), named in
-//! the answer.
+//! (`runs_code`: their config, hooks and included files read-only, the
+//! folder and every folder above it pinned), but a call may make a *new*
+//! repository — `git init sub`, a commit, `core.fsmonitor` in
+//! `sub/.git/config`, `git add sub` — or point a held one elsewhere (a
+//! `commondir`), and the person's next `git status` in the project (which
+//! looks inside a tracked nested repository) or in `sub` would run the
+//! model's command with the person's full authority. So after each call
+//! (and when a job ends) the broker sweeps the roots for git dirs, follows
+//! what leads git from one to another (`.git` files, `commondir`,
+//! `modules/`, `worktrees/`, includes), and neutralizes what in them makes
+//! git run a command: a config keeps only settings on an allowlist of
+//! what runs nothing, hooks go, and the originals go to the user's trash
+//! (restorable by the person), named in the answer. A git dir the sweep
+//! did not know before the call, that the call made, is judged whole,
+//! whatever the age of its files; one it knew, by what changed during the
+//! call.
 //!
 //! The sweep keeps each root's folders with their modification times, so
 //! after the first walk a call costs a `stat` per folder and a listing of
 //! the folders whose entries changed. This module decides and neutralizes;
-//! `runs_code` says what is a git dir, `trash` keeps what was taken out.
+//! `runs_code` says what is a git dir and what is held, `trash` keeps what
+//! was taken out.
 
 use std::collections::{HashMap, HashSet};
 use std::os::unix::fs::MetadataExt;
@@ -440,6 +446,17 @@ pub fn prime(roots: &[PathBuf]) {
     }
 }
 
+/// Before a call: walks the roots of a sandbox `scope` that no sweep has
+/// walked yet (a one-shot `nib sh`, or a first call that came before the
+/// session's walk ended), so the sweep after it knows which git dirs were
+/// there before; costs nothing once they were walked.
+pub fn before_call(scope: &Scope) {
+    if let Scope::Sandbox(open_roots) = scope {
+        let roots: Vec<PathBuf> = open_roots.iter().map(|r| r.path.clone()).collect();
+        prime(&roots);
+    }
+}
+
 /// The git dirs a root's record holds: those found, and those its `.git`
 /// files name.
 fn git_dirs_of(seen: &Seen) -> Vec<PathBuf> {
@@ -494,7 +511,11 @@ pub fn sweep(scope: &Scope, held: &[PathBuf], since: std::time::SystemTime) -> V
     let Scope::Sandbox(open_roots) = scope else {
         return Vec::new();
     };
-    let roots: Vec<PathBuf> = open_roots.iter().map(|r| r.path.clone()).collect();
+    // Keyed as `prime` keys them.
+    let roots: Vec<PathBuf> = open_roots
+        .iter()
+        .map(|r| std::fs::canonicalize(&r.path).unwrap_or_else(|_| r.path.clone()))
+        .collect();
     // Change times are kept at the kernel's tick: a second of margin.
     let since = since
         .checked_sub(std::time::Duration::from_secs(1))
@@ -516,17 +537,18 @@ pub fn sweep(scope: &Scope, held: &[PathBuf], since: std::time::SystemTime) -> V
     dirs.dedup_by(|a, b| a.0 == b.0);
     // Whether a path is one the sweep knew, as the same folder.
     let known = |d: &Path| before.get(d).is_some_and(|ino| *ino == inode(d));
-    let held_dir = |d: &Path| held.contains(&d.join("config")) || held.contains(&d.join("hooks"));
     let mut lines = Vec::new();
     let mut now_known = HashMap::new();
     for (dir, led_by) in &dirs {
+        // A `.git` folder held read-only during the call is not the
+        // person's for that: it may have become a git dir in this call
+        // from files a former call left (`before_call` gave a record).
         let new = !known(dir)
             && (before.contains_key(dir)
-                || !held_dir(dir)
-                    && (made_since(dir, since)
-                        || led_by.as_ref().is_some_and(|by| {
-                            !known(by) || made_since(&by.join("commondir"), since)
-                        })));
+                || made_since(dir, since)
+                || led_by
+                    .as_ref()
+                    .is_some_and(|by| !known(by) || made_since(&by.join("commondir"), since)));
         let judge = if new {
             Judge::Whole
         } else {

@@ -61,6 +61,8 @@ pub fn run(ctx: &Ctx, nib: &Arc<Nibash>, args: CallArgs) -> ToolOutput {
         judge,
     } = gate;
     let started_at = crate::nibash::broker::changes::start(ctx, nib);
+    // The git dirs there before the call, for the sweep after it.
+    nib_files::fs::git_guard::before_call(&ctx.scope);
     let call_start = Instant::now();
     // The pool of warm workers follows how many calls run at once.
     let _running = nib.warm.running();
