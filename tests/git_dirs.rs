@@ -486,3 +486,40 @@ fn a_git_dir_made_across_two_one_shot_calls_is_judged_whole() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_git_dir_left_inside_the_git_folder_and_named_later_by_a_git_file_is_judged_whole() {
+    for mode in SANDBOXED {
+        let (_t, root, _o, global, marker) = person_setup();
+        let nib = sandboxed(&root, mode).await;
+        // A whole git dir where no walk goes and nothing names it yet.
+        let first = sh(
+            &nib,
+            &format!(
+                "mkdir -p .git/evil/objects .git/evil/refs/heads .git/evil/hooks && printf 'ref: refs/heads/main\\n' > .git/evil/HEAD \
+                 && printf '[core]\\n\\trepositoryformatversion = 0\\n\\tbare = false\\n\\tfsmonitor = touch {m}\\n' > .git/evil/config \
+                 && printf '#!/bin/sh\\ntouch {m}\\n' > .git/evil/hooks/post-checkout && chmod +x .git/evil/hooks/post-checkout; echo one",
+                m = marker.display()
+            ),
+        )
+        .await;
+        std::thread::sleep(std::time::Duration::from_millis(2500));
+        let second = sh(
+            &nib,
+            "mkdir -p sub && printf 'gitdir: ../.git/evil\\n' > sub/.git && echo two",
+        )
+        .await;
+        assert!(second.contains("two"), "{mode:?}: {first}\n{second}");
+        persons_git(&root.join("sub"), &global, &["status"]);
+        persons_git(
+            &root.join("sub"),
+            &global,
+            &["checkout", "-q", "-b", "person"],
+        );
+        assert!(
+            !marker.exists(),
+            "{mode:?}: the person's git ran the model's command: {first}\n{second}"
+        );
+        nib.stop().await;
+    }
+}

@@ -425,6 +425,14 @@ fn made_since(dir: &Path, since: i128) -> bool {
         })
 }
 
+/// Whether a file that leads git to a git dir (a `.git` file, a
+/// `commondir`) changed at or after `since` (ns), or is a link.
+fn pointer_changed(file: &Path, since: i128) -> bool {
+    std::fs::symlink_metadata(file)
+        .is_ok_and(|m| m.file_type().is_symlink() || changed_at(&m) >= since)
+        || std::fs::metadata(file).is_ok_and(|m| changed_at(&m) >= since)
+}
+
 /// Walks `roots` once so that the first call's sweep only looks at what
 /// changed (run beside the session's start, not on a call's path); the git
 /// dirs found are the person's (known to later sweeps).
@@ -457,40 +465,56 @@ pub fn before_call(scope: &Scope) {
     }
 }
 
+/// How a git dir was reached: what must be judged with it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Via {
+    /// Found on its own (by content, or below `modules/`, `worktrees/`).
+    Found,
+    /// Named by a `.git` file (the file).
+    DotGit(PathBuf),
+    /// Named by the `commondir` of a git dir (that git dir).
+    Common(PathBuf),
+}
+
 /// The git dirs a root's record holds: those found, and those its `.git`
 /// files name.
-fn git_dirs_of(seen: &Seen) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = seen.git_dirs.iter().cloned().collect();
-    out.extend(
-        seen.dot_git_files
-            .iter()
-            .filter_map(|f| named_by(f))
-            .filter(|d| is_git_dir(d)),
-    );
+fn git_dirs_of(seen: &Seen) -> Vec<(PathBuf, Via)> {
+    let mut out: Vec<(PathBuf, Via)> = seen
+        .git_dirs
+        .iter()
+        .map(|d| (d.clone(), Via::Found))
+        .collect();
+    out.extend(seen.dot_git_files.iter().filter_map(|f| {
+        named_by(f)
+            .filter(|d| is_git_dir(d))
+            .map(|d| (d, Via::DotGit(f.clone())))
+    }));
     out
 }
 
 /// `found` with the git dirs inside them (submodules' under `modules/`,
 /// worktrees' under `worktrees/`, where the walk does not go) and the
-/// common dirs their `commondir` files name; each with the git dir whose
-/// pointer led to it (`None` for one found on its own).
-fn with_inner(found: Vec<PathBuf>) -> Vec<(PathBuf, Option<PathBuf>)> {
-    let mut out: Vec<(PathBuf, Option<PathBuf>)> = Vec::new();
-    let mut stack: Vec<PathBuf> = found;
+/// common dirs their `commondir` files name; each with how it was reached
+/// (a git dir reached two ways is listed twice).
+fn with_inner(found: Vec<(PathBuf, Via)>) -> Vec<(PathBuf, Via)> {
+    let mut out: Vec<(PathBuf, Via)> = Vec::new();
+    let mut stack = found;
     let mut visited: HashSet<PathBuf> = HashSet::new();
-    while let Some(dir) = stack.pop() {
+    while let Some((dir, via)) = stack.pop() {
+        out.push((dir.clone(), via));
         if !visited.insert(dir.clone()) {
             continue;
         }
         for below in ["modules", "worktrees"] {
-            stack.extend(super::runs_code::git_dirs_below(&dir.join(below), 0));
+            stack.extend(
+                super::runs_code::git_dirs_below(&dir.join(below), 0)
+                    .into_iter()
+                    .map(|d| (d, Via::Found)),
+            );
         }
-        if let Some(common) = common_of(&dir)
-            && !visited.contains(&common)
-        {
-            out.push((common, Some(dir.clone())));
+        if let Some(common) = common_of(&dir) {
+            stack.push((common, Via::Common(dir.clone())));
         }
-        out.push((dir, None));
     }
     out
 }
@@ -532,24 +556,31 @@ pub fn sweep(scope: &Scope, held: &[PathBuf], since: std::time::SystemTime) -> V
         found.extend(git_dirs_of(seen));
     }
     let before = std::mem::take(&mut all.git_dirs);
-    let mut dirs = with_inner(found);
-    dirs.sort();
-    dirs.dedup_by(|a, b| a.0 == b.0);
+    let reached = with_inner(found);
     // Whether a path is one the sweep knew, as the same folder.
     let known = |d: &Path| before.get(d).is_some_and(|ino| *ino == inode(d));
-    let mut lines = Vec::new();
-    let mut now_known = HashMap::new();
-    for (dir, led_by) in &dirs {
-        // A `.git` folder held read-only during the call is not the
-        // person's for that: it may have become a git dir in this call
-        // from files a former call left (`before_call` gave a record).
+    // A git dir the call made, by any route: not known (a `.git` folder
+    // held read-only during the call is not the person's for that: it may
+    // have become a git dir now from files a former call left), and its
+    // own making, or the pointer that leads to it, changed in the call.
+    let mut dirs: HashMap<PathBuf, bool> = HashMap::new();
+    for (dir, via) in &reached {
         let new = !known(dir)
             && (before.contains_key(dir)
                 || made_since(dir, since)
-                || led_by
-                    .as_ref()
-                    .is_some_and(|by| !known(by) || made_since(&by.join("commondir"), since)));
-        let judge = if new {
+                || match via {
+                    Via::Found => false,
+                    Via::DotGit(file) => pointer_changed(file, since),
+                    Via::Common(by) => !known(by) || pointer_changed(&by.join("commondir"), since),
+                });
+        *dirs.entry(dir.clone()).or_default() |= new;
+    }
+    let mut dirs: Vec<(PathBuf, bool)> = dirs.into_iter().collect();
+    dirs.sort();
+    let mut lines = Vec::new();
+    let mut now_known = HashMap::new();
+    for (dir, new) in &dirs {
+        let judge = if *new {
             Judge::Whole
         } else {
             Judge::Since(since)
