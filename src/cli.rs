@@ -70,7 +70,7 @@ usage:
                                       --diff shows the newest change as a diff
   nib doctor                          which sandbox layers this machine offers
   nib statusline                      one line about the project's running nibash calls and jobs
-  nib setup [--user] [--dry-run] [--provider NAME=PROGRAM] [--decider KIND]
+  nib setup [--user] [--dry-run] [--no-sandbox] [--provider NAME=PROGRAM] [--decider KIND]
             [--summary LIST] [--opencode PROGRAM]
                                       register nib with Claude Code and OpenCode
   nib hook                            answer a Claude Code hook event (stdin)
@@ -369,8 +369,8 @@ to the trash. Exit 1 when a file was left. --diff prints the newest change as a 
         "doctor" => {
             "\
 Says which sandbox layers this machine offers (bubblewrap, Landlock, seccomp, namespaces,
-cgroups) and what NIB_SANDBOX=1 would apply. To confine programs, start nib with NIB_SANDBOX=1 in
-its environment (for Claude Code, \"env\": {\"NIB_SANDBOX\": \"1\"} in nib's server entry).
+cgroups) and what the sandbox applies. The sandbox is on unless nib runs with NIB_SANDBOX=0
+(`nib setup --no-sandbox` writes that); then doctor says programs run unconfined.
 "
         }
         "statusline" => {
@@ -387,6 +387,8 @@ run changes nothing.
 
   --user              every project (the Claude config folder and ~/.claude.json), with the mod
   --dry-run           print the changes as diffs; write nothing
+  --no-sandbox        run nib with NIB_SANDBOX=0 (programs unconfined); without it the sandbox,
+                      nib's default, holds (and a 0 an earlier --no-sandbox wrote is taken out)
   --provider NAME=PROGRAM, --decider KIND, --summary LIST, --opencode PROGRAM
                       kept in ~/.config/nib/setup.json for later starts; an empty value clears one
 "
@@ -561,6 +563,7 @@ fn parse_setup(rest: &[String]) -> Result<Command, UsageError> {
         match flag.as_str() {
             "--user" => args.user = true,
             "--dry-run" => args.dry_run = true,
+            "--no-sandbox" => args.no_sandbox = true,
             "--decider" => args.decider = Some(take(&mut it)?),
             "--summary" => args.summary = Some(take(&mut it)?),
             "--opencode" => args.opencode = Some(take(&mut it)?),
@@ -805,7 +808,7 @@ pub fn doctor(config: &Config) -> i32 {
         ),
     });
     if !config.sandbox && mode.is_ok() {
-        out.push_str("to confine programs: start nib with NIB_SANDBOX=1 in its environment (Claude Code: \"env\": {\"NIB_SANDBOX\": \"1\"} in nib's entry of .mcp.json or ~/.claude.json; docs/sandbox.md says what it holds)\n");
+        out.push_str("to confine programs: remove NIB_SANDBOX=0 from nib's environment (Claude Code: the \"env\" of nib's entry in .mcp.json or ~/.claude.json; `nib setup` without --no-sandbox takes it out); the sandbox is nib's default, docs/sandbox.md says what it holds\n");
     }
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(crate::terminal::visible(&out).as_bytes());
@@ -847,6 +850,12 @@ pub fn undo(config: &Config, which: Option<usize>) -> i32 {
     let (text, code) = match which {
         None => (
             nib_files::undo::list(&config.state_dir, &config.project_dir, shown),
+            0,
+        ),
+        // Nothing recorded is not a failure: there is nothing to put back.
+        Some(_) if nib_files::undo::count(&config.state_dir, &config.project_dir) == 0 => (
+            "Nothing to undo: nib has recorded no change in this project, so nothing was changed.\n"
+                .to_string(),
             0,
         ),
         Some(n) => {
@@ -914,6 +923,10 @@ pub fn run_tool(config: Config, name: &str, mut args: Map<String, Value>) -> i32
             ));
         }
         match String::from_utf8(content) {
+            // An empty patch is said plainly, with what to send.
+            Ok(s) if name == "edit" && s.trim().is_empty() => {
+                return fail(EMPTY_PATCH);
+            }
             Ok(s) => {
                 args.insert(arg.into(), Value::String(s));
             }
@@ -952,11 +965,14 @@ pub fn run_tool(config: Config, name: &str, mut args: Map<String, Value>) -> i32
         let agent = agent.lock().unwrap_or_else(|p| p.into_inner());
         crate::cli_tokens::save(&config.state_dir, &loaded, &agent.tokens);
     }
+    let result = result.map(|mut out| {
+        out.text = cli_wording(name, &out.text);
+        out
+    });
     if as_json && let Ok(out) = &result {
-        let code = match (&out.approval, out.exit) {
-            (Some(_), _) => 1,
-            (None, Some(c)) => c.clamp(0, 255),
-            (None, None) => i32::from(out.is_error),
+        let code = match &out.approval {
+            Some(_) => 1,
+            None => exit_status(name, out),
         };
         let mut stdout = std::io::stdout().lock();
         let _ = stdout.write_all(json_answer(out, code).as_bytes());
@@ -997,15 +1013,66 @@ pub fn run_tool(config: Config, name: &str, mut args: Map<String, Value>) -> i32
             }
             let _ = stdout.flush();
             // `nib sh` exits with the command's status (a job still running: 0).
-            match out.exit {
-                Some(code) => code.clamp(0, 255),
-                None => i32::from(out.is_error),
-            }
+            exit_status(name, &out)
         }
         Err(e) => {
             let verb = if name == "nibash" { "sh" } else { name };
             fail(&format!("nib {verb}: {}", as_flags(&e.to_string())))
         }
+    }
+}
+
+/// What `nib edit` says when stdin holds no patch (exit 2).
+const EMPTY_PATCH: &str = "\
+nib edit: the patch is empty (stdin held nothing but blank lines); nothing was written.
+Send a patch on stdin: each file's header as `nib read` printed it, then hunks that name its lines:
+  [src/app.rs#4DC5]
+  PUT 12:
+  +the new line 12
+or `REAPPLY TOKEN` from `nib grep --replace`; `nib edit --help` lists every form.";
+
+/// The exit status of a tool's answer: `nib sh` the command's, `nib grep`
+/// 0 for a match, 1 for none and 2 for an error (as grep and rg), every
+/// other verb 1 for an error.
+fn exit_status(name: &str, out: &nib_files::context::ToolOutput) -> i32 {
+    match (out.exit, name) {
+        (Some(code), _) => code.clamp(0, 255),
+        (None, "grep") if out.is_error => 2,
+        (None, _) => i32::from(out.is_error),
+    }
+}
+
+/// A tool's answer in the command line's words, where the tool's own speak
+/// to a model in an MCP session: a bad pattern's hint names `-F`, and a
+/// stale tag's refusal says that each command starts afresh (an MCP session
+/// remembers the versions it showed; a command keeps none).
+fn cli_wording(name: &str, text: &str) -> String {
+    match name {
+        "grep" => text.replace(
+            nib_files::tools::grep::LITERAL_HINT,
+            "hint: pass -F (--fixed-strings) to search for the text as written",
+        ),
+        "edit" => {
+            let mut out = String::with_capacity(text.len());
+            let mut rest = text;
+            while let Some(at) = rest.find(nib_files::tools::edit::NOT_SHOWN) {
+                let after = &rest[at + nib_files::tools::edit::NOT_SHOWN.len()..];
+                let tag_len = after
+                    .bytes()
+                    .take(4)
+                    .take_while(u8::is_ascii_hexdigit)
+                    .count();
+                let (tag, tail) = after.split_at(tag_len);
+                out.push_str(&rest[..at]);
+                out.push_str(&format!(
+                    "and each nib command starts afresh, keeping no earlier version to rebase #{tag} onto"
+                ));
+                rest = tail;
+            }
+            out.push_str(rest);
+            out
+        }
+        _ => text.to_string(),
     }
 }
 

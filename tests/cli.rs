@@ -157,7 +157,7 @@ fn doctor_reports_the_layers() {
         "Landlock ABI: ",
         "seccomp: ",
         "PID namespace: ",
-        "mode: unconfined (NIB_SANDBOX unset)",
+        "mode: unconfined (NIB_SANDBOX=0)",
         "exec-time rules: ",
     ] {
         assert!(out.contains(line), "{line}: {out}");
@@ -165,7 +165,7 @@ fn doctor_reports_the_layers() {
     // Unconfined where a layer could confine: doctor says how to turn it on.
     if out.contains("seccomp: yes") {
         assert!(
-            out.contains("to confine programs: start nib with NIB_SANDBOX=1"),
+            out.contains("to confine programs: remove NIB_SANDBOX=0"),
             "{out}"
         );
     }
@@ -715,4 +715,102 @@ fn nib_sh_names_what_went_to_the_private_tmp() {
     );
     assert!(!out.contains("private /tmp"), "{out}");
     let _ = std::fs::remove_file(std::env::temp_dir().join("nib-note-unconfined.txt"));
+}
+
+/// Each `nib` process starts afresh: a stale tag's refusal says so, not
+/// that the person "was not shown" the version they just read.
+#[test]
+fn a_stale_tag_on_the_command_line_says_each_command_starts_afresh() {
+    let dir = project();
+    std::fs::write(dir.path().join("f.txt"), "a\nb\n").unwrap();
+    let (out, _, code) = nib(dir.path(), &["read", "f.txt"], None);
+    assert_eq!(code, 0, "{out}");
+    let old = expected_tag(b"a\nb\n");
+    std::fs::write(dir.path().join("f.txt"), "a\nc\n").unwrap();
+    let patch = format!("[f.txt#{old}]\nPUT 1:\n+x\n");
+    for args in [&["edit"][..], &["edit", "--json"]] {
+        let (out, _, code) = nib(dir.path(), args, Some(&patch));
+        assert_eq!(code, 1, "{out}");
+        assert!(!out.contains("you were not shown"), "{out}");
+        assert!(
+            out.contains(&format!(
+                "each nib command starts afresh, keeping no earlier version to rebase #{old} onto"
+            )),
+            "{out}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("f.txt")).unwrap(),
+        "a\nc\n"
+    );
+}
+
+/// A pattern that does not compile: its error quotes the pattern as typed
+/// (not the matcher's `(?:…)` wrapper), the hint names `-F`, and the exit
+/// status is 2 (an error), apart from 1 (nothing matched), as grep and rg.
+#[test]
+fn a_bad_pattern_names_the_flag_shows_no_wrapper_and_exits_2() {
+    let dir = project();
+    std::fs::write(dir.path().join("a.txt"), "call a(b)\n").unwrap();
+    for pattern in ["a(", "(?<=a)("] {
+        let (out, _, code) = nib(dir.path(), &["grep", pattern], None);
+        assert_eq!(code, 2, "{pattern}: {out}");
+        assert!(out.contains("does not compile"), "{out}");
+        assert!(!out.contains("(?:"), "the wrapper is shown: {out}");
+        assert!(!out.contains("literal: true"), "{out}");
+        assert!(out.contains("hint: pass -F (--fixed-strings)"), "{out}");
+        let (out, _, code) = nib(dir.path(), &["grep", "--json", pattern], None);
+        assert_eq!(code, 2, "{out}");
+        let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+        assert_eq!(v["exit"], 2, "{out}");
+    }
+    // The unclosed group is pointed at in the pattern as typed.
+    let (out, _, _) = nib(dir.path(), &["grep", "a("], None);
+    assert!(out.contains("    a(\n     ^\n"), "{out}");
+    // PCRE2's offset counts in the pattern as typed (its end: 7).
+    let (out, _, _) = nib(dir.path(), &["grep", "(?<=a)("], None);
+    assert!(out.contains("at offset 7:"), "{out}");
+    // The hint's advice works, and nothing matched is 1.
+    let (out, _, code) = nib(dir.path(), &["grep", "-F", "a("], None);
+    assert_eq!(code, 0, "{out}");
+    let (out, _, code) = nib(dir.path(), &["grep", "--fixed-strings", "x("], None);
+    assert_eq!(code, 1, "{out}");
+}
+
+/// Nothing to undo is not a failure: exit 0 and a plain sentence.
+#[test]
+fn nib_undo_with_nothing_recorded_exits_0_and_says_so() {
+    let dir = project();
+    let home = tempfile::tempdir().unwrap();
+    let env: &[(&str, &std::path::Path)] = &[("NIB_STATE_DIR", &home.path().join("state"))];
+    let (out, err, code) = nib_with(dir.path(), &["undo"], None, env);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(
+        out,
+        "Nothing to undo: nib has recorded no change in this project, so nothing was changed.\n"
+    );
+    let (out, _, code) = nib_with(dir.path(), &["undo", "2"], None, env);
+    assert_eq!(code, 0, "{out}");
+}
+
+/// An empty patch says that it is empty and what to send, with no blank
+/// quoted line; nothing is written (exit 2).
+#[test]
+fn an_empty_patch_says_it_is_empty_and_what_to_send() {
+    let dir = project();
+    for input in ["", "\n", " \n\n"] {
+        let (out, err, code) = nib(dir.path(), &["edit"], Some(input));
+        assert_eq!(code, 2, "{out}{err}");
+        assert_eq!(out, "");
+        assert!(err.starts_with("nib edit: the patch is empty"), "{err:?}");
+        assert!(
+            err.contains("[src/app.rs#4DC5]\n  PUT 12:\n  +the new line 12\n"),
+            "{err}"
+        );
+        assert!(
+            !err.lines().any(|l| l.trim().is_empty()),
+            "a blank line: {err:?}"
+        );
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }

@@ -434,6 +434,12 @@ pub fn was_undone(state_dir: &Path, project: &Path, canonical: &Path, tag: &str)
         .any(|(p, t)| p == canonical && t == tag)
 }
 
+/// How many changes of nib's are recorded for `project` (`nib undo` says
+/// plainly that there is nothing to undo when none is).
+pub fn count(state_dir: &Path, project: &Path) -> usize {
+    load(&folder(state_dir, project)).changes.len()
+}
+
 /// The recorded changes, newest first, one line each, numbered as
 /// `nib undo N` takes them.
 pub fn list(state_dir: &Path, project: &Path, shown: impl Fn(&Path) -> String) -> String {

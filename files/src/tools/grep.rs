@@ -65,6 +65,44 @@ struct Options {
     replace: Option<String>,
 }
 
+/// The hint under a pattern that does not compile, in the MCP argument's
+/// words; the command line says it with its own flag instead.
+pub const LITERAL_HINT: &str = "hint: pass literal: true to search for the text as written";
+
+/// Why `pattern` does not compile, quoting the pattern as it was given:
+/// the matcher wraps it in a group (`(?:…)`), and its error would show and
+/// point into that wrapper, which the caller never wrote. The plain regex
+/// parser's error is used when it also refuses the pattern; else the
+/// matcher's, with the wrapper taken out of its text, and PCRE2's with its
+/// offset counted in the caller's pattern.
+fn pattern_error(pattern: &str, ignore_case: bool, matcher_error: &str) -> String {
+    // PCRE2's error names an offset into the wrapped pattern: three bytes
+    // (`(?:`) past the same place in the caller's.
+    if matcher_error.contains("(PCRE2)") {
+        const AT: &str = "at offset ";
+        let Some(at) = matcher_error.find(AT) else {
+            return matcher_error.to_string();
+        };
+        let (head, tail) = matcher_error.split_at(at + AT.len());
+        let digits = tail.bytes().take_while(u8::is_ascii_digit).count();
+        return match tail[..digits].parse::<usize>() {
+            Ok(n) => format!(
+                "{head}{}{}",
+                n.saturating_sub(3).min(pattern.len()),
+                &tail[digits..]
+            ),
+            Err(_) => matcher_error.to_string(),
+        };
+    }
+    match regex::RegexBuilder::new(pattern)
+        .case_insensitive(ignore_case)
+        .build()
+    {
+        Err(regex::Error::Syntax(why)) => format!("the pattern does not compile: {why}"),
+        _ => matcher_error.replace(&format!("(?:{pattern})"), pattern),
+    }
+}
+
 /// Runs `grep`.
 pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
     args.alias("query", "pattern");
@@ -112,7 +150,8 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
         Ok(p) => p,
         Err(e) => {
             return Ok(ToolOutput::error(format!(
-                "grep: {e}. Nothing was searched.\nhint: pass literal: true to search for the text as written\n"
+                "grep: {}. Nothing was searched.\n{LITERAL_HINT}\n",
+                pattern_error(&pattern_text, ignore_case, &e.to_string())
             )));
         }
     };

@@ -725,6 +725,11 @@ fn seen_in_current(base_seen: &SeenLines, map: Option<&[Option<usize>]>) -> Seen
     seen_now
 }
 
+/// How a stale tag's refusal says that no version with it was shown in
+/// this session (then the tag); the command line, whose processes keep no
+/// history, says it in its own words.
+pub const NOT_SHOWN: &str = "and you were not shown a version with #";
+
 /// The version a tagged section's hunks are planned on: the one the agent
 /// was shown with that tag (its text and the lines seen whole in it), and
 /// whether it is stale (not the current text). Refused, with the current
@@ -786,7 +791,7 @@ fn base_of(
                 )
             } else {
                 format!(
-                    "the tag #{given} is stale: {shown} is now #{}, and you were not shown a version with #{given}",
+                    "the tag #{given} is stale: {shown} is now #{}, {NOT_SHOWN}{given}",
                     cur.tag
                 )
             };
