@@ -10,10 +10,11 @@
 //! its parent, and sits in a pids cgroup where one can be made.
 //!
 //! Layer 2, when the policy confines ([`bwrap`], [`landlock`], [`seccomp`]):
-//! bubblewrap when it is installed and works, and inside it — or alone where
-//! it is missing — Landlock (at the best ABI the kernel has) and a seccomp
-//! filter. A confining policy that cannot apply any confining layer refuses to
-//! run the program.
+//! chosen by trying each layer once ([`layers`]): bubblewrap + seccomp
+//! (+ Landlock where the kernel has it), else Landlock (ABI 3+, fully
+//! enforced) + seccomp, else nothing runs — fail closed, with what is
+//! missing and the fix. Helpers the broker starts outside the sandbox
+//! (bubblewrap, the worker entry) are taken only from outside every root.
 //!
 //! What confined programs may read ([`Reads`]): the system folders, the
 //! toolchains and caches builds use, the roots and the user's binds; every

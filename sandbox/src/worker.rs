@@ -9,8 +9,8 @@
 //! in the process that will become the program, die
 //! with the parent, set the rlimits, and when the policy confines: no new
 //! privileges, Landlock, seccomp; when execs are supervised (in every mode),
-//! the exec filter last. A confining policy with no confining layer
-//! in force (no bubblewrap, no Landlock, no seccomp) refuses to run anything.
+//! the exec filter last. A confining policy runs nothing unless seccomp is
+//! in force, and Landlock too outside bubblewrap (`launch.rs`).
 
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
