@@ -553,6 +553,7 @@ time.sleep(8)
         let after =
             format!("env -u NO_PROXY -u no_proxy git ls-remote http://127.0.0.1:{port}/after.git");
         let until = std::time::Instant::now() + std::time::Duration::from_secs(40);
+        let mut last = String::new();
         while !seen
             .lock()
             .unwrap()
@@ -561,10 +562,10 @@ time.sleep(8)
         {
             assert!(
                 std::time::Instant::now() < until,
-                "bwrap={bwrap}: the proxy no longer accepts"
+                "bwrap={bwrap}: the proxy no longer accepts; the last try: {last}"
             );
             tokio::time::sleep(std::time::Duration::from_secs(2)).await;
-            nib.call("nibash", json!({ "command": after })).await;
+            last = nib.call("nibash", json!({ "command": after })).await.0;
         }
         nib.stop().await;
     }
