@@ -491,3 +491,38 @@ fn without_user_notification_programs_are_refused_while_program_rules_exist() {
         assert_ne!(code, 0, "{mode}");
     }
 }
+
+#[tokio::test]
+async fn over_mcp_a_bwrap_planted_on_path_inside_the_project_never_runs() {
+    for (mode, env) in modes() {
+        let world = World::new(None);
+        let (marker, path) = planted(&world);
+        let mut env: Vec<(&str, String)> = env;
+        env.push(("PATH", path));
+        env.push(("HOME", world.home.display().to_string()));
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let nib = start_with(
+            Era::Handshake,
+            &world.project,
+            TestClient::new(Roots::Undeclared),
+            &env,
+        )
+        .await;
+        let said = nib
+            .ok(
+                "nibash",
+                serde_json::json!({ "command": "echo hello from the call" }),
+            )
+            .await;
+        assert!(said.contains("hello from the call"), "{mode}: {said}");
+        let read = nib
+            .ok("read", serde_json::json!({ "paths": ["a.txt@HEAD"] }))
+            .await;
+        assert!(read.contains("inside"), "{mode}: {read}");
+        nib.stop().await;
+        assert!(
+            !marker.exists(),
+            "{mode}: the planted bwrap ran:\n{said}\n{read}"
+        );
+    }
+}
