@@ -293,14 +293,43 @@ async fn what_a_forked_call_leaves_ends_with_it_even_when_its_init_is_killed() {
         };
         let ended = sh(&nib, "(setsid sh -c 'sleep 3; touch canary1' &); echo left").await;
         assert!(ended.contains("left"), "{env:?} {ended}");
-        // The worker's parent is its call init: kill it from inside.
-        let killed = nib
-            .call(
-                "nibash",
-                json!({"command": "(setsid sh -c 'sleep 3; touch canary2' &); sh -c \"kill -9 $PPID\"; sleep 5"}),
-            )
-            .await
-            .0;
+        // The worker's parent is its call init. A program of the call
+        // cannot kill it where the call is confined (the call's Landlock
+        // domain scopes signals, issue 58); the broker's kill, from
+        // outside, can: killed here as the broker would.
+        let refused = sh(&nib, "sh -c \"kill -9 $PPID\"; echo still here").await;
+        let confined = env.contains(&("NIB_SANDBOX", "1"));
+        if confined {
+            assert!(refused.contains("still here"), "{env:?}: {refused}");
+        }
+        let call = {
+            let params = rmcp::model::CallToolRequestParams::new("nibash").with_arguments(
+                json!({"command": "(setsid sh -c 'sleep 3; touch canary2' &); sleep 5"})
+                    .as_object()
+                    .cloned()
+                    .unwrap(),
+            );
+            let peer = nib.client.peer().clone();
+            tokio::spawn(async move { peer.call_tool(params).await })
+        };
+        let root = nib.pid.expect("pid");
+        let init = {
+            let started = std::time::Instant::now();
+            loop {
+                if let Some(init) = call_init_running(root, b"sleep\x005") {
+                    break init;
+                }
+                assert!(
+                    started.elapsed() < Duration::from_secs(5),
+                    "{env:?}: the call's sleep never started"
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        };
+        let _ = std::process::Command::new("kill")
+            .args(["-9", &init.to_string()])
+            .status();
+        let killed = format!("{:?}", call.await);
         std::thread::sleep(Duration::from_millis(4000));
         for canary in ["canary1", "canary2"] {
             assert!(
@@ -309,7 +338,8 @@ async fn what_a_forked_call_leaves_ends_with_it_even_when_its_init_is_killed() {
             );
         }
         // The session goes on, with workers forked afresh.
-        assert_eq!(sh(&nib, "echo alive").await, "alive\n", "{env:?}");
+        let alive = sh(&nib, "echo alive").await;
+        assert!(alive.starts_with("alive\n"), "{env:?}: {alive}");
         nib.stop().await;
     }
 }
@@ -1551,6 +1581,45 @@ async fn warm_workers_are_ready_before_the_first_call_and_follow_a_burst() {
     }
 }
 
+/// The call init (host pid) of the call whose program runs with command
+/// line `program` (its arguments joined by NUL) under `root`: the parent
+/// of the nearest `__nibash` ancestor of that program.
+fn call_init_running(root: u32, program: &[u8]) -> Option<u32> {
+    let parent = |pid: u32| -> Option<u32> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        stat[stat.rfind(')')? + 2..]
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()
+    };
+    let cmdline = |pid: u32| std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let found = std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .find(|pid| cmdline(*pid).strip_suffix(b"\0") == Some(program))?;
+    let mut at = found;
+    let mut chain = Vec::new();
+    while let Some(p) = parent(at) {
+        if p <= 1 {
+            return None;
+        }
+        chain.push(p);
+        if p == root {
+            break;
+        }
+        at = p;
+    }
+    if chain.last() != Some(&root) {
+        return None;
+    }
+    let worker = chain
+        .iter()
+        .position(|p| cmdline(*p).split(|b| *b == 0).any(|a| a == b"__nibash"))?;
+    chain.get(worker + 1).copied()
+}
+
 /// The session's zygote: a descendant of `root` run as `nib __nibash
 /// --zygote` whose parent is not (its call inits and workers keep its
 /// command line); the newest, when a zygote was replaced.
@@ -1606,7 +1675,8 @@ async fn a_stopped_zygote_does_not_hang_later_calls() {
     for env in modes {
         let dir = project();
         let nib = start_mode(dir.path(), env).await;
-        assert_eq!(sh(&nib, "echo warm").await, "warm\n", "{env:?}");
+        let warm = sh(&nib, "echo warm").await;
+        assert!(warm.starts_with("warm\n"), "{env:?}: {warm}");
         let zygote = zygote_of(nib.pid.expect("pid")).expect("the session's zygote");
         let stopped = std::process::Command::new("kill")
             .args(["-STOP", &zygote.to_string()])
@@ -1638,7 +1708,110 @@ async fn a_stopped_zygote_does_not_hang_later_calls() {
         }
         let _ = std::process::Command::new("kill")
             .args(["-CONT", &zygote.to_string()])
+            .stderr(std::process::Stdio::null())
             .status();
+        nib.stop().await;
+    }
+}
+
+/// What a call's program tries on every other nibash process it can see:
+/// take its fds (pidfd_getfd), read its memory (/proc/PID/mem at a mapped
+/// address, process_vm_readv) and stop it (SIGSTOP, undone at once with
+/// SIGCONT); a line for each that worked. Its own worker (the nearest
+/// `__nibash` ancestor) is left out: it is the call's own.
+const REACH: &str = r#"
+import ctypes, os, signal
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+def parent(pid):
+    s = open(f"/proc/{pid}/stat").read()
+    return int(s[s.rfind(")") + 2:].split()[1])
+def nibash(pid):
+    try:
+        return b"__nibash" in open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+    except OSError:
+        return False
+own, p = None, os.getpid()
+while p > 1 and own is None:
+    p = parent(p)
+    if nibash(p):
+        own = p
+seen = 0
+for d in os.listdir("/proc"):
+    if not d.isdigit() or int(d) in (os.getpid(), own) or not nibash(int(d)):
+        continue
+    pid = int(d)
+    seen += 1
+    pidfd = libc.syscall(434, pid, 0)
+    if pidfd >= 0:
+        for fd in range(256):
+            got = libc.syscall(438, pidfd, fd, 0)
+            if got >= 0:
+                print(f"REACHED {pid}: fd {fd} taken")
+                os.close(got)
+                break
+    try:
+        start = int(open(f"/proc/{pid}/maps").readline().split("-")[0], 16)
+        with open(f"/proc/{pid}/mem", "rb") as m:
+            m.seek(start)
+            if m.read(8):
+                print(f"REACHED {pid}: memory read")
+    except OSError:
+        pass
+    buf = ctypes.create_string_buffer(8)
+    class Iov(ctypes.Structure):
+        _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+    local = Iov(ctypes.cast(buf, ctypes.c_void_p), 8)
+    try:
+        remote = Iov(start, 8)
+        if libc.syscall(310, pid, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0) > 0:
+            print(f"REACHED {pid}: process_vm_readv")
+    except NameError:
+        pass
+    try:
+        os.kill(pid, signal.SIGSTOP)
+        os.kill(pid, signal.SIGCONT)
+        print(f"REACHED {pid}: stopped")
+    except OSError:
+        pass
+print(f"looked at {seen}")
+"#;
+
+/// Issue 58: a call's programs cannot reach the zygote, a call init or
+/// another call's worker (a background job's, still running): no fd taken
+/// (the zygote's control socket carries every call's fork and proxy
+/// token), no memory read, no signal — so no forged answer can reach the
+/// client — under bubblewrap and with Landlock + seccomp alone, as root.
+#[tokio::test]
+async fn a_call_cannot_reach_the_zygote_or_another_calls_worker() {
+    let modes: [&[(&str, &str)]; 2] = [
+        &[("NIB_SANDBOX", "1")],
+        &[("NIB_SANDBOX", "1"), ("NIB_SANDBOX_BWRAP", "0")],
+    ];
+    for env in modes {
+        let dir = project();
+        std::fs::write(dir.path().join("reach.py"), REACH).unwrap();
+        let nib = start_mode(dir.path(), env).await;
+        // Another call, still running as a job.
+        let job = nib
+            .ok(
+                "nibash",
+                json!({"command": "sleep 20; echo job", "timeout": 1}),
+            )
+            .await;
+        assert!(job.contains("job %"), "{env:?}: {job}");
+        let out = sh(&nib, "python3 reach.py").await;
+        let looked: usize = out
+            .lines()
+            .find_map(|l| l.strip_prefix("looked at "))
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{env:?}: the probe did not run: {out}"));
+        // The zygote, two call inits and the job's worker at least.
+        assert!(looked >= 4, "{env:?}: saw only {looked} processes: {out}");
+        assert!(!out.contains("REACHED"), "{env:?}: {out}");
+        // The session goes on, answered by its own workers.
+        let alive = sh(&nib, "echo alive").await;
+        assert!(alive.starts_with("alive\n"), "{env:?}: {alive}");
         nib.stop().await;
     }
 }

@@ -401,6 +401,19 @@ pub fn serve(run: fn() -> !) -> ! {
     // SAFETY: `fd` was just made by fcntl and nothing else owns it.
     let control = unsafe { OwnedFd::from_raw_fd(fd) };
     become_subreaper();
+    // Confined (no_new_privs is set under every confining layer): the
+    // zygote, and the call inits it forks, are not dumpable, so a process
+    // without CAP_SYS_PTRACE (every program under bubblewrap) can neither
+    // ptrace them nor take their fds (pidfd_getfd: the control socket, a
+    // call's channel) nor read their memory; each call's worker enters a
+    // Landlock domain of its own ([`enter_call_domain`]), which holds for
+    // root too.
+    // SAFETY: prctl with constant arguments.
+    let confined = unsafe { libc::prctl(libc::PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) } == 1;
+    if confined {
+        // SAFETY: prctl with constant arguments.
+        unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
+    }
     // SIGCHLD is read from a signalfd (blocked here, unblocked in each fork).
     // SAFETY: sigset_t is plain data initialised by sigemptyset/sigaddset;
     // sigprocmask and signalfd take pointers to locals alive for the calls.
@@ -452,7 +465,7 @@ pub fn serve(run: fn() -> !) -> ! {
                 // The broker let the zygote go: end, and the namespace with it.
                 None => std::process::exit(0),
             };
-            let answer = fork_call(&control, &sigfd, &old_mask, &token, run);
+            let answer = fork_call(&control, &sigfd, &old_mask, &token, confined, run);
             let (pid, fds) = match answer {
                 Ok((pid, fds)) => {
                     inits.push(pid);
@@ -537,6 +550,7 @@ fn fork_call(
     sigfd: &OwnedFd,
     old_mask: &libc::sigset_t,
     token: &str,
+    confined: bool,
     run: fn() -> !,
 ) -> Result<(libc::pid_t, Vec<OwnedFd>), i32> {
     let (ours, theirs) = UnixStream::pair().map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
@@ -567,7 +581,7 @@ fn fork_call(
             }
         }
         become_subreaper();
-        call_init(theirs.into(), out_w, status_w, token, run)
+        call_init(theirs.into(), out_w, status_w, token, confined, run)
     }
     drop(theirs);
     drop(out_w);
@@ -593,7 +607,16 @@ fn fork_call(
 
 /// The call init: forks the worker, waits for it, ends what the call left,
 /// writes the worker's raw status on the status pipe, and ends.
-fn call_init(chan: OwnedFd, out: OwnedFd, status: OwnedFd, token: &str, run: fn() -> !) -> ! {
+fn call_init(
+    chan: OwnedFd,
+    out: OwnedFd,
+    status: OwnedFd,
+    token: &str,
+    confined: bool,
+    run: fn() -> !,
+) -> ! {
+    // SAFETY: getpid takes nothing.
+    let init = unsafe { libc::getpid() };
     // SAFETY: fork; this process is single-threaded (forked from the
     // single-threaded zygote).
     let worker = unsafe { libc::fork() };
@@ -601,8 +624,12 @@ fn call_init(chan: OwnedFd, out: OwnedFd, status: OwnedFd, token: &str, run: fn(
         drop(status);
         // SAFETY: dup2 and prctl take plain integers; fds 1, 2 and 3 become
         // the call's output and channel (the originals are close-on-exec).
+        // A call init already gone left no one to end this worker: it ends.
         unsafe {
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+            if libc::getppid() != init {
+                libc::_exit(125);
+            }
             if libc::dup2(chan.as_raw_fd(), 3) < 0
                 || libc::dup2(out.as_raw_fd(), 1) < 0
                 || libc::dup2(out.as_raw_fd(), 2) < 0
@@ -612,6 +639,13 @@ fn call_init(chan: OwnedFd, out: OwnedFd, status: OwnedFd, token: &str, run: fn(
         }
         drop(chan);
         drop(out);
+        if confined && !enter_call_domain() {
+            let _ = std::io::stderr().write_all(
+                b"nib zygote: the call's own Landlock domain could not be made; nothing ran\n",
+            );
+            // SAFETY: _exit ends this forked process.
+            unsafe { libc::_exit(125) }
+        }
         if !token.is_empty() {
             env::retoken(token);
         }
@@ -642,6 +676,48 @@ fn call_init(chan: OwnedFd, out: OwnedFd, status: OwnedFd, token: &str, run: fn(
     // SAFETY: _exit ends this forked process without running the zygote's
     // exit handlers.
     unsafe { libc::_exit(0) }
+}
+
+/// Puts the calling worker (and every program of its call) in a Landlock
+/// domain of its own, nested in the zygote's: Landlock lets a process
+/// ptrace (and so `pidfd_getfd`, `process_vm_readv`, `/proc/PID/mem`) only
+/// processes of its own domain or of domains nested in it, so the call
+/// reaches neither the zygote, nor its call init, nor another call, even
+/// as root; where the kernel has ABI 6, signals are scoped to the call
+/// too (no `kill -STOP` of the zygote or of another call). The domain
+/// grants everything else (it handles only signals, or before ABI 6
+/// execution, granted beneath `/`). The worker is made dumpable again
+/// (the zygote's setting is inherited): its programs are its own. False
+/// when Landlock is there and the domain could not be made.
+fn enter_call_domain() -> bool {
+    use landlock::{
+        AccessFs, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
+        RulesetCreatedAttr, Scope,
+    };
+    // SAFETY: prctl with constant arguments.
+    unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0) };
+    let abi = crate::landlock::abi();
+    if abi == 0 {
+        return true;
+    }
+    let base = Ruleset::default().set_compatibility(CompatLevel::HardRequirement);
+    let made = if abi >= 6 {
+        base.scope(Scope::Signal)
+            .and_then(|r| r.create())
+            .map_err(|e| e.to_string())
+    } else {
+        base.handle_access(AccessFs::Execute)
+            .and_then(|r| r.create())
+            .map_err(|e| e.to_string())
+            .and_then(|c| {
+                let root = PathFd::new("/").map_err(|e| e.to_string())?;
+                c.add_rule(PathBeneath::new(root, AccessFs::Execute))
+                    .map_err(|e| e.to_string())
+            })
+    };
+    made.ok()
+        .and_then(Option::<OwnedFd>::from)
+        .is_some_and(|fd| crate::landlock::restrict_self(fd.as_fd()))
 }
 
 /// Points stdin, stdout and stderr at /dev/null (the call's output must
