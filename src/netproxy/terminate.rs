@@ -207,10 +207,32 @@ fn request_framing(request: &Head) -> Result<Body, Refused> {
             "a request with two differing Content-Lengths is refused",
         ));
     }
+    if first.is_empty() || !first.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad("a bad Content-Length"));
+    }
     first
         .parse()
         .map(Body::Length)
         .map_err(|_| bad("a bad Content-Length"))
+}
+
+/// Refuses a request head with a line the relay and a server could read
+/// apart: a folded line (starting with a space or tab, obsolete since RFC
+/// 7230, which some servers join to the field above it: `Host: h.example`
+/// then ` evil.example`), or a line with no `:`.
+fn check_lines(head: &str) -> Result<(), Refused> {
+    let bad = head
+        .split("\r\n")
+        .skip(1)
+        .filter(|l| !l.is_empty())
+        .find(|l| l.starts_with([' ', '\t']) || !l.contains(':'));
+    match bad {
+        Some(line) => Err((
+            "400 Bad Request",
+            format!("a folded or malformed header line ({line:?}) is refused; nothing was sent"),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// `host[:port]` split, brackets kept on an IPv6 address.
@@ -354,8 +376,9 @@ where
             break;
         };
         let request = Head::read(&head);
-        let checked =
-            check_authority(&request, host, port).and_then(|()| request_framing(&request));
+        let checked = check_lines(text)
+            .and_then(|()| check_authority(&request, host, port))
+            .and_then(|()| request_framing(&request));
         let body = match checked {
             Ok(body) => body,
             Err(refused) => {
@@ -772,7 +795,8 @@ mod tests {
         }
     }
 
-    /// RFC 9112 §6.3: a request framed two ways is refused, not forwarded.
+    /// RFC 9112 §6.3: a request framed two ways is refused, not forwarded;
+    /// so is a length with a sign, a folded line and a line with no colon.
     #[tokio::test]
     async fn a_request_framed_two_ways_gets_400() {
         for request in [
@@ -781,6 +805,9 @@ mod tests {
             "POST / HTTP/1.1\r\nHost: h.example\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!",
             "POST / HTTP/1.1\r\nHost: h.example\r\nContent-Length: 5, 6\r\n\r\nhello!",
             "POST / HTTP/1.1\r\nHost: h.example\r\nTransfer-Encoding: chunked, gzip\r\n\r\n0\r\n\r\n",
+            "POST / HTTP/1.1\r\nHost: h.example\r\nContent-Length: +5\r\n\r\nhello",
+            "GET / HTTP/1.1\r\nHost: h.example\r\n evil.example\r\nAuthorization: Bearer {ph}\r\n\r\n",
+            "GET / HTTP/1.1\r\nHost: h.example\r\nno colon here\r\n\r\n",
         ] {
             let (server, program) = exchange(request, OK).await;
             assert!(server.is_empty(), "{request}: the server got {server}");
