@@ -8,7 +8,10 @@
 //! nib's edit and write, for their diff), SessionStart, PostCompact and
 //! UserPromptSubmit, deny rules for Bash, Grep, Glob, Edit and
 //! Write, an allow rule for `mcp__nib__nibash_status`), and `opencode.json` (or
-//! `opencode.jsonc`) when the project has one — else a note with what to add.
+//! `opencode.jsonc`) when the project has one — else, when it has a
+//! `.opencode` folder, a note with what to add. In a checkout of nib's own
+//! sources it refuses (exit 2), naming where to run it. Its output leads
+//! with the files it created or updated; warnings and notes follow.
 //! With `--user`: the Claude config folder's `settings.json`
 //! ($CLAUDE_CONFIG_DIR, else ~/.claude), the server at user scope in
 //! `~/.claude.json`, and OpenCode's user `opencode.json` if it exists, all
@@ -42,6 +45,9 @@ pub struct SetupArgs {
     pub summary: Option<String>,
     /// `--opencode PROGRAM` (empty clears).
     pub opencode: Option<String>,
+    /// `--no-sandbox`: the server entries run nib with `NIB_SANDBOX=0`
+    /// (programs unconfined); without it nib's own default, the sandbox, holds.
+    pub no_sandbox: bool,
 }
 
 /// One file's planned change.
@@ -469,7 +475,8 @@ pub fn remember(saved: &mut Value, args: &SetupArgs) {
     }
 }
 
-/// Plans every change: (file, what to do to its JSON, create it when missing).
+/// Plans every change: the files to write, and the lines to print after
+/// what was done (each `warning: …` or `note: …`).
 pub fn plan(places: &Places, args: &SetupArgs) -> (Vec<Change>, Vec<String>) {
     type Edit<'a> = Box<dyn Fn(&mut Value) + 'a>;
     // The user's configuration serves every project, whatever PATH Claude
@@ -506,10 +513,12 @@ pub fn plan(places: &Places, args: &SetupArgs) -> (Vec<Change>, Vec<String>) {
         ));
         match opencode_file(&places.home.join(".config/opencode")) {
             Some(oc) => targets.push((oc, Box::new(|v| opencode(v, nib)), false)),
-            None => notes.push(format!(
-                "OpenCode: no ~/.config/opencode/opencode.json, so nib was not added there; to use nib with OpenCode, create it with {{}} and run nib setup --user again, or add this to it: {}",
+            // Said only to someone who has OpenCode.
+            None if places.home.join(".config/opencode").is_dir() => notes.push(format!(
+                "note: OpenCode: ~/.config/opencode has no opencode.json, so nib was not added there; to use nib with OpenCode, create it with {{}} and run nib setup --user again, or add this to it: {}",
                 opencode_snippet(nib)
             )),
+            None => {}
         }
     } else {
         targets.push((
@@ -524,10 +533,12 @@ pub fn plan(places: &Places, args: &SetupArgs) -> (Vec<Change>, Vec<String>) {
         ));
         match opencode_file(&places.project) {
             Some(oc) => targets.push((oc, Box::new(|v| opencode(v, nib)), false)),
-            None => notes.push(format!(
-                "OpenCode: this project has no opencode.json, so nib was not added for OpenCode; to use it there, create opencode.json with {{}} and run nib setup again, or add this to it: {}",
+            // Said only in a project that has OpenCode (its folder).
+            None if places.project.join(".opencode").exists() => notes.push(format!(
+                "note: OpenCode: this project has a .opencode folder but no opencode.json, so nib was not added for OpenCode; to use it there, create opencode.json with {{}} and run nib setup again, or add this to it: {}",
                 opencode_snippet(nib)
             )),
+            None => {}
         }
     }
     let remembered = !args.providers.is_empty()
@@ -566,7 +577,7 @@ pub fn plan(places: &Places, args: &SetupArgs) -> (Vec<Change>, Vec<String>) {
                         serde_json::to_string(&v).unwrap_or_default()
                     };
                     warnings.push(format!(
-                        "{} is not plain JSON (comments or trailing commas?); left alone: add this to it by hand: {paste}",
+                        "warning: {} is not plain JSON (comments or trailing commas?); left alone: add this to it by hand: {paste}",
                         path.display()
                     ));
                     continue;
@@ -575,7 +586,11 @@ pub fn plan(places: &Places, args: &SetupArgs) -> (Vec<Change>, Vec<String>) {
         };
         let original = value.clone();
         edit(&mut value);
-        warnings.extend(shadowed_allows(&original, &path));
+        warnings.extend(
+            shadowed_allows(&original, &path)
+                .into_iter()
+                .map(|w| format!("warning: {w}")),
+        );
         if before.is_some() && value == original {
             continue;
         }
@@ -606,7 +621,7 @@ pub fn plan(places: &Places, args: &SetupArgs) -> (Vec<Change>, Vec<String>) {
     // What setup could not do for OpenCode is said when setup changes
     // something, not on every run that finds everything in place.
     if !changes.is_empty() {
-        warnings.splice(0..0, notes);
+        warnings.extend(notes);
     }
     (changes, warnings)
 }
@@ -621,13 +636,44 @@ pub fn diff(change: &Change) -> String {
         .to_string()
 }
 
+/// Whether `dir` is a checkout of nib's own repository: its Cargo.toml's
+/// `[package]` is named `nib` and the Claude Code plugin folder
+/// (`claude/.claude-plugin`) is beside it. Setting nib up there would write
+/// nib's client files into nib's sources.
+pub fn is_nib_checkout(dir: &Path) -> bool {
+    let Ok(manifest) = std::fs::read_to_string(dir.join("Cargo.toml")) else {
+        return false;
+    };
+    let mut in_package = false;
+    let named_nib = manifest.lines().map(str::trim).any(|line| {
+        if line.starts_with('[') {
+            in_package = line == "[package]";
+            return false;
+        }
+        in_package
+            && line
+                .strip_prefix("name")
+                .and_then(|rest| rest.trim_start().strip_prefix('='))
+                .is_some_and(|v| v.trim() == "\"nib\"")
+    });
+    named_nib && dir.join("claude/.claude-plugin").is_dir()
+}
+
 /// Runs setup; returns what to print and the exit status.
 pub fn run(places: &Places, args: &SetupArgs) -> (String, i32) {
-    let (changes, warnings) = plan(places, args);
-    let mut out = String::new();
-    for w in &warnings {
-        out.push_str(&format!("warning: {w}\n"));
+    if !args.user && is_nib_checkout(&places.project) {
+        return (
+            format!(
+                "nib setup: {} is a checkout of nib's own sources (Cargo.toml's package is nib, with the claude/ plugin), not a project to set nib up in; nothing was written.\nRun nib setup in your project's folder (cd there first, or NIB_DIRECTORY=PROJECT nib setup); nib setup --user sets nib up for every project.\n",
+                places.project.display()
+            ),
+            2,
+        );
     }
+    let (changes, said) = plan(places, args);
+    let mut out = String::new();
+    // What setup did comes first; its warnings and notes after it.
+    let mut said = said.iter().map(|w| format!("{w}\n")).collect::<String>();
     if !args.user && places.nib.is_absolute() && !changes.is_empty() {
         let found = match &places.other_nib {
             Some(other) => format!(
@@ -636,13 +682,14 @@ pub fn run(places: &Places, args: &SetupArgs) -> (String, i32) {
             ),
             None => "PATH finds no nib".to_string(),
         };
-        out.push_str(&format!(
+        said.push_str(&format!(
             "note: nib is named by its path, {}, because {found}; a file shared through the repository then works only where that path exists. Put this nib on PATH and run nib setup again to name it `nib`\n",
             places.nib.display()
         ));
     }
     if changes.is_empty() {
         out.push_str("nib setup: nothing to change; everything is in place\n");
+        out.push_str(&said);
         return (out, 0);
     }
     for c in &changes {
@@ -660,14 +707,17 @@ pub fn run(places: &Places, args: &SetupArgs) -> (String, i32) {
             Ok(_) => out.push_str(&format!("{verb} {}\n", c.path.display())),
             Err(e) => {
                 out.push_str(&format!("could not write {}: {e}\n", c.path.display()));
+                out.push_str(&said);
                 return (out, 1);
             }
         }
     }
     if args.dry_run {
         out.push_str("nib setup --dry-run: nothing was written\n");
+        out.push_str(&said);
         return (out, 0);
     }
+    out.push_str(&said);
     // Said once, when nib's server entry is first written.
     let first = changes.iter().any(|c| {
         !c.existed

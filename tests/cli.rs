@@ -814,3 +814,79 @@ fn an_empty_patch_says_it_is_empty_and_what_to_send() {
     }
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
+
+/// `nib setup` in isolated home and config folders.
+fn setup_in(dir: &std::path::Path, home: &std::path::Path) -> (String, String, i32) {
+    nib_with(
+        dir,
+        &["setup"],
+        None,
+        &[
+            ("HOME", home),
+            ("XDG_CONFIG_HOME", &home.join(".config")),
+            ("XDG_DATA_HOME", &home.join(".local/share")),
+            ("CLAUDE_CONFIG_DIR", &home.join(".claude")),
+        ],
+    )
+}
+
+/// Setup leads with what it did; OpenCode is named only in a project
+/// that has OpenCode.
+#[test]
+fn setup_leads_with_what_it_did_and_names_opencode_only_where_it_is() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = project();
+    let (out, err, code) = setup_in(dir.path(), home.path());
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.starts_with("created "), "{out}");
+    assert!(
+        !out.contains("OpenCode") && !out.contains("warning:"),
+        "{out}"
+    );
+    assert!(dir.path().join(".mcp.json").is_file());
+    // A project with a .opencode folder and no opencode.json: the note,
+    // after the files setup wrote.
+    let dir = project();
+    std::fs::create_dir(dir.path().join(".opencode")).unwrap();
+    let (out, _, code) = setup_in(dir.path(), home.path());
+    assert_eq!(code, 0, "{out}");
+    assert!(out.starts_with("created "), "{out}");
+    let note = out.find("note: OpenCode:").expect(&out);
+    assert!(out[..note].contains(".mcp.json"), "{out}");
+}
+
+/// In a checkout of nib's own sources setup refuses (exit 2), writes
+/// nothing and says where to run it; a folder that only looks alike is
+/// set up.
+#[test]
+fn setup_refuses_in_a_nib_checkout_and_says_where_to_run_it() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = project();
+    std::fs::write(
+        dir.path().join("Cargo.toml"),
+        "[workspace]\nmembers = [\".\"]\n\n[package]\nname = \"nib\"\nversion = \"0.1.0\"\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.path().join("claude/.claude-plugin")).unwrap();
+    let (out, err, code) = setup_in(dir.path(), home.path());
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(out.contains("checkout of nib's own sources"), "{out}");
+    assert!(out.contains("nothing was written"), "{out}");
+    assert!(out.contains("NIB_DIRECTORY=PROJECT nib setup"), "{out}");
+    assert!(!dir.path().join(".mcp.json").exists());
+    assert!(!dir.path().join(".claude").exists());
+    // The real checkout this test runs from is refused too.
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let (out, _, code) = nib_with(
+        std::path::Path::new("/"),
+        &["setup", "--dry-run"],
+        None,
+        &[("HOME", home.path()), ("NIB_DIRECTORY", root)],
+    );
+    assert_eq!(code, 2, "{out}");
+    // Another package named nib, without nib's plugin folder: set up.
+    std::fs::remove_dir_all(dir.path().join("claude")).unwrap();
+    let (out, _, code) = setup_in(dir.path(), home.path());
+    assert_eq!(code, 0, "{out}");
+    assert!(dir.path().join(".mcp.json").is_file());
+}

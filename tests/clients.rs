@@ -557,6 +557,8 @@ fn setup_says_what_it_did_and_what_it_could_not() {
         r#"{"permissions": {"allow": ["Bash(ls:*)", "Read"]}}"#,
     )
     .unwrap();
+    // A project with OpenCode (its folder) but no opencode.json gets the note.
+    std::fs::create_dir_all(e.project.join(".opencode")).unwrap();
     let (out, code) = run_with_path(&e, &["setup"], "", path.clone());
     assert_eq!(code, 0, "{out}");
     assert!(
