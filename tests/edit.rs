@@ -618,6 +618,26 @@ impl Raw {
     }
 }
 
+/// The processes other than this one with an fd open on `file` (as
+/// `/proc/PID/fd` shows it, e.g. `pipe:[123]`).
+fn holders_of(file: &std::path::Path) -> Vec<u32> {
+    let me = std::process::id();
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    procs
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| *pid != me)
+        .filter(|pid| {
+            std::fs::read_dir(format!("/proc/{pid}/fd")).is_ok_and(|fds| {
+                fds.flatten()
+                    .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|l| l == file))
+            })
+        })
+        .collect()
+}
+
 /// Issue 58: SIGKILL at a random moment of a three-file edit, then a new
 /// server at once (initialize, one read, stdin closed): the files are all
 /// old or all new, and no journal or temp file is left, in every mode. The
@@ -645,6 +665,7 @@ fn a_multi_file_edit_killed_at_random_moments_is_whole_after_an_immediate_restar
     let started = std::time::Instant::now();
     let mut spans = [Duration::ZERO; 3];
     let mut outcomes = [0usize; 4];
+    let mut lingered = Duration::ZERO;
     for run in 0..RUNS + modes.len() {
         let mode = run % modes.len();
         let env = modes[mode];
@@ -673,8 +694,21 @@ fn a_multi_file_edit_killed_at_random_moments_is_whole_after_an_immediate_restar
         }
         let span = spans[mode].as_micros() as u64 * 13 / 10 + 1;
         std::thread::sleep(Duration::from_micros(next() % span));
+        let stdin = std::fs::read_link(format!("/proc/{}/fd/0", nib.child.id())).unwrap();
         nib.child.kill().unwrap();
         nib.child.wait().unwrap();
+        // No child of the dead server holds its fds (its stdin stands for
+        // them all) for longer than an exec takes.
+        let killed = std::time::Instant::now();
+        while !holders_of(&stdin).is_empty() {
+            assert!(
+                killed.elapsed() < Duration::from_secs(1),
+                "run {run} (mode {env:?}): processes {:?} still hold the dead server's fds",
+                holders_of(&stdin)
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        lingered = lingered.max(killed.elapsed());
         // A new server at once, as a client restarting it would.
         let mut again = Raw::start(dir.path(), home.path(), env);
         again.ask(1, "read", json!({"paths": ["a.txt"]}));
@@ -707,7 +741,7 @@ fn a_multi_file_edit_killed_at_random_moments_is_whole_after_an_immediate_restar
         );
     }
     eprintln!(
-        "{RUNS} random kills in {:?} (edit spans {spans:?}): {} rolled back, {} completed",
+        "{RUNS} random kills in {:?} (edit spans {spans:?}): {} rolled back, {} completed; a dead server's fds were held at most {lingered:?} after it was reaped",
         started.elapsed(),
         outcomes[0],
         outcomes[3]

@@ -516,14 +516,21 @@ fn child_steps(
     fds: [Option<std::os::fd::RawFd>; 3],
     launch: Option<Launch>,
 ) {
+    let broker = libc::pid_t::try_from(std::process::id()).unwrap_or(0);
     // SAFETY: the closure runs in the child between fork and exec and
-    // calls only async-signal-safe functions (setsid, prctl, open, write,
-    // close, fcntl, dup2, syscall; `Launch::run` makes system calls
+    // calls only async-signal-safe functions (setsid, prctl, open, read,
+    // write, close, fcntl, dup2, syscall; `Launch::run` makes system calls
     // only, and `_exit`) on data allocated before the fork.
     unsafe {
         cmd.pre_exec(move || {
             libc::setsid();
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+            // A broker that died before the line above sent no signal:
+            // this child would go on holding every fd of the broker until
+            // its exec, parented to init (issue 58). It ends instead.
+            if parent_gone(broker) {
+                libc::_exit(125);
+            }
             for path in &procs {
                 let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
                 if fd >= 0 {
@@ -569,6 +576,47 @@ fn child_steps(
             Ok(())
         });
     }
+}
+
+/// Whether this process's parent is no longer `broker`, as `/proc/self/stat`
+/// tells (`getppid` says 0 in a child started as a PID namespace's init).
+/// False when that cannot be read. System calls only, no allocation: safe
+/// in a forked child.
+fn parent_gone(broker: libc::pid_t) -> bool {
+    let mut buf = [0u8; 512];
+    // SAFETY: open with a static NUL-terminated path; read into a local
+    // buffer of its length; close of the fd just opened.
+    let n = unsafe {
+        let fd = libc::open(
+            c"/proc/self/stat".as_ptr(),
+            libc::O_RDONLY | libc::O_CLOEXEC,
+        );
+        if fd < 0 {
+            return false;
+        }
+        let n = libc::read(fd, buf.as_mut_ptr().cast(), buf.len());
+        libc::close(fd);
+        n
+    };
+    let Ok(n) = usize::try_from(n) else {
+        return false;
+    };
+    let stat = &buf[..n.min(buf.len())];
+    // "pid (comm) state ppid …": the name may hold spaces and parentheses.
+    let Some(close) = stat.iter().rposition(|b| *b == b')') else {
+        return false;
+    };
+    let mut fields = stat[close + 1..]
+        .split(|b| *b == b' ')
+        .filter(|f| !f.is_empty());
+    let ppid = fields.nth(1).and_then(|f| {
+        f.iter().try_fold(0i32, |acc, d| {
+            d.is_ascii_digit()
+                .then(|| acc.checked_mul(10)?.checked_add(i32::from(d - b'0')))
+                .flatten()
+        })
+    });
+    ppid.is_some_and(|p| p != broker)
 }
 
 /// What the sandbox can apply on this machine, for `nib doctor` and nibash_status.
@@ -892,5 +940,21 @@ impl Drop for Worker {
         if let Some(t) = self.private_tmp.take() {
             let _ = std::fs::remove_dir_all(t);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The parent `/proc/self/stat` names is this process's parent, and
+    /// no other: a child started by a broker already gone ends before its
+    /// exec.
+    #[test]
+    fn parent_gone_reads_the_parent_from_proc() {
+        // SAFETY: getppid takes nothing.
+        let parent = unsafe { libc::getppid() };
+        assert!(!parent_gone(parent));
+        assert!(parent_gone(parent + 1));
     }
 }
