@@ -146,7 +146,7 @@ impl Confinement for Config {
     /// programs may read, what is hidden, which variables are withheld.
     fn read_policy_text(&self) -> String {
         if !self.sandbox {
-            return "reads: unconfined (NIB_SANDBOX unset): programs read what the user can; nib's own keys (NIB_DECIDER_KEY, OPENROUTER_API_KEY) never reach them\n".into();
+            return "reads: unconfined (NIB_SANDBOX=0): programs read what the user can; nib's own keys (NIB_DECIDER_KEY, OPENROUTER_API_KEY) never reach them\n".into();
         }
         let home = std::env::var_os("HOME").map(PathBuf::from);
         let withheld = self.withheld_vars();
@@ -237,7 +237,7 @@ impl Confinement for Config {
     /// nibash_status): which layer holds them to what.
     fn network_mode(&self) -> String {
         if !self.sandbox {
-            return "network open (NIB_SANDBOX unset)".into();
+            return "network open (NIB_SANDBOX=0)".into();
         }
         if self.sandbox_network {
             return "network open to every host (NIB_SANDBOX_NETWORK=1)".into();
@@ -271,7 +271,7 @@ impl Confinement for Config {
     /// among them when it is not.
     fn sandbox_mode(&self) -> String {
         if !self.sandbox {
-            return "unconfined (NIB_SANDBOX unset): layer 1 only".into();
+            return "unconfined (NIB_SANDBOX=0): programs run with your full authority (layer 1 only); remove NIB_SANDBOX=0 to confine them".into();
         }
         match self.confined_mode() {
             Ok(mode) => format!("NIB_SANDBOX=1: {}", mode.describe()),
@@ -281,7 +281,11 @@ impl Confinement for Config {
 
     fn first_answer_note(&self) -> Option<String> {
         static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-        let mode = self.confined_mode().ok().filter(|_| self.sandbox)?;
+        if !self.sandbox {
+            let note = "[sandbox: off (NIB_SANDBOX=0): programs run unconfined, with your full authority: they can read your credentials and write anywhere you can; remove NIB_SANDBOX=0 to confine them]".to_string();
+            return (!SAID.swap(true, std::sync::atomic::Ordering::Relaxed)).then_some(note);
+        }
+        let mode = self.confined_mode().ok()?;
         let note = match &mode {
             nib_sandbox::Mode::Landlock { why, abi } if self.sandbox_bwrap => format!(
                 "[sandbox: bubblewrap cannot start here ({why}); programs run under Landlock ABI {abi} + seccomp instead; nib doctor says more]"

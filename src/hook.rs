@@ -201,7 +201,7 @@ pub fn run(state: &Path, input: &[u8]) -> HookAnswer {
             // The change's own confinement applies; the hook's
             // environment may add the sandbox, never take it away.
             let floor = nib_files::undo::Confinement {
-                sandbox: std::env::var_os(nib_files::config::NIB_SANDBOX).is_some_and(|v| v == "1"),
+                sandbox: nib_files::config::sandbox_on(),
                 confirm: false,
                 roots: vec![project.clone()],
             };

@@ -379,6 +379,39 @@ pub fn mcp_server(config: &mut Value, nib: &Path) {
     }
 }
 
+/// `--no-sandbox` writes `NIB_SANDBOX=0` into nib's server entry (Claude
+/// Code's `env`, OpenCode's `environment`); without it, a `0` an earlier
+/// `--no-sandbox` wrote is taken out again, so the sandbox (nib's default)
+/// holds. Other entries and variables are left alone.
+pub fn sandbox_setting(config: &mut Value, off: bool) {
+    let Some(m) = obj(config) else { return };
+    let entries = [("mcpServers", "env"), ("mcp", "environment")];
+    for (servers, env_key) in entries {
+        let Some(entry) = m
+            .get_mut(servers)
+            .and_then(|s| s.get_mut("nib"))
+            .and_then(Value::as_object_mut)
+        else {
+            continue;
+        };
+        if off {
+            let env = entry
+                .entry(env_key.to_string())
+                .or_insert_with(|| json!({}));
+            if let Some(env) = env.as_object_mut() {
+                env.insert("NIB_SANDBOX".into(), json!("0"));
+            }
+        } else if let Some(env) = entry.get_mut(env_key).and_then(Value::as_object_mut) {
+            if env.get("NIB_SANDBOX").and_then(Value::as_str) == Some("0") {
+                env.remove("NIB_SANDBOX");
+            }
+            if env.is_empty() {
+                entry.remove(env_key);
+            }
+        }
+    }
+}
+
 /// Claude Code's entry for the nib server.
 fn nib_server(nib: &Path) -> Value {
     json!({"type": "stdio", "command": nib.display().to_string(), "args": [], "alwaysLoad": true})
@@ -508,11 +541,21 @@ pub fn plan(places: &Places, args: &SetupArgs) -> (Vec<Change>, Vec<String>) {
         ));
         targets.push((
             places.home.join(".claude.json"),
-            Box::new(|v| mcp_server(v, nib)),
+            Box::new(|v| {
+                mcp_server(v, nib);
+                sandbox_setting(v, args.no_sandbox);
+            }),
             true,
         ));
         match opencode_file(&places.home.join(".config/opencode")) {
-            Some(oc) => targets.push((oc, Box::new(|v| opencode(v, nib)), false)),
+            Some(oc) => targets.push((
+                oc,
+                Box::new(|v| {
+                    opencode(v, nib);
+                    sandbox_setting(v, args.no_sandbox);
+                }),
+                false,
+            )),
             // Said only to someone who has OpenCode.
             None if places.home.join(".config/opencode").is_dir() => notes.push(format!(
                 "note: OpenCode: ~/.config/opencode has no opencode.json, so nib was not added there; to use nib with OpenCode, create it with {{}} and run nib setup --user again, or add this to it: {}",
@@ -523,7 +566,10 @@ pub fn plan(places: &Places, args: &SetupArgs) -> (Vec<Change>, Vec<String>) {
     } else {
         targets.push((
             places.project.join(".mcp.json"),
-            Box::new(|v| mcp_server(v, nib)),
+            Box::new(|v| {
+                mcp_server(v, nib);
+                sandbox_setting(v, args.no_sandbox);
+            }),
             true,
         ));
         targets.push((
@@ -532,7 +578,14 @@ pub fn plan(places: &Places, args: &SetupArgs) -> (Vec<Change>, Vec<String>) {
             true,
         ));
         match opencode_file(&places.project) {
-            Some(oc) => targets.push((oc, Box::new(|v| opencode(v, nib)), false)),
+            Some(oc) => targets.push((
+                oc,
+                Box::new(|v| {
+                    opencode(v, nib);
+                    sandbox_setting(v, args.no_sandbox);
+                }),
+                false,
+            )),
             // Said only in a project that has OpenCode (its folder).
             None if places.project.join(".opencode").exists() => notes.push(format!(
                 "note: OpenCode: this project has a .opencode folder but no opencode.json, so nib was not added for OpenCode; to use it there, create opencode.json with {{}} and run nib setup again, or add this to it: {}",

@@ -34,6 +34,7 @@ mod read_more;
 mod reads;
 mod red_team;
 mod replay;
+mod sandbox_default;
 mod runners;
 mod secrets;
 mod terminal;

@@ -884,7 +884,7 @@ async fn a_long_call_reports_progress_with_its_latest_line() {
         .call_tool(params)
         .await
         .expect("the call answers");
-    assert_eq!(text_of(&r), "first-step\ndone\n");
+    assert_eq!(without_unconfined_notice(text_of(&r)), "first-step\ndone\n");
     let progress = nib.handler.progress.lock().unwrap().clone();
     assert!(progress.iter().any(|m| m == "first-step"), "{progress:?}");
     nib.stop().await;

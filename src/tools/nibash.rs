@@ -85,6 +85,18 @@ pub fn run(mut args: Args, ctx: &Ctx, shell: &Arc<Nibash>) -> Result<ToolOutput,
         out.text.push_str(&note);
         out.text.push('\n');
     }
+    // Unconfined by the person's choice: said once, in the first answer
+    // (on stderr for a one-call `nib sh`, whose stdout is the command's).
+    if !ctx.config.sandbox
+        && let Some(note) = ctx.config.first_answer_note()
+    {
+        if ctx.live.is_none() {
+            eprintln!("{}", crate::terminal::visible(&note));
+        } else {
+            out.text.push_str(&note);
+            out.text.push('\n');
+        }
+    }
     // Lines about what the sandbox kept back only where it is in force:
     // a refused call claims no limit.
     if ctx.config.sandbox && ctx.config.confined_mode().is_ok() {

@@ -208,9 +208,12 @@ pub struct Nib {
     pub home: tempfile::TempDir,
 }
 
-/// Environment that keeps a nib process's state and trash inside `home`.
+/// Environment that keeps a nib process's state and trash inside `home`,
+/// unconfined unless a test asks for the sandbox (nib's own default is the
+/// sandbox; `tests/sandbox_default.rs` checks that default itself).
 pub fn isolated_env(home: &Path) -> Vec<(String, String)> {
     vec![
+        ("NIB_SANDBOX".into(), "0".into()),
         (
             "NIB_STATE_DIR".into(),
             home.join("state").display().to_string(),
@@ -363,8 +366,16 @@ impl Nib {
         .map_err(|e| e.to_string())
     }
 
-    /// Calls a tool that must answer with a result (error results included).
+    /// Calls a tool that must answer with a result (error results included),
+    /// without the session's one notice that the sandbox is off (the
+    /// harness runs unconfined unless a test asks; `call_whole` keeps it).
     pub async fn call(&self, name: &str, args: Value) -> (String, bool) {
+        let (text, is_error) = self.call_whole(name, args).await;
+        (without_unconfined_notice(text), is_error)
+    }
+
+    /// [`Nib::call`] with the answer's text whole.
+    pub async fn call_whole(&self, name: &str, args: Value) -> (String, bool) {
         let r = self
             .try_call(name, args)
             .await
@@ -403,6 +414,18 @@ impl Nib {
     pub async fn stop(self) {
         let _ = self.client.cancel().await;
     }
+}
+
+/// A text without the line nib adds to a session's first nibash answer
+/// under `NIB_SANDBOX=0` (checked by `tests/sandbox_default.rs`).
+pub fn without_unconfined_notice(text: String) -> String {
+    const NOTICE: &str = "[sandbox: off (NIB_SANDBOX=0)";
+    if !text.contains(NOTICE) {
+        return text;
+    }
+    text.split_inclusive('\n')
+        .filter(|l| !l.starts_with(NOTICE))
+        .collect()
 }
 
 pub fn text_of(r: &CallToolResult) -> String {

@@ -15,9 +15,19 @@ pub const NIB_DIRECTORY: &str = "NIB_DIRECTORY";
 /// milliseconds (default 3000). Tests shorten it.
 pub const NIB_ROOTS_TIMEOUT_MS: &str = "NIB_ROOTS_TIMEOUT_MS";
 
-/// `1`: every tool, reads included, stays inside the roots (resolved by the
-/// kernel); writes to files that make code run need a person's approval.
+/// On unless `0` (or `false`): every tool, reads included, stays inside the
+/// roots (resolved by the kernel); writes to files that make code run need a
+/// person's approval; programs run confined ([`sandbox_on`]).
 pub const NIB_SANDBOX: &str = "NIB_SANDBOX";
+
+/// Whether the sandbox is on: nib's default, so every route (setup, the
+/// plugin, npx, a bare `nib`) gets it without writing anything; only
+/// `NIB_SANDBOX=0` (or `false`, `off`, `no`) turns it off.
+pub fn sandbox_on() -> bool {
+    std::env::var(NIB_SANDBOX).map_or(true, |v| {
+        !["0", "false", "off", "no"].contains(&v.trim().to_ascii_lowercase().as_str())
+    })
+}
 
 /// `1`: a write outside the roots asks the user (elicitation) and is refused
 /// without an approval.
@@ -223,7 +233,7 @@ impl Config {
             roots_timeout: std::time::Duration::from_millis(roots_timeout),
             state_dir: state_dir(),
             failpoint: std::env::var(NIB_FAILPOINT).ok().filter(|v| !v.is_empty()),
-            sandbox: flag(NIB_SANDBOX),
+            sandbox: sandbox_on(),
             channel: flag(NIB_CHANNEL),
             warm: std::env::var(NIB_WARM).map_or(true, |v| v != "0"),
             auto_names: std::env::var(NIB_AUTO_NAMES).map_or(true, |v| v != "0"),
