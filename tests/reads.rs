@@ -544,6 +544,8 @@ async fn credential_files_where_variables_put_them_stay_unread_in_both_sandbox_m
             (srv.join("cargo/credentials"), "CANARY-VAR-CARGO"),
             (srv.join("gradle/gradle.properties"), "CANARY-VAR-GRADLE"),
             (srv.join("tool/credentials.toml"), "CANARY-VAR-PATH-ROOT"),
+            // A toolchain reached through a link, into a system folder.
+            (opt.join("realtool/credentials.toml"), "CANARY-VAR-LINKED"),
             (opt.join("maven/conf/settings.xml"), "CANARY-VAR-M2"),
             (opt.join("docker/config.json"), "CANARY-VAR-DOCKER"),
             (opt.join("kube/config"), "CANARY-VAR-KUBE"),
@@ -577,10 +579,14 @@ async fn credential_files_where_variables_put_them_stay_unread_in_both_sandbox_m
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
             std::fs::write(p, format!("{text}\n")).unwrap();
         }
+        std::fs::create_dir_all(opt.join("realtool/bin")).unwrap();
+        std::os::unix::fs::symlink(opt.join("realtool"), srv.join("linked")).unwrap();
+        let through_link = srv.join("linked/credentials.toml");
         let s = |p: PathBuf| p.display().to_string();
         let path_var = format!(
-            "{}:{}/.cargo/bin:{}",
+            "{}:{}:{}/.cargo/bin:{}",
             s(srv.join("tool/bin")),
+            s(srv.join("linked/bin")),
             home.path.display(),
             std::env::var("PATH").unwrap_or_default()
         );
@@ -606,6 +612,7 @@ async fn credential_files_where_variables_put_them_stay_unread_in_both_sandbox_m
         for (p, _) in canaries
             .iter()
             .map(|(p, t)| (p, *t))
+            .chain([(&through_link, "")])
             .chain(controls.iter().map(|(p, t)| (p, *t)))
         {
             own.push_str(&format!("cat '{}'; ", p.display()));

@@ -2,7 +2,7 @@
 //! access handled is one the kernel has; never best effort). Only what
 //! the read policy names may be read and run (an allow-list: a folder that
 //! holds a hidden path is granted as its other entries, `reads.rs`'s
-//! `split_around`); only the roots, the private temp folder and a few
+//! `split_all`); only the roots, the private temp folder and a few
 //! devices may be written, and no device node made anywhere; TCP bind and
 //! connect are denied without network; abstract unix sockets and signals
 //! are scoped to the worker (ABI 6+); pathname unix sockets resolve only
@@ -20,7 +20,7 @@ use landlock::{
 };
 
 use crate::Policy;
-use crate::reads::{Grant, list_dir, split_around};
+use crate::reads::{Grant, is_system_secret, list_dir, split_all};
 
 /// The kernel's Landlock ABI (0 when unsupported), checked once.
 pub fn abi() -> u32 {
@@ -179,10 +179,13 @@ impl GrantKey {
             readable.push(target);
         }
         // Under bubblewrap a brokered file's placeholder is bound over the
-        // hidden file: that stand-in is for reading.
+        // hidden file: that stand-in is for reading. The system's secrets
+        // in `/etc` are left to their stand-ins (SECURITY.md).
         let mut hidden = policy.reads.hidden.clone();
         if in_bwrap {
-            hidden.retain(|h| !policy.stand_in_files.iter().any(|(f, _)| f == h));
+            hidden.retain(|h| {
+                !is_system_secret(h) && !policy.stand_in_files.iter().any(|(f, _)| f == h)
+            });
         }
         GrantKey {
             readable,
@@ -231,12 +234,10 @@ impl OpenedGrants {
             list_dir(dir)
         };
         let mut wanted: Vec<(PathBuf, BitFlags<AccessFs>)> = Vec::new();
-        for r in &key.readable {
-            for g in split_around(r, &key.hidden, &list) {
-                match g {
-                    Grant::Whole(p) => wanted.push((p, read)),
-                    Grant::ListOnly(p) => wanted.push((p, AccessFs::ReadDir.into())),
-                }
+        for g in split_all(&key.readable, &key.hidden, &list) {
+            match g {
+                Grant::Whole(p) => wanted.push((p, read)),
+                Grant::ListOnly(p) => wanted.push((p, AccessFs::ReadDir.into())),
             }
         }
         let write = writable_access(best);

@@ -7,7 +7,7 @@
 //! [`Reads`] as mounts (a folder not mounted does not exist, a hidden path
 //! is covered by an unreadable one), `landlock.rs` as granted paths (an
 //! allow-list: a folder holding a hidden path is granted as its other
-//! entries, [`split_around`]). The broker builds the description
+//! entries, [`split_all`]). The broker builds the description
 //! ([`Reads::for_user`]) from its environment and the user's settings.
 
 use std::ffi::OsString;
@@ -288,7 +288,9 @@ impl Reads {
     /// `shims` folder with its toolchain's root), and the allowed paths;
     /// hidden: the system secrets, the credential list under `$HOME`, the
     /// user's and the project's hides, less what the user allows.
-    /// Only existing paths are kept; nothing is listed but `/etc/ssh`.
+    /// Nothing is listed but `/etc/ssh`; a hidden path's folder is
+    /// resolved, so a toolchain folder that is a link hides its files
+    /// where they are too.
     /// The last answer is kept and given again for the same user while
     /// `/etc/ssh` is unchanged (every nibash call asks, twice).
     pub fn for_user(user: &UserReads) -> Reads {
@@ -353,10 +355,26 @@ impl Reads {
                     .flatten()
                     .filter(|p| too_wide(p, home).is_none())
                     .filter(|p| home.is_none_or(|h| *p != h.join(".local")));
-                toolchains.extend(toolchain_root.iter().cloned());
+                // The system's own prefixes (`/usr/bin`'s `/usr`,
+                // `/usr/local`) are no toolchain's folder: splitting them
+                // would cost every start, and a variable names a toolchain
+                // that really lives there.
+                toolchains.extend(
+                    toolchain_root
+                        .iter()
+                        .filter(|p| !is_system_prefix(p))
+                        .cloned(),
+                );
                 readable.extend(toolchain_root);
                 readable.push(dir);
             }
+        }
+        // A toolchain in its usual place under `$HOME` has its credential
+        // files on the list already (`.cargo/credentials.toml`); splitting
+        // `~/.pyenv` around names no tool keeps there would cost every start.
+        if let Some(home) = home {
+            let usual: Vec<PathBuf> = HOME_TOOLCHAINS.iter().map(|t| home.join(t)).collect();
+            toolchains.retain(|t| !usual.iter().any(|u| t.starts_with(u)));
         }
         readable.extend(user.allow.iter().cloned());
         let mut hidden = system_secrets(Path::new("/etc/ssh"));
@@ -368,6 +386,7 @@ impl Reads {
             hidden.extend(TOOLCHAIN_CREDENTIALS.iter().map(|c| t.join(c)));
         }
         hidden.extend(user.hide.iter().cloned());
+        hidden.extend(through_links(&hidden));
         // What the user names exactly is shown; an allowed path inside a
         // hidden folder is shown on its own (the deeper entry wins), and a
         // hidden entry inside an allowed folder stays hidden.
@@ -508,6 +527,45 @@ fn moved_credentials(vars: &[(String, OsString)]) -> Vec<PathBuf> {
     out
 }
 
+/// Where the hidden paths whose folder is reached through a link are
+/// (`/usr/local/cargo -> /opt/cargo`: `/opt/cargo/credentials.toml`, which
+/// `/opt` would show): a path is granted or mounted as it is reached, so
+/// each of those is hidden as well. Each folder is resolved once.
+fn through_links(hidden: &[PathBuf]) -> Vec<PathBuf> {
+    let mut resolved: std::collections::BTreeMap<&Path, Option<PathBuf>> =
+        std::collections::BTreeMap::new();
+    let mut out = Vec::new();
+    for h in hidden {
+        let (Some(folder), Some(name)) = (h.parent(), h.file_name()) else {
+            continue;
+        };
+        let real = resolved
+            .entry(folder)
+            .or_insert_with(|| std::fs::canonicalize(folder).ok().filter(|r| r != folder));
+        if let Some(real) = real {
+            out.push(real.join(name));
+        }
+    }
+    out
+}
+
+/// A system folder ([`SYSTEM`]) or `/usr/local`.
+fn is_system_prefix(p: &Path) -> bool {
+    p == Path::new("/usr/local") || SYSTEM.iter().any(|s| p == Path::new(s))
+}
+
+/// Whether `p` is one of the system's secrets ([`SYSTEM_SECRETS`], an ssh
+/// host key in `/etc/ssh`): files in `/etc` that no program makes while
+/// another runs; under bubblewrap their stand-ins are left to hide them
+/// (splitting `/etc`, 150 entries, would double a start's cost).
+pub fn is_system_secret(p: &Path) -> bool {
+    SYSTEM_SECRETS.iter().any(|s| p == Path::new(s))
+        || p.parent() == Some(Path::new("/etc/ssh"))
+            && p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("ssh_host_") && n.ends_with("_key"))
+}
+
 /// Why a folder named by PATH or a variable may not be made readable:
 /// it is `/`, `$HOME` or above it (it would open the user's files whole).
 fn too_wide(p: &Path, home: Option<&Path>) -> Option<&'static str> {
@@ -548,38 +606,59 @@ pub enum Grant {
     ListOnly(PathBuf),
 }
 
-/// The grants for `allowed` that leave out every path in `hidden`.
-pub fn split_around(
-    allowed: &Path,
+/// The grants for each of `allowed`, in order, that leave out every path
+/// in `hidden` (laid out once for all of them).
+pub fn split_all(
+    allowed: &[PathBuf],
     hidden: &[PathBuf],
     list: &dyn Fn(&Path) -> Vec<PathBuf>,
 ) -> Vec<Grant> {
+    let hidden: Vec<Vec<u8>> = hidden.iter().map(|h| laid_out(h)).collect();
     let mut out = Vec::new();
-    split_into(allowed, hidden, list, &mut out, 0);
+    for a in allowed {
+        // Only the hidden paths strictly below the allowed one matter (one
+        // that holds the allowed path itself is overruled by it: the user
+        // named the deeper path), compared as laid-out bytes: every
+        // readable folder is checked against every hidden path at each
+        // start.
+        let top = laid_out(a);
+        let below: Vec<&[u8]> = hidden
+            .iter()
+            .filter(|h| h.len() > top.len() && is_under(h, &top))
+            .map(Vec::as_slice)
+            .collect();
+        if below.is_empty() {
+            out.push(Grant::Whole(a.clone()));
+        } else {
+            split_into(a, &below, list, &mut out, 0);
+        }
+    }
     out
 }
 
 fn split_into(
     at: &Path,
-    hidden: &[PathBuf],
+    below: &[&[u8]],
     list: &dyn Fn(&Path) -> Vec<PathBuf>,
     out: &mut Vec<Grant>,
     depth: usize,
 ) {
     // Below the allowed path a hidden entry is met exactly (the walk goes
-    // entry by entry); one that holds the allowed path itself is overruled
-    // by it (the user named the deeper path).
-    if depth > 0 && hidden.iter().any(|h| h == at) {
+    // entry by entry).
+    let here = laid_out(at);
+    if depth > 0 && below.contains(&here.as_slice()) {
         return;
     }
-    let inside = hidden.iter().any(|h| h.starts_with(at) && h != at);
+    let inside = below
+        .iter()
+        .any(|h| h.len() > here.len() && is_under(h, &here));
     if !inside || depth > 8 {
         out.push(Grant::Whole(at.to_path_buf()));
         return;
     }
     out.push(Grant::ListOnly(at.to_path_buf()));
     for entry in list(at) {
-        split_into(&entry, hidden, list, out, depth + 1);
+        split_into(&entry, below, list, out, depth + 1);
     }
 }
 
@@ -652,7 +731,7 @@ mod tests {
             p("/h/.docker"),
         ];
         assert_eq!(
-            split_around(Path::new("/h/.cargo"), &hidden, &list),
+            split_all(&[p("/h/.cargo")], &hidden, &list),
             vec![
                 Grant::ListOnly(p("/h/.cargo")),
                 Grant::Whole(p("/h/.cargo/bin")),
@@ -660,14 +739,34 @@ mod tests {
             ]
         );
         assert_eq!(
-            split_around(Path::new("/usr"), &hidden, &list),
+            split_all(&[p("/usr")], &hidden, &list),
             vec![Grant::Whole(p("/usr"))]
         );
         assert_eq!(
-            split_around(Path::new("/h/.docker/config.json"), &hidden, &list),
+            split_all(&[p("/h/.docker/config.json")], &hidden, &list),
             vec![Grant::Whole(p("/h/.docker/config.json"))],
             "a path the user allowed inside a hidden folder is granted"
         );
+    }
+
+    #[test]
+    fn a_hidden_path_reached_through_a_link_is_hidden_where_it_lies() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir(d.join("real")).unwrap();
+        std::os::unix::fs::symlink(d.join("real"), d.join("cargo")).unwrap();
+        let user = UserReads {
+            toolchain_vars: vec![("CARGO_HOME".into(), d.join("cargo").into_os_string())],
+            ..UserReads::default()
+        };
+        let reads = Reads::for_user(&user);
+        assert!(reads.hidden.contains(&d.join("cargo/credentials.toml")));
+        assert!(
+            reads.hidden.contains(&d.join("real/credentials.toml")),
+            "{:?}",
+            reads.hidden
+        );
+        assert!(reads.hides(&d.join("real/credentials.toml"), &[d.join("real")]));
     }
 
     #[test]
@@ -682,6 +781,8 @@ mod tests {
                     h.join(".local/bin"),
                     h.to_path_buf(),
                     p("/opt/sdk/bin"),
+                    p("/usr/bin"),
+                    p("/usr/local/bin"),
                     p("/"),
                     p("relative/bin"),
                 ])
@@ -760,7 +861,6 @@ mod tests {
             "/g1/credentials",
             "/opt/sdk/credentials.toml",
             "/opt/sdk/conf/settings.xml",
-            "/home/u/.pyenv/.credentials",
             "/srv/docker",
             "/srv/k1",
             "/srv/k2",
@@ -780,7 +880,14 @@ mod tests {
         assert!(!reads.hides(&p("/srv/cargo/registry/x"), &[]));
         assert!(reads.hides(&p("/opt/sdk/credentials.toml"), &[]));
         assert!(!reads.hides(&p("/opt/sdk/lib/x"), &[]));
-        for never in ["/srv/gitconfig/credentials", "rel", "relative/keyrings"] {
+        for never in [
+            "/srv/gitconfig/credentials",
+            "rel",
+            "relative/keyrings",
+            "/home/u/.pyenv/credentials",
+            "/usr/credentials",
+            "/usr/local/credentials",
+        ] {
             assert!(!reads.hidden.contains(&p(never)), "{never}");
         }
         assert!(
