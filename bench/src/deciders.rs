@@ -82,6 +82,7 @@ pub(crate) fn decider_scenarios(nib: &Path, n: usize) -> Result<()> {
                     .arg(&log)
                     .args(["--purpose", "build and test the project"])
                     .env("NIB_DECIDER", decider)
+                    .env("NIB_SANDBOX", "0")
                     .output()
                     .map_err(|e| e.to_string())?;
                 times.push(started.elapsed());

@@ -46,8 +46,10 @@ impl Server {
         state: &Path,
         env: &[(&str, &str)],
     ) -> Result<Server> {
+        // Unconfined unless a row asks for the sandbox (nib's own default).
         let mut child = Command::new(nib)
             .args(args)
+            .env("NIB_SANDBOX", "0")
             .envs(env.iter().copied())
             .current_dir(dir)
             .env("NIB_DIRECTORY", dir)
