@@ -994,9 +994,9 @@ mod tests {
             })
             .collect();
         for (text, want) in [
-            (framed(&json_u), framed(&ph)),
-            (framed(&json_some), framed(&ph)),
-            (framed(&real.replace('/', "\\/")), framed(&ph)),
+            (framed(&json_u), framed(ph)),
+            (framed(&json_some), framed(ph)),
+            (framed(&real.replace('/', "\\/")), framed(ph)),
             (format!("q={pct_all}&x"), format!("q={ph}&x")),
             (format!("q={pct_some}&x"), format!("q={ph}&x")),
         ] {
