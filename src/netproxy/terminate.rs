@@ -184,7 +184,7 @@ fn request_framing(request: &Head) -> Result<Body, Refused> {
         .collect();
     if !codings.is_empty() && !lengths.is_empty() {
         return Err(bad(
-            "a request with both Content-Length and Transfer-Encoding is refused (RFC 9112 §6.3); send one of them",
+            "a request with both Content-Length and Transfer-Encoding is refused (RFC 9112 §6.3); nothing was sent. hint: send one of them",
         ));
     }
     if let Some(last) = codings.last() {
@@ -194,7 +194,7 @@ fn request_framing(request: &Head) -> Result<Body, Refused> {
                 .any(|c| c.eq_ignore_ascii_case("chunked"))
         {
             return Err(bad(
-                "a request's Transfer-Encoding must end in chunked, once",
+                "a request's Transfer-Encoding must end in chunked, once; nothing was sent",
             ));
         }
         return Ok(Body::Chunked);
@@ -204,16 +204,18 @@ fn request_framing(request: &Head) -> Result<Body, Refused> {
     };
     if lengths.iter().any(|l| l != first) {
         return Err(bad(
-            "a request with two differing Content-Lengths is refused",
+            "a request with two differing Content-Lengths is refused; nothing was sent",
         ));
     }
     if first.is_empty() || !first.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(bad("a bad Content-Length"));
+        return Err(bad(
+            "a Content-Length that is not a number is refused; nothing was sent",
+        ));
     }
     first
         .parse()
         .map(Body::Length)
-        .map_err(|_| bad("a bad Content-Length"))
+        .map_err(|_| bad("a Content-Length that is not a number is refused; nothing was sent"))
 }
 
 /// Refuses a request head with a line the relay and a server could read
