@@ -20,6 +20,7 @@ mod lang;
 mod layers;
 mod limits;
 mod names;
+mod network_why;
 mod planted;
 mod plugin;
 mod network;

@@ -81,6 +81,17 @@ pub fn run(mut args: Args, ctx: &Ctx, shell: &Arc<Nibash>) -> Result<ToolOutput,
             out.network_refused.len() - REFUSED_SHOWN
         ));
     }
+    // A failed lookup or connection the proxy did not explain: why.
+    if ctx.config.confined_mode().is_ok()
+        && let Some(note) = crate::nibash::broker::network_why::note(
+            ctx.config,
+            &out.text,
+            !out.network_refused.is_empty(),
+        )
+    {
+        out.text.push_str(&note);
+        out.text.push('\n');
+    }
     if let Some(note) = crate::netproxy::ignored_allow_note() {
         out.text.push_str(&note);
         out.text.push('\n');
@@ -91,7 +102,8 @@ pub fn run(mut args: Args, ctx: &Ctx, shell: &Arc<Nibash>) -> Result<ToolOutput,
         && let Some(note) = ctx.config.first_answer_note()
     {
         if ctx.live.is_none() {
-            eprintln!("{}", crate::terminal::visible(&note));
+            use std::io::Write as _;
+            let _ = writeln!(std::io::stderr(), "{}", crate::terminal::visible(&note));
         } else {
             out.text.push_str(&note);
             out.text.push('\n');

@@ -30,6 +30,7 @@ pub mod cut;
 pub mod decide;
 pub mod exec_judge;
 pub mod jobs;
+pub mod network_why;
 pub mod runners;
 pub mod skim;
 pub mod summary;
