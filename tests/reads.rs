@@ -574,6 +574,9 @@ async fn credential_files_where_variables_put_them_stay_unread_in_both_sandbox_m
             ),
             (srv.join("tool/bin/readme.txt"), "VISIBLE-tool-bin"),
             (opt.join("maven/lib/readme.txt"), "VISIBLE-maven-lib"),
+            // A project's own settings, with the project's bin on PATH.
+            (root.join("gradle.properties"), "VISIBLE-project-gradle"),
+            (root.join("bin/readme.txt"), "VISIBLE-project-bin"),
         ];
         for (p, text) in &controls {
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
@@ -584,9 +587,10 @@ async fn credential_files_where_variables_put_them_stay_unread_in_both_sandbox_m
         let through_link = srv.join("linked/credentials.toml");
         let s = |p: PathBuf| p.display().to_string();
         let path_var = format!(
-            "{}:{}:{}/.cargo/bin:{}",
+            "{}:{}:{}:{}/.cargo/bin:{}",
             s(srv.join("tool/bin")),
             s(srv.join("linked/bin")),
+            s(root.join("bin")),
             home.path.display(),
             std::env::var("PATH").unwrap_or_default()
         );

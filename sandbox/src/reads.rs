@@ -178,8 +178,9 @@ pub const CREDENTIALS: &[&str] = &[
 ];
 
 /// Credential files a toolchain keeps in its own folder: hidden inside
-/// every toolchain folder a variable ([`TOOLCHAIN_VARS`]) or `PATH` (a
-/// `bin` or `shims` folder's parent) names, wherever it lies — the rust
+/// every toolchain folder a variable ([`TOOLCHAIN_VARS`]) names, wherever
+/// it lies, and those named for credentials inside a `bin` or `shims`
+/// folder's parent on `PATH` (which may be a project's root) — the rust
 /// container's `CARGO_HOME=/usr/local/cargo` holds `credentials.toml` as
 /// `~/.cargo` does. Cargo's and gem's `credentials`, Gradle's properties,
 /// Maven's settings (a user folder's, an install's `conf/`), sbt's and
@@ -322,7 +323,8 @@ impl Reads {
         }
         // Toolchain folders outside the usual places: readable (unless too
         // wide), and their own credential files hidden wherever they lie.
-        let mut toolchains: Vec<PathBuf> = Vec::new();
+        // (folder, named by a variable rather than found as a PATH root)
+        let mut toolchains: Vec<(PathBuf, bool)> = Vec::new();
         for (name, value) in &user.toolchain_vars {
             if !TOOLCHAIN_VARS.contains(&name.as_str()) {
                 continue;
@@ -340,7 +342,12 @@ impl Reads {
             );
             // GIT_CONFIG_GLOBAL names a file: nothing lies inside it.
             if name != "GIT_CONFIG_GLOBAL" {
-                toolchains.extend(values.into_iter().filter(|p| p.is_absolute()));
+                toolchains.extend(
+                    values
+                        .into_iter()
+                        .filter(|p| p.is_absolute())
+                        .map(|p| (p, true)),
+                );
             }
         }
         if let Some(path) = &user.path {
@@ -363,7 +370,7 @@ impl Reads {
                     toolchain_root
                         .iter()
                         .filter(|p| !is_system_prefix(p))
-                        .cloned(),
+                        .map(|p| (p.clone(), false)),
                 );
                 readable.extend(toolchain_root);
                 readable.push(dir);
@@ -374,7 +381,7 @@ impl Reads {
         // `~/.pyenv` around names no tool keeps there would cost every start.
         if let Some(home) = home {
             let usual: Vec<PathBuf> = HOME_TOOLCHAINS.iter().map(|t| home.join(t)).collect();
-            toolchains.retain(|t| !usual.iter().any(|u| t.starts_with(u)));
+            toolchains.retain(|(t, _)| !usual.iter().any(|u| t.starts_with(u)));
         }
         readable.extend(user.allow.iter().cloned());
         let mut hidden = system_secrets(Path::new("/etc/ssh"));
@@ -382,8 +389,16 @@ impl Reads {
             hidden.extend(CREDENTIALS.iter().map(|p| home.join(p)));
         }
         hidden.extend(moved_credentials(&user.toolchain_vars));
-        for t in &toolchains {
-            hidden.extend(TOOLCHAIN_CREDENTIALS.iter().map(|c| t.join(c)));
+        for (t, named) in &toolchains {
+            // A PATH root may be a project (`PROJECT/bin` on PATH), whose
+            // `gradle.properties` or `settings.xml` is ordinary settings:
+            // only files named for credentials are hidden there.
+            hidden.extend(
+                TOOLCHAIN_CREDENTIALS
+                    .iter()
+                    .filter(|c| *named || c.contains("credentials"))
+                    .map(|c| t.join(c)),
+            );
         }
         hidden.extend(user.hide.iter().cloned());
         hidden.extend(through_links(&hidden));
@@ -860,7 +875,7 @@ mod tests {
             "/srv/cargo/credentials",
             "/g1/credentials",
             "/opt/sdk/credentials.toml",
-            "/opt/sdk/conf/settings.xml",
+            "/opt/sdk/.credentials",
             "/srv/docker",
             "/srv/k1",
             "/srv/k2",
@@ -887,6 +902,8 @@ mod tests {
             "/home/u/.pyenv/credentials",
             "/usr/credentials",
             "/usr/local/credentials",
+            "/opt/sdk/conf/settings.xml",
+            "/opt/sdk/gradle.properties",
         ] {
             assert!(!reads.hidden.contains(&p(never)), "{never}");
         }
