@@ -194,3 +194,78 @@ async fn the_persons_own_client_files_stay_and_programs_cannot_change_them() {
         );
     }
 }
+
+/// What the person's own settings run from the project (issue 57, item
+/// 10): `core.hooksPath = .husky/_` with no such folder yet, a Claude hook
+/// naming `"$CLAUDE_PROJECT_DIR"/scripts/check.sh` (the person's, there),
+/// and one naming `scripts/new.sh` (not there). A call writes all three:
+/// the person's script keeps its bytes, what the call made is gone, and the
+/// person's `git commit` runs no planted hook.
+#[tokio::test]
+async fn what_the_persons_settings_run_from_the_project_is_held() {
+    for mode in SANDBOXED {
+        let t = project();
+        let root = std::fs::canonicalize(t.path()).unwrap();
+        git(&root, &["init", "-q", "-b", "main"]);
+        git(&root, &["config", "core.hooksPath", ".husky/_"]);
+        std::fs::write(root.join("a.txt"), "a\n").unwrap();
+        std::fs::create_dir_all(root.join("scripts")).unwrap();
+        std::fs::create_dir_all(root.join(".claude")).unwrap();
+        let own = "#!/bin/sh\necho checked\n";
+        std::fs::write(root.join("scripts/check.sh"), own).unwrap();
+        std::fs::write(
+            root.join(".claude/settings.json"),
+            r#"{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"\"$CLAUDE_PROJECT_DIR\"/scripts/check.sh"},{"type":"command","command":"sh scripts/new.sh"}]}]}}"#,
+        )
+        .unwrap();
+        std::thread::sleep(Duration::from_millis(1100));
+        let out = tempfile::tempdir().unwrap();
+        let marker = out.path().join("marker");
+        let m = marker.display();
+        let nib = start_with(
+            Era::Handshake,
+            &root,
+            TestClient::eliciting(Elicit::Decline),
+            mode,
+        )
+        .await;
+        let script = format!(
+            "mkdir -p .husky/_ && printf '#!/bin/sh\\ntouch {m}\\n' > .husky/_/pre-commit && chmod +x .husky/_/pre-commit; \
+             printf 'touch {m}\\n' > scripts/check.sh; printf 'touch {m}\\n' > scripts/new.sh; ls -A .husky/_ scripts"
+        );
+        let (said, _) = nib.call("nibash", json!({ "command": script })).await;
+        assert!(
+            said.contains("pre-commit"),
+            "{mode:?}: the call did not plant: {said}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(root.join("scripts/check.sh")).unwrap(),
+            own,
+            "{mode:?}: {said}"
+        );
+        assert!(!root.join("scripts/new.sh").exists(), "{mode:?}: {said}");
+        assert!(!root.join(".husky/_").exists(), "{mode:?}: {said}");
+        let _ = std::process::Command::new("git")
+            .args([
+                "-c",
+                "user.name=P",
+                "-c",
+                "user.email=p@example.org",
+                "commit",
+                "-q",
+                "--allow-empty",
+                "-m",
+                "p",
+            ])
+            .current_dir(&root)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", out.path())
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .status();
+        assert!(
+            !marker.exists(),
+            "{mode:?}: the person's commit ran a planted hook"
+        );
+    }
+}

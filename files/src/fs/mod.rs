@@ -25,6 +25,7 @@ mod error;
 pub mod git_guard;
 pub mod planted;
 pub mod runs_code;
+pub mod settings_targets;
 pub mod trash;
 
 use std::ffi::OsString;

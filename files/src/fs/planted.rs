@@ -13,14 +13,19 @@
 //! was made or changed since the call (or the job) started, by change
 //! time, which no program can set back — to the user's trash and names it.
 //!
+//! The same holds for what the person's own settings run from the root (a
+//! hooks path, a script a Claude hook names: `settings_targets`): made by
+//! a call where none was, it goes too.
+//!
 //! This module decides and moves; `runs_code` owns the list of names
-//! ([`runs_code::CLIENT_FILES`]) and `git_guard` the git dirs.
+//! ([`runs_code::CLIENT_FILES`]), `settings_targets` the settings' targets
+//! and `git_guard` the git dirs.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use super::{Scope, git_guard, runs_code};
+use super::{Scope, git_guard, runs_code, settings_targets};
 
 /// How often a running job's roots are looked at: the bound on how long a
 /// planted file can stay while a job runs (each look is a few `lstat`s per
@@ -46,8 +51,9 @@ pub fn sweep(scope: &Scope, held: &[PathBuf], since: SystemTime) -> Vec<String> 
         .map_or(0, |d| d.as_nanos() as i128);
     let mut taken = Vec::new();
     for root in roots.iter() {
-        for name in runs_code::CLIENT_FILES {
-            let path = root.path.join(name);
+        let targets = settings_targets::of_root(&root.path);
+        let client_files = runs_code::CLIENT_FILES.iter().map(|n| root.path.join(n));
+        for path in client_files.chain(targets) {
             if held.contains(&path) || !changed_since(&path, since) {
                 continue;
             }
@@ -60,8 +66,8 @@ pub fn sweep(scope: &Scope, held: &[PathBuf], since: SystemTime) -> Vec<String> 
         return Vec::new();
     }
     vec![format!(
-        "[sandbox: {} made by this call's programs would run code in your agent client or editor \
-         outside the sandbox; moved to the trash (`trash list` shows it; the person can restore it, \
+        "[sandbox: {} made by this call's programs would run code in your agent client, editor or \
+         git outside the sandbox; moved to the trash (`trash list` shows it; the person can restore it, \
          or write it with nib's write tool, which asks first)]",
         taken.join(", ")
     )]

@@ -286,6 +286,9 @@ pub fn protected_for_programs(root: &Path) -> ForPrograms {
         pinned.push(dir);
     }
     out.extend(included.iter().cloned());
+    // What the person's own settings run from the root (a hooks path, a
+    // script a Claude hook names, a local MCP server's file).
+    out.extend(super::settings_targets::of_root(root));
     out.retain(|p| std::fs::symlink_metadata(p).is_ok());
     out.sort();
     out.dedup();
