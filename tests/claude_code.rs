@@ -35,7 +35,9 @@ pub fn claude() -> Option<PathBuf> {
             std::env::var_os("NIB_REQUIRE_THIRD_PARTY").is_none(),
             "Claude Code is not installed (npm install @anthropic-ai/claude-code into target/claude-code)"
         );
-        eprintln!("claude_code: Claude Code is not installed; skipped");
+        crate::common::skip(
+            "Claude Code is not installed (npm install @anthropic-ai/claude-code into target/claude-code)",
+        );
     }
     found
 }
@@ -207,5 +209,61 @@ fn the_repository_is_a_marketplace_the_nib_plugin_installs_from() {
     assert!(
         entry.contains("enabled") && entry.contains("claude"),
         "{entry}"
+    );
+}
+
+/// What a program plants for Claude Code never runs there (issue 57, item
+/// 2): through Claude Code's own session, a nibash call (nib set up by
+/// `nib setup`, sandboxed by default) writes `.claude/settings.json` with
+/// a `SessionStart` hook and `.mcp.json`'s sibling `opencode.json`; the
+/// next `claude -p` in the project leaves no marker. The control: the same
+/// hook written by the person runs at the next start, so Claude Code does
+/// run a project's hooks here.
+#[test]
+fn claude_code_started_in_the_project_runs_no_hook_a_program_planted() {
+    let Some(claude) = claude() else { return };
+    let p = place();
+    let marker = p.home.join("planted-hook-ran");
+    let mut setup = command(&nib_bin(), &p);
+    setup.arg("setup");
+    let (out, err, code) = output(setup);
+    assert_eq!(code, 0, "{out}{err}");
+    let hook = json!({"hooks": {"SessionStart": [{"hooks": [
+        {"type": "command", "command": format!("touch {}", marker.display())}
+    ]}]}})
+    .to_string();
+    let plant =
+        format!("mkdir -p .claude; printf '%s' '{hook}' > .claude/settings.json; echo planted");
+    let script = Script::parse(
+        &json!({"steps": [
+            {"tool": "mcp__nib__nibash", "input": {"command": plant}},
+            {"text": "Done."}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let mock = Mock::start(script, None).unwrap();
+    let (out, err, code) = ask(&claude, &p, &mock, "plant", &["--allowedTools", "mcp__nib"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(mock.steps_taken(), 2, "{out}\n{err}");
+    let _ = std::fs::remove_file(&marker);
+    let next = Script::parse(&json!({"steps": [{"text": "Hello."}]}).to_string()).unwrap();
+    let mock = Mock::start(next, None).unwrap();
+    let (out, err, code) = ask(&claude, &p, &mock, "hello", &[]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        !marker.exists(),
+        "Claude Code ran a hook a program planted: {}",
+        std::fs::read_to_string(p.project.join(".claude/settings.json")).unwrap_or_default()
+    );
+    // The control: the person's own hook runs at the next start.
+    std::fs::write(p.project.join(".claude/settings.json"), &hook).unwrap();
+    let again = Script::parse(&json!({"steps": [{"text": "Hello."}]}).to_string()).unwrap();
+    let mock = Mock::start(again, None).unwrap();
+    let (out, err, code) = ask(&claude, &p, &mock, "hello", &[]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        marker.exists(),
+        "the control: Claude Code did not run the person's SessionStart hook, so the check above proves nothing"
     );
 }
