@@ -215,7 +215,7 @@ fn the_repository_is_a_marketplace_the_nib_plugin_installs_from() {
 /// What a program plants for Claude Code never runs there (issue 57, item
 /// 2): through Claude Code's own session, a nibash call (nib set up by
 /// `nib setup`, sandboxed by default) writes `.claude/settings.json` with
-/// a `SessionStart` hook and `.mcp.json`'s sibling `opencode.json`; the
+/// a `SessionStart` hook; the
 /// next `claude -p` in the project leaves no marker. The control: the same
 /// hook written by the person runs at the next start, so Claude Code does
 /// run a project's hooks here.
