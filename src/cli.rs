@@ -2,7 +2,9 @@
 //! tool returns, so people and CI bots can use nib without an MCP client.
 //!
 //! Exit status: 0 on success, 1 when the tool reports an error, 2 for a usage
-//! error. The MCP server is `nib` with no arguments (see `main`).
+//! error; `nib grep` 0 for a match, 1 for none, 2 for any error; `nib sh` the
+//! command's; `nib undo` 0 when nothing is recorded (docs/cli.md has every
+//! verb's). The MCP server is `nib` with no arguments (see `main`).
 
 use crate::confinement::Confinement;
 use std::io::{Read, Write};
@@ -302,8 +304,9 @@ Applies a patch from stdin. Each file starts with its header as `nib read` print
   REM / MV DEST / CP DEST the file itself: to the trash, moved, copied
   *** Add File: PATH      a new file, its lines as + rows
 
-A stale tag is rebased when the lines named are unchanged, else refused with the current rows
-(exit 1, nothing written). `REAPPLY TOKEN` on stdin applies a preview `nib grep --replace` printed.
+A stale tag (the file changed since that read) is refused with the current rows (exit 1, nothing
+written): each nib command starts afresh, with no earlier version to rebase onto (an MCP session
+rebases when the lines named are unchanged). An empty patch exits 2, saying what to send. `REAPPLY TOKEN` on stdin applies a preview `nib grep --replace` printed.
 --json prints the answer as JSON, `written` naming each file with its new tag.
 "
         }
@@ -311,7 +314,7 @@ A stale tag is rebased when the lines named are unchanged, else refused with the
             "\
 Searches file contents (ripgrep's engine) under PATHs (default: the project) and prints
 [PATH#TAG] blocks: *N:TEXT for a match, N:TEXT for context. Exit 0 when something matched, 1 when
-nothing did, 2 on a usage error.
+nothing did, 2 on an error (a pattern that does not compile, a usage error), as grep and rg.
 
   -i / -F             ignore case / the pattern is plain text
   -A N / -B N / -C N  context rows after / before / around each match (default 1)
@@ -363,7 +366,8 @@ what the reader wants, --exit the command's status, --command the command line.
             "\
 Puts back nib's last change in this project (or change N of --list), file by file, only where a
 file still holds what nib wrote; a file changed since is named and left alone, a file nib made goes
-to the trash. Exit 1 when a file was left. --diff prints the newest change as a diff.
+to the trash. Exit 0 when it was put back or nothing is recorded (it says so), 1 when a file was
+left. --diff prints the newest change as a diff (exit 2 when there is none).
 "
         }
         "doctor" => {

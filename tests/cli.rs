@@ -430,10 +430,12 @@ fn answers_to_a_terminal_show_control_bytes_and_pipes_get_them() {
     assert_eq!(code, 0, "{piped}");
     assert!(piped.contains("\x1b]0;owned\x07"), "{piped:?}");
     let line = format!("{} sh \"{command}\"", nib_bin().display());
+    let home = tempfile::tempdir().unwrap();
     let tty = Command::new("script")
         .args(["-qec", &line, "/dev/null"])
         .current_dir(dir.path())
         .env_remove("NIB_DIRECTORY")
+        .envs(isolated_env(home.path()))
         .stdin(Stdio::null())
         .output()
         .expect("script runs");
@@ -659,7 +661,7 @@ fn a_bare_nib_at_a_terminal_says_what_it_waits_for() {
         .stdin(std::process::Stdio::null())
         .output()
     else {
-        eprintln!("script (util-linux) is not installed; skipped");
+        crate::common::skip("script (util-linux) is not installed");
         return;
     };
     let said = String::from_utf8_lossy(&out.stdout);
@@ -775,6 +777,9 @@ fn a_bad_pattern_names_the_flag_shows_no_wrapper_and_exits_2() {
     assert_eq!(code, 0, "{out}");
     let (out, _, code) = nib(dir.path(), &["grep", "--fixed-strings", "x("], None);
     assert_eq!(code, 1, "{out}");
+    // Any other error is 2 as well: a path that is not there.
+    let (out, _, code) = nib(dir.path(), &["grep", "call", "missing/"], None);
+    assert_eq!(code, 2, "{out}");
 }
 
 /// Nothing to undo is not a failure: exit 0 and a plain sentence.

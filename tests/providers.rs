@@ -497,7 +497,10 @@ async fn a_third_party_server_works_as_a_provider() {
             "{} is missing; .ci/run installs it (python3 -m venv target/mcp-venv; target/mcp-venv/bin/pip install mcp-server-time)",
             server.display()
         );
-        eprintln!("skipped: {} is not installed", server.display());
+        crate::common::skip(&format!(
+            "{} is not installed (.ci/run installs it)",
+            server.display()
+        ));
         return;
     }
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/providers/time.sh");

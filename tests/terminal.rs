@@ -115,7 +115,7 @@ fn tools() -> Option<PathBuf> {
             std::env::var_os("NIB_REQUIRE_THIRD_PARTY").is_none(),
             "tmux is not installed (apt-get install tmux)"
         );
-        eprintln!("terminal: tmux is not installed; skipped");
+        crate::common::skip("tmux is not installed (apt-get install tmux)");
         return None;
     }
     claude

@@ -210,9 +210,15 @@ pub struct Nib {
 
 /// Environment that keeps a nib process's state and trash inside `home`,
 /// unconfined unless a test asks for the sandbox (nib's own default is the
-/// sandbox; `tests/sandbox_default.rs` checks that default itself).
+/// sandbox; `tests/sandbox_default.rs` checks that default itself). Its
+/// temporary folder is `home/tmp` too: a server the harness kills cannot
+/// remove its workers' private folders, and these go with the home, not
+/// into the machine's `$TMPDIR`.
 pub fn isolated_env(home: &Path) -> Vec<(String, String)> {
+    let tmp = home.join("tmp");
+    let _ = std::fs::create_dir_all(&tmp);
     vec![
+        ("TMPDIR".into(), tmp.display().to_string()),
         ("NIB_SANDBOX".into(), "0".into()),
         (
             "NIB_STATE_DIR".into(),
@@ -700,7 +706,7 @@ pub fn jdk_source(dir: &std::path::Path, member: &str) -> Option<std::path::Path
             std::env::var_os("NIB_REQUIRE_THIRD_PARTY").is_none(),
             "no JDK source archive (/usr/lib/jvm/*/lib/src.zip): install openjdk-17-source"
         );
-        eprintln!("no JDK source archive here: the test of real Java sources is skipped");
+        skip("no JDK source archive (apt-get install openjdk-17-source)");
         return None;
     };
     let out = dir.join(member.rsplit('/').next().unwrap());
@@ -717,4 +723,62 @@ pub fn jdk_source(dir: &std::path::Path, member: &str) -> Option<std::path::Path
         .success();
     assert!(ok, "{member} is not in {}", archive.display());
     Some(out)
+}
+
+/// The tests of this run that did not run what they are for, with why.
+static SKIPPED: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
+
+/// Records that the calling test does not run what it tests, and why (a
+/// program it drives is not installed, say), for the list printed when
+/// this test binary exits: after libtest's `test result:` line, so the
+/// last lines of `cargo test`'s output name each test a skip counted as
+/// passed. The test itself returns early; under `NIB_REQUIRE_THIRD_PARTY=1`
+/// (CI) the skips of third-party programs are failures instead (each site
+/// asserts that before calling this).
+pub fn skip(why: &str) {
+    static AT_EXIT: std::sync::Once = std::sync::Once::new();
+    // libtest names each test's thread after the test.
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("a test on an unnamed thread")
+        .to_string();
+    eprintln!("{test}: skipped: {why}");
+    let mut list = SKIPPED.lock().unwrap_or_else(|p| p.into_inner());
+    let entry = (test, why.to_string());
+    if !list.contains(&entry) {
+        list.push(entry);
+    }
+    drop(list);
+    AT_EXIT.call_once(|| {
+        #[allow(unsafe_code)] // the one libc call of the harness
+        // SAFETY: atexit only stores the pointer; `print_skipped` is an
+        // `extern "C" fn()` that does not unwind (its stderr write ignores
+        // errors, a poisoned lock is taken as it is) and does not call exit.
+        unsafe {
+            libc::atexit(print_skipped);
+        }
+    });
+}
+
+/// Prints the skipped tests to stderr as the process exits (see [`skip`]).
+extern "C" fn print_skipped() {
+    use std::io::Write;
+    let list = SKIPPED.lock().unwrap_or_else(|p| p.into_inner());
+    if list.is_empty() {
+        return;
+    }
+    let mut text = format!(
+        "\n{} test{} did not run what {} test{} (counted as passed above):\n",
+        list.len(),
+        if list.len() == 1 { "" } else { "s" },
+        if list.len() == 1 { "it" } else { "they" },
+        if list.len() == 1 { "s" } else { "" },
+    );
+    for (test, why) in list.iter() {
+        text.push_str(&format!("  {test}: {why}\n"));
+    }
+    text.push_str(
+        "NIB_REQUIRE_THIRD_PARTY=1 makes a missing third-party program a failure (.ci/run sets it)\n",
+    );
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
 }
