@@ -3,12 +3,12 @@
 //! One test binary, so the suite links once.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 mod bash_diff;
+
 mod claude_code;
 mod cli;
 mod clients;
+mod common;
 mod confine;
 mod deciders;
 mod edit;
@@ -20,12 +20,12 @@ mod lang;
 mod layers;
 mod limits;
 mod names;
-mod network_why;
-mod planted;
-mod plugin;
 mod network;
+mod network_why;
 mod nibash;
 mod patch_fixtures;
+mod planted;
+mod plugin;
 mod policy;
 mod protocol;
 mod providers;
@@ -35,8 +35,8 @@ mod read_more;
 mod reads;
 mod red_team;
 mod replay;
-mod sandbox_default;
 mod runners;
+mod sandbox_default;
 mod secrets;
 mod terminal;
 mod write;

@@ -21,7 +21,10 @@ fn plant(dir: &Path, marker: &Path) {
     let nib = dir.join("nib");
     std::fs::write(
         &nib,
-        format!("#!/bin/sh\necho planted > '{}'\necho planted\n", marker.display()),
+        format!(
+            "#!/bin/sh\necho planted > '{}'\necho planted\n",
+            marker.display()
+        ),
     )
     .unwrap();
     std::fs::set_permissions(&nib, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -88,14 +91,23 @@ fn the_plugin_never_runs_a_nib_the_project_could_have_planted() {
     std::fs::create_dir_all(&elsewhere).unwrap();
     let path = format!("{}/bin:{}:{system}", p.display(), trusted.display());
     let out = run(&elsewhere, &path, &home, Some(p));
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(!marker.exists(), "a nib in CLAUDE_PROJECT_DIR ran");
 
     // The control: the same planted nib outside every untrusted folder runs,
     // so the checks above are what kept it out.
     let plain = outside.path().join("plain");
     plant(&plain, &marker);
-    let out = run(&elsewhere, &format!("{}:{system}", plain.display()), &home, None);
+    let out = run(
+        &elsewhere,
+        &format!("{}:{system}", plain.display()),
+        &home,
+        None,
+    );
     assert!(out.status.success());
     assert!(marker.exists(), "the control's nib should have run");
     std::fs::remove_file(&marker).unwrap();
