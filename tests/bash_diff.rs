@@ -179,6 +179,10 @@ const SCRIPTS: &[(&str, &str)] = &[
         "command -v -p cat; command -p cat /dev/null && echo ran",
     ),
     (
+        "command -p runs nib's stand-ins from the standard PATH whatever PATH holds",
+        "PATH=/nowhere; command -p cat data.txt; printf 'a\\nb\\n' | command -p wc -l; command -pV ls; command -p -- ls -d .; command -p grep -c a data.txt; echo \"$PATH\"",
+    ),
+    (
         "type says a hash -p path is hashed",
         "hash -p /bin/ls ls; type ls; type -t ls",
     ),

@@ -649,6 +649,9 @@ fn type_(mut ctx: ExecutionContext<'_, Se>, args: Vec<CommandArg>) -> Answer<'_>
     Box::pin(async move {
         let argv = strings(&args);
         let is_command = ctx.command_name == "command";
+        if is_command && let Some(at) = standard_run(&argv) {
+            return command_standard(ctx, args, at).await;
+        }
         let (flags, names): (Vec<&String>, Vec<&String>) = argv
             .iter()
             .skip(1)
@@ -674,16 +677,9 @@ fn type_(mut ctx: ExecutionContext<'_, Se>, args: Vec<CommandArg>) -> Answer<'_>
                 }
                 continue;
             }
-            // `command -p`: the standard PATH, as bash takes it from confstr.
-            let standard = |n: &str| {
-                ["/bin", "/usr/bin"]
-                    .iter()
-                    .map(|d| std::path::Path::new(d).join(n))
-                    .find(|p| p.is_file())
-            };
             let hashed = ctx.shell.program_location_cache().get(n.as_str());
             let paths: Vec<std::path::PathBuf> = if is_command && letters.contains('p') {
-                standard(n).into_iter().collect()
+                standard_program(n).into_iter().collect()
             } else if letters.contains('a') {
                 ctx.shell.find_executables_in_path(n).collect()
             } else {
@@ -705,6 +701,12 @@ fn type_(mut ctx: ExecutionContext<'_, Se>, args: Vec<CommandArg>) -> Answer<'_>
             for p in paths {
                 let line = if letters.contains('t') {
                     "file".to_string()
+                } else if is_command && letters.contains('V') {
+                    if hashed.as_ref() == Some(&p) && !letters.contains('p') {
+                        format!("{n} is hashed ({})", p.display())
+                    } else {
+                        format!("{n} is {}", p.display())
+                    }
                 } else if letters.contains('v') || letters.contains('p') || letters.contains('P') {
                     p.display().to_string()
                 } else if hashed.as_ref() == Some(&p) && !letters.contains('a') {
@@ -717,4 +719,70 @@ fn type_(mut ctx: ExecutionContext<'_, Se>, args: Vec<CommandArg>) -> Answer<'_>
         }
         Ok(ExecutionResult::new(code))
     })
+}
+
+/// The system program `name` on the standard PATH (confstr's `_CS_PATH`,
+/// `/bin:/usr/bin` on glibc), as bash's `command -p` looks for it.
+fn standard_program(name: &str) -> Option<PathBuf> {
+    let dirs = brush_core::sys::fs::get_default_standard_utils_paths();
+    brush_core::pathsearch::search_for_executable(dirs.iter(), name).next()
+}
+
+/// Where the command word of `command -p [-p…] [--] NAME ARGS…` is, when
+/// NAME is one of nib's stand-ins and the command is to run (no `-v`/`-V`).
+fn standard_run(argv: &[String]) -> Option<usize> {
+    let mut at = 1;
+    let mut standard = false;
+    while let Some(a) = argv.get(at) {
+        if a == "--" {
+            at += 1;
+            break;
+        }
+        if !a.starts_with('-') || a.len() < 2 {
+            break;
+        }
+        if !a.chars().skip(1).all(|c| c == 'p') {
+            return None;
+        }
+        standard = true;
+        at += 1;
+    }
+    let name = argv.get(at)?;
+    (standard && STAND_INS.contains(&name.as_str())).then_some(at)
+}
+
+/// `command -p NAME ARGS…` for a stand-in: NAME is looked for on the
+/// standard PATH, whatever PATH holds, as bash does. Where PATH finds the
+/// same program, nib's stand-in runs (its answer is the same program's);
+/// otherwise the standard one runs, or the command is not found (127).
+async fn command_standard(
+    ctx: ExecutionContext<'_, Se>,
+    args: Vec<CommandArg>,
+    at: usize,
+) -> Result<ExecutionResult, brush_core::Error> {
+    let words: Vec<CommandArg> = args.get(at..).unwrap_or_default().to_vec();
+    let name = words.first().map(ToString::to_string).unwrap_or_default();
+    let Some(standard) = standard_program(&name) else {
+        let _ = writeln!(ctx.stderr(), "nibash: {name}: command not found");
+        return Ok(ExecutionResult::new(127));
+    };
+    let on_path = ctx.shell.find_first_executable_in_path(&name);
+    let same = on_path
+        .is_some_and(|p| std::fs::canonicalize(&p).ok() == std::fs::canonicalize(&standard).ok());
+    let (command, argv0) = if same {
+        (name.clone(), None)
+    } else {
+        (standard.to_string_lossy().into_owned(), Some(name))
+    };
+    let mut cmd = brush_core::commands::SimpleCommand::new(
+        brush_core::commands::ShellForCommand::ParentShell(ctx.shell),
+        ctx.params,
+        command,
+        words,
+    );
+    cmd.argv0 = argv0;
+    cmd.use_functions = false;
+    let spawned = cmd.execute().await?;
+    let waited = spawned.wait().await?;
+    Ok(waited.into())
 }
