@@ -23,6 +23,8 @@ use nib_files::workspace::Workspace;
 pub enum Command {
     /// Serve MCP on stdio, with the providers named by `--provider NAME=PROGRAM`.
     Serve(Vec<(String, String)>),
+    /// Serve MCP over streamable HTTP (`nib serve --http ADDR --token-file FILE`).
+    ServeHttp(crate::serve_http::Options),
     /// Print the version.
     Version,
     /// Print usage.
@@ -134,6 +136,9 @@ fn parse_args(args: &[String]) -> Result<Command, UsageError> {
         "hook" => Ok(Command::Hook),
         "statusline" => Ok(Command::Statusline),
         "setup" => parse_setup(rest),
+        "serve" => crate::serve_http::parse(rest)
+            .map(Command::ServeHttp)
+            .map_err(UsageError),
         "--help" | "-h" | "help" => Ok(Command::Help),
         "read" => parse_read(rest),
         "write" => parse_write(rest),

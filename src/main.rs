@@ -159,6 +159,32 @@ fn main() -> std::process::ExitCode {
         cli::Command::Version | cli::Command::Help | cli::Command::HelpFor(_) => {
             std::process::ExitCode::SUCCESS
         }
+        cli::Command::ServeHttp(options) => {
+            nib_text::malloc::limit_arenas();
+            let runtime = match tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+            {
+                Ok(r) => r,
+                Err(e) => {
+                    let _ = writeln!(
+                        std::io::stderr(),
+                        "nib: cannot start the async runtime: {e}"
+                    );
+                    return std::process::ExitCode::FAILURE;
+                }
+            };
+            let result = runtime.block_on(nib::serve_http::serve(config, options));
+            runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+            match result {
+                Ok(()) => std::process::ExitCode::SUCCESS,
+                Err(e) => {
+                    let _ = writeln!(std::io::stderr(), "nib: {e:#}");
+                    std::process::ExitCode::from(2)
+                }
+            }
+        }
         cli::Command::Serve(providers) => {
             // A person who typed `nib` at a terminal sees why nothing
             // happens; an MCP client's pipe gets nothing extra.

@@ -16,6 +16,7 @@ mod fail_closed;
 mod git;
 mod git_dirs;
 mod grep;
+mod http;
 mod lang;
 mod layers;
 mod limits;

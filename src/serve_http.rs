@@ -1,0 +1,640 @@
+//! `nib serve --http ADDR --token-file FILE`: MCP over streamable HTTP.
+//!
+//! The same [`NibServer`] as on stdio (the same tools and guarantees) behind
+//! rmcp's streamable HTTP service, which serves both protocol eras at `/mcp`:
+//! 2026-07-28 requests without a session, and `initialize` + `Mcp-Session-Id`
+//! for older clients. In front of it, this module decides who may call and how
+//! much:
+//!
+//! - every `/mcp` request names its agent by a token of the token file
+//!   (`NAME TOKEN` a line), in `Authorization: Bearer TOKEN` or
+//!   [`TOKEN_HEADER`]; the token is compared in constant time, and a request
+//!   without a known token gets 401 before anything reads its body;
+//! - the body is bounded ([`Options::max_body`], 413), and so are the calls
+//!   running at once, in all and per agent (503 with `Retry-After`);
+//! - rmcp checks `Host` (loopback names and `--allow-host`) and `Origin`
+//!   (none allowed unless `--allow-origin`): a foreign one gets 403;
+//! - `GET /healthz` and `GET /readyz` answer without a token and without detail;
+//! - SIGTERM drains: new requests get 503, running calls get
+//!   [`Options::grace`] to finish, then nib saves and exits 0;
+//! - one JSON line per request goes to stderr (agent, method, tool, status,
+//!   ms), never arguments or tokens.
+//!
+//! Agents are apart: [`HttpNib`] replaces whatever agent a request's `_meta`
+//! names with the token's NAME, so what an agent saw is kept between its
+//! sessionless requests and never lets another agent edit. An HTTP client's
+//! roots are not asked for: the project directory is the root.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full, Limited, combinators::BoxBody};
+use rmcp::model::{CallToolRequestParams, CallToolResponse, ListToolsResult};
+use rmcp::model::{PaginatedRequestParams, ServerConfig};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use serde_json::{Value, json};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::server::NibServer;
+use nib_files::config::Config;
+
+/// nib's own header for the token, for routers that consume `Authorization`.
+pub const TOKEN_HEADER: &str = "x-nib-token";
+/// The `_meta` key that carries the agent's NAME to [`crate::agents`].
+const AGENT_META: &str = "sessionId";
+/// Shortest token accepted.
+const MIN_TOKEN: usize = 16;
+
+/// What `nib serve --http` was given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    /// Where to listen (`HOST:PORT`; port 0 picks one).
+    pub addr: String,
+    /// The agents' tokens, `NAME TOKEN` a line.
+    pub token_file: PathBuf,
+    /// `Host` values accepted besides the loopback names.
+    pub allow_hosts: Vec<String>,
+    /// `Origin` values accepted (none by default).
+    pub allow_origins: Vec<String>,
+    /// Largest request body, in bytes.
+    pub max_body: usize,
+    /// Calls running at once, in all.
+    pub max_calls: usize,
+    /// Calls running at once, per agent.
+    pub max_calls_per_agent: usize,
+    /// How long running calls may take to finish after SIGTERM.
+    pub grace: Duration,
+}
+
+/// `nib serve --http` and its options.
+pub const USAGE: &str = "\
+nib serve --http HOST:PORT --token-file FILE [OPTIONS]
+  Serves MCP over streamable HTTP at http://HOST:PORT/mcp (port 0 picks one;
+  the address goes to stderr as `listening on http://HOST:PORT/mcp`).
+  --token-file FILE        one agent a line: NAME TOKEN (outside the project)
+  --allow-host NAME        a Host to accept besides localhost (repeatable)
+  --allow-origin ORIGIN    an Origin to accept, e.g. https://app.example:443 (repeatable)
+  --max-body BYTES         largest request body (default 4194304)
+  --max-calls N            calls running at once in all (default 16)
+  --max-calls-per-agent N  calls running at once per agent (default 4)
+  --grace SECONDS          how long running calls get after SIGTERM (default 25)
+  Each request needs `Authorization: Bearer TOKEN` or `X-Nib-Token: TOKEN`.
+  docs/http.md has the rest.
+";
+
+/// Reads `serve`'s arguments.
+pub fn parse(args: &[String]) -> Result<Options, String> {
+    let mut addr = None;
+    let mut token_file = None;
+    let mut options = Options {
+        addr: String::new(),
+        token_file: PathBuf::new(),
+        allow_hosts: Vec::new(),
+        allow_origins: Vec::new(),
+        max_body: 4 * 1024 * 1024,
+        max_calls: 16,
+        max_calls_per_agent: 4,
+        grace: Duration::from_secs(25),
+    };
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
+            _ => (arg.as_str(), None),
+        };
+        let mut value = || {
+            inline
+                .clone()
+                .or_else(|| it.next().cloned())
+                .ok_or_else(|| format!("serve: {flag} needs a value\n\n{USAGE}"))
+        };
+        let number = |v: String| {
+            v.parse::<usize>()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| format!("serve: {flag} takes a positive number; got \"{v}\""))
+        };
+        match flag {
+            "--http" => addr = Some(value()?),
+            "--token-file" => token_file = Some(PathBuf::from(value()?)),
+            "--allow-host" => options.allow_hosts.push(value()?),
+            "--allow-origin" => options.allow_origins.push(value()?),
+            "--max-body" => options.max_body = number(value()?)?,
+            "--max-calls" => options.max_calls = number(value()?)?,
+            "--max-calls-per-agent" => options.max_calls_per_agent = number(value()?)?,
+            "--grace" => {
+                let v = value()?;
+                let secs = v
+                    .parse::<u64>()
+                    .map_err(|_| format!("serve: --grace takes seconds; got \"{v}\""))?;
+                options.grace = Duration::from_secs(secs);
+            }
+            other => return Err(format!("serve: unknown option \"{other}\"\n\n{USAGE}")),
+        }
+    }
+    options.addr = addr.ok_or_else(|| {
+        format!("serve needs --http HOST:PORT (MCP on stdio is plain `nib`)\n\n{USAGE}")
+    })?;
+    options.token_file = token_file.ok_or_else(|| {
+        format!(
+            "serve --http needs --token-file FILE: every request must name its agent\n\n{USAGE}"
+        )
+    })?;
+    Ok(options)
+}
+
+/// The agents of the token file.
+struct Tokens(Vec<(Arc<str>, Vec<u8>)>);
+
+impl Tokens {
+    /// Reads the token file, refusing one inside the project (a tool could read
+    /// or write it) and one that names no agent.
+    fn load(path: &Path, project: &Path) -> Result<Tokens, String> {
+        let shown = path.display();
+        let real = std::fs::canonicalize(path)
+            .map_err(|e| format!("cannot read the token file {shown}: {e}; nothing was served"))?;
+        if let Ok(project) = std::fs::canonicalize(project)
+            && real.starts_with(&project)
+        {
+            return Err(format!(
+                "the token file {shown} is inside the project {}, where the tools can read it; \
+                 nothing was served.\nhint: move it outside the project",
+                project.display()
+            ));
+        }
+        let text = std::fs::read_to_string(&real)
+            .map_err(|e| format!("cannot read the token file {shown}: {e}; nothing was served"))?;
+        Tokens::parse(&text).map_err(|e| format!("token file {shown}: {e}; nothing was served"))
+    }
+
+    fn parse(text: &str) -> Result<Tokens, String> {
+        let mut agents: Vec<(Arc<str>, Vec<u8>)> = Vec::new();
+        for (n, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let mut words = line.split_whitespace();
+            let (Some(name), Some(token), None) = (words.next(), words.next(), words.next()) else {
+                return Err(format!("line {} is not `NAME TOKEN`", n + 1));
+            };
+            let name_ok = name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+            if !name_ok {
+                return Err(format!(
+                    "line {}: an agent's NAME is letters, digits, '-', '_' or '.'",
+                    n + 1
+                ));
+            }
+            if token.len() < MIN_TOKEN {
+                return Err(format!(
+                    "line {}: the token of {name} is shorter than {MIN_TOKEN} characters",
+                    n + 1
+                ));
+            }
+            if agents
+                .iter()
+                .any(|(a, t)| &**a == name || t == token.as_bytes())
+            {
+                return Err(format!(
+                    "line {}: {name} or its token is listed twice",
+                    n + 1
+                ));
+            }
+            agents.push((Arc::from(name), token.as_bytes().to_vec()));
+        }
+        if agents.is_empty() {
+            return Err("it names no agent (one a line: NAME TOKEN)".into());
+        }
+        Ok(Tokens(agents))
+    }
+
+    /// The agent whose token this is; every token is compared, each in
+    /// constant time, so the answer's timing does not tell how much matched.
+    fn agent(&self, given: &[u8]) -> Option<Arc<str>> {
+        let mut found = None;
+        for (name, token) in &self.0 {
+            if same(token, given) {
+                found = Some(Arc::clone(name));
+            }
+        }
+        found
+    }
+}
+
+/// Equal bytes, compared without stopping at the first difference.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    let mut diff = u8::from(a.len() != b.len());
+    for (i, x) in a.iter().enumerate() {
+        diff |= x ^ b.get(i).copied().unwrap_or(!x);
+    }
+    std::hint::black_box(diff) == 0
+}
+
+/// The token a request carries.
+fn token_of(req: &Request<hyper::body::Incoming>) -> Option<&[u8]> {
+    if let Some(v) = req.headers().get(TOKEN_HEADER) {
+        return Some(v.as_bytes());
+    }
+    let auth = req.headers().get(http::header::AUTHORIZATION)?.as_bytes();
+    let (scheme, rest) = auth.split_at_checked(7)?;
+    scheme
+        .eq_ignore_ascii_case(b"bearer ")
+        .then(|| rest.trim_ascii())
+}
+
+/// The agent a request was let in as (in the HTTP request's extensions).
+#[derive(Clone, Debug)]
+struct AgentName(Arc<str>);
+
+/// The [`NibServer`] as an HTTP client's agent sees it: the agent is the
+/// token's NAME whatever the request's `_meta` says, and the client's roots
+/// are not asked for.
+#[derive(Clone)]
+pub struct HttpNib(NibServer);
+
+/// Makes a request's context name the token's agent.
+fn as_agent(
+    mut context: RequestContext<RoleServer>,
+) -> Result<RequestContext<RoleServer>, McpError> {
+    let name = context
+        .extensions
+        .get::<http::request::Parts>()
+        .and_then(|p| p.extensions.get::<AgentName>())
+        .map(|a| Arc::clone(&a.0))
+        .ok_or_else(|| McpError::invalid_request("the request names no agent", None))?;
+    // Only the protocol's own keys and the progress token stay: no tool-use
+    // or session id of the client's can name another agent.
+    context
+        .meta
+        .retain(|k, _| k.starts_with("io.modelcontextprotocol/") || k == "progressToken");
+    if let Some(mut caps) = context.meta.client_capabilities() {
+        caps.roots = None;
+        context.meta.set_client_capabilities(caps);
+    }
+    context
+        .meta
+        .insert(AGENT_META.into(), Value::String(format!("http:{name}")));
+    Ok(context)
+}
+
+impl ServerHandler for HttpNib {
+    fn get_info(&self) -> ServerConfig {
+        self.0.get_info()
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        self.0.list_tools(request, as_agent(context)?).await
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        self.0.call_tool(request, as_agent(context)?).await
+    }
+}
+
+type Body = BoxBody<Bytes, Infallible>;
+
+/// The front: tokens, limits, health, drain, logging; `/mcp` goes on to rmcp.
+struct Front {
+    tokens: Tokens,
+    mcp: StreamableHttpService<HttpNib, LocalSessionManager>,
+    all: Arc<Semaphore>,
+    per_agent: HashMap<Arc<str>, Arc<Semaphore>>,
+    max_body: usize,
+    draining: AtomicBool,
+}
+
+/// What one request's log line says.
+struct Log {
+    start: Instant,
+    agent: Option<Arc<str>>,
+    method: Option<String>,
+    tool: Option<String>,
+    status: u16,
+    /// The call's places among the running calls, held until its answer is sent.
+    permits: Vec<OwnedSemaphorePermit>,
+}
+
+impl Log {
+    fn write(&self) {
+        let line = json!({
+            "agent": self.agent.as_deref(),
+            "method": self.method,
+            "tool": self.tool,
+            "status": self.status,
+            "ms": u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX),
+        });
+        let _ = writeln!(std::io::stderr(), "{line}");
+    }
+}
+
+/// A response body that holds the call's permits until it is sent (or the
+/// client leaves), and then writes the request's log line.
+struct Tracked {
+    inner: Body,
+    log: Log,
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        self.log.write();
+    }
+}
+
+impl http_body::Body for Tracked {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+fn plain(status: StatusCode, text: &str) -> Response<Body> {
+    let mut r = Response::new(Full::new(Bytes::from(text.to_string())).boxed());
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    if status == StatusCode::SERVICE_UNAVAILABLE {
+        r.headers_mut().insert(
+            http::header::RETRY_AFTER,
+            http::HeaderValue::from_static("1"),
+        );
+    }
+    if status == StatusCode::UNAUTHORIZED {
+        r.headers_mut().insert(
+            http::header::WWW_AUTHENTICATE,
+            http::HeaderValue::from_static("Bearer"),
+        );
+    }
+    r
+}
+
+impl Front {
+    fn ready(&self) -> bool {
+        !self.draining.load(Ordering::SeqCst) && self.all.available_permits() > 0
+    }
+
+    async fn handle(&self, req: Request<hyper::body::Incoming>) -> Response<Body> {
+        let mut log = Log {
+            start: Instant::now(),
+            agent: None,
+            method: None,
+            tool: None,
+            status: 0,
+            permits: Vec::new(),
+        };
+        let response = self.route(req, &mut log).await;
+        let (parts, inner) = response.into_parts();
+        log.status = parts.status.as_u16();
+        Response::from_parts(parts, Tracked { inner, log }.boxed())
+    }
+
+    async fn route(&self, req: Request<hyper::body::Incoming>, log: &mut Log) -> Response<Body> {
+        let path = req.uri().path();
+        let get = req.method() == http::Method::GET;
+        match path {
+            "/healthz" if get => return plain(StatusCode::OK, "ok\n"),
+            "/readyz" if get => {
+                return if self.ready() {
+                    plain(StatusCode::OK, "ready\n")
+                } else {
+                    plain(StatusCode::SERVICE_UNAVAILABLE, "not ready\n")
+                };
+            }
+            "/mcp" => {}
+            _ => return plain(StatusCode::NOT_FOUND, "not found\n"),
+        }
+        if self.draining.load(Ordering::SeqCst) {
+            return plain(StatusCode::SERVICE_UNAVAILABLE, "nib is shutting down\n");
+        }
+        let Some(agent) = token_of(&req).and_then(|t| self.tokens.agent(t)) else {
+            return plain(
+                StatusCode::UNAUTHORIZED,
+                "a known token is needed: Authorization: Bearer TOKEN or X-Nib-Token: TOKEN\n",
+            );
+        };
+        log.agent = Some(Arc::clone(&agent));
+        let too_big = req
+            .headers()
+            .get(http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok())
+            .is_some_and(|n| n > self.max_body as u64);
+        if too_big {
+            return plain(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "the request body is too large\n",
+            );
+        }
+        let (mut parts, body) = req.into_parts();
+        let bytes = match Limited::new(body, self.max_body).collect().await {
+            Ok(b) => b.to_bytes(),
+            Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+                return plain(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "the request body is too large\n",
+                );
+            }
+            Err(_) => return plain(StatusCode::BAD_REQUEST, "the request body was cut short\n"),
+        };
+        if let Ok(message) = serde_json::from_slice::<Value>(&bytes) {
+            log.method = message
+                .get("method")
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            if log.method.as_deref() == Some("tools/call") {
+                log.tool = message
+                    .pointer("/params/name")
+                    .and_then(Value::as_str)
+                    .map(|s| s.chars().take(64).collect());
+            }
+        }
+        if parts.method == http::Method::POST {
+            let mine = self.per_agent.get(&agent).map(Arc::clone);
+            let permits = mine.and_then(|m| m.try_acquire_owned().ok()).and_then(|m| {
+                Arc::clone(&self.all)
+                    .try_acquire_owned()
+                    .ok()
+                    .map(|a| vec![m, a])
+            });
+            let Some(permits) = permits else {
+                return plain(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "too many calls are running; retry after a second\n",
+                );
+            };
+            log.permits = permits;
+        }
+        parts.extensions.insert(AgentName(agent));
+        self.mcp
+            .handle(Request::from_parts(parts, Full::new(bytes)))
+            .await
+    }
+}
+
+/// Serves MCP over HTTP until SIGTERM (or ctrl+c), then drains and saves.
+pub async fn serve(config: Config, options: Options) -> anyhow::Result<()> {
+    let tokens =
+        Tokens::load(&options.token_file, &config.project_dir).map_err(anyhow::Error::msg)?;
+    let listener = tokio::net::TcpListener::bind(&options.addr)
+        .await
+        .map_err(|e| {
+            anyhow::anyhow!("cannot listen on {}: {e}; nothing was served", options.addr)
+        })?;
+    let local = listener.local_addr()?;
+    let (state_dir, project_dir) = (config.state_dir.clone(), config.project_dir.clone());
+    let server = NibServer::new(config);
+    let _status = crate::statusline::publish(&state_dir, &project_dir, server.nibash());
+    let mut hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
+    hosts.extend(options.allow_hosts.iter().cloned());
+    let http_config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(hosts)
+        .with_allowed_origins(options.allow_origins.clone())
+        .enforce_origin_validation()
+        .with_max_request_body_bytes(options.max_body)
+        .with_json_response(true);
+    let cancel = http_config.cancellation_token.clone();
+    let shared = server.clone();
+    let mcp = StreamableHttpService::new(
+        move || Ok(HttpNib(shared.clone())),
+        Arc::new(LocalSessionManager::default()),
+        http_config,
+    );
+    let per_agent = tokens
+        .0
+        .iter()
+        .map(|(name, _)| {
+            (
+                Arc::clone(name),
+                Arc::new(Semaphore::new(options.max_calls_per_agent)),
+            )
+        })
+        .collect();
+    let front = Arc::new(Front {
+        tokens,
+        mcp,
+        all: Arc::new(Semaphore::new(options.max_calls)),
+        per_agent,
+        max_body: options.max_body,
+        draining: AtomicBool::new(false),
+    });
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let _ = writeln!(std::io::stderr(), "listening on http://{local}/mcp");
+    let accept = |stream: tokio::net::TcpStream| {
+        let front = Arc::clone(&front);
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |req| {
+                let front = Arc::clone(&front);
+                async move { Ok::<_, Infallible>(front.handle(req).await) }
+            });
+            let io = hyper_util::rt::TokioIo::new(stream);
+            if let Err(e) = hyper::server::conn::http1::Builder::new()
+                .serve_connection(io, service)
+                .await
+            {
+                tracing::debug!("HTTP connection ended: {e}");
+            }
+        });
+    };
+    loop {
+        tokio::select! {
+            got = listener.accept() => match got {
+                Ok((stream, _)) => accept(stream),
+                Err(e) => tracing::warn!("accepting a connection failed: {e}"),
+            },
+            _ = term.recv() => break,
+            _ = tokio::signal::ctrl_c() => break,
+        }
+    }
+    // Drain: new requests get 503; running calls get the grace period.
+    front.draining.store(true, Ordering::SeqCst);
+    let deadline = tokio::time::Instant::now() + options.grace;
+    let idle = |f: &Front| f.all.available_permits() == options.max_calls;
+    while !idle(&front) && tokio::time::Instant::now() < deadline {
+        tokio::select! {
+            got = listener.accept() => if let Ok((stream, _)) = got { accept(stream) },
+            () = tokio::time::sleep(Duration::from_millis(50)) => {}
+        }
+    }
+    if !idle(&front) {
+        tracing::warn!(
+            "calls still running after {} s of grace are cut off",
+            options.grace.as_secs()
+        );
+    }
+    cancel.cancel();
+    server.save();
+    server.stop_providers();
+    crate::netproxy::remove_socket_folder();
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_read_and_matched_whole() {
+        let t = Tokens::parse("# agents\nalice aaaaaaaaaaaaaaaa1\n\nbob bbbbbbbbbbbbbbbb2\n")
+            .expect("two agents");
+        assert_eq!(t.agent(b"aaaaaaaaaaaaaaaa1").as_deref(), Some("alice"));
+        assert_eq!(t.agent(b"bbbbbbbbbbbbbbbb2").as_deref(), Some("bob"));
+        assert_eq!(t.agent(b"aaaaaaaaaaaaaaaa"), None);
+        assert_eq!(t.agent(b"aaaaaaaaaaaaaaaa12"), None);
+        assert_eq!(t.agent(b""), None);
+        assert!(Tokens::parse("alice short").is_err());
+        assert!(Tokens::parse("alice aaaaaaaaaaaaaaaa1 extra").is_err());
+        assert!(Tokens::parse("a aaaaaaaaaaaaaaaa1\na aaaaaaaaaaaaaaaa2").is_err());
+        assert!(Tokens::parse("\n# none\n").is_err());
+    }
+
+    #[test]
+    fn serve_needs_an_address_and_a_token_file() {
+        let args = |s: &str| s.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+        let o = parse(&args(
+            "--http 127.0.0.1:0 --token-file /t --allow-host pod --max-calls=3",
+        ))
+        .expect("parses");
+        assert_eq!(o.addr, "127.0.0.1:0");
+        assert_eq!(o.allow_hosts, vec!["pod".to_string()]);
+        assert_eq!(o.max_calls, 3);
+        assert!(parse(&args("--http 127.0.0.1:0")).is_err());
+        assert!(parse(&args("--token-file /t")).is_err());
+        assert!(parse(&args("--http 127.0.0.1:0 --token-file /t --max-calls 0")).is_err());
+    }
+}

@@ -1,0 +1,559 @@
+//! `nib serve --http`: the built binary on 127.0.0.1 port 0, spoken to over
+//! real HTTP/1.1 (a raw client on a TcpStream, so every header is the test's).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::common::{header_tag, isolated_env, nib_bin, project};
+
+const ALICE: &str = "alice-token-0123456789abcdef";
+const BOB: &str = "bob-token-0123456789abcdef";
+const TEN: &str = "l1\nl2\nl3\nl4\nl5\nl6\nl7\nl8\nl9\nl10\n";
+
+/// A running `nib serve --http` and where it listens.
+struct Served {
+    child: Child,
+    addr: String,
+    stderr: std::sync::Arc<std::sync::Mutex<String>>,
+    _home: tempfile::TempDir,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts nib in `dir` with alice's and bob's tokens (in a file outside the project).
+fn serve(dir: &Path, extra: &[&str]) -> Served {
+    let home = tempfile::tempdir().unwrap();
+    let tokens = home.path().join("tokens");
+    std::fs::write(&tokens, format!("# agents\nalice {ALICE}\nbob {BOB}\n")).unwrap();
+    let mut cmd = Command::new(nib_bin());
+    cmd.args(["serve", "--http", "127.0.0.1:0", "--token-file"])
+        .arg(&tokens)
+        .args(extra)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .env("NIB_LOG", "warn");
+    for (k, v) in isolated_env(home.path()) {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut addr = None;
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        if let Some(rest) = line.strip_prefix("listening on http://") {
+            addr = rest.strip_suffix("/mcp").map(str::to_string);
+            break;
+        }
+    }
+    let addr = addr.expect("nib printed where it listens");
+    assert!(!addr.ends_with(":0"), "port 0 picks a port: {addr}");
+    let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let sink = std::sync::Arc::clone(&stderr);
+    std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            sink.lock().unwrap().push_str(&(line + "\n"));
+        }
+    });
+    Served {
+        child,
+        addr,
+        stderr,
+        _home: home,
+    }
+}
+
+/// One HTTP answer.
+struct Answer {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Answer {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The JSON-RPC answer, from a JSON body or an event stream's data lines.
+    fn message(&self) -> Value {
+        if let Ok(v) = serde_json::from_str::<Value>(&self.body) {
+            return v;
+        }
+        self.body
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+            .find(|v| v.get("id").is_some())
+            .unwrap_or_else(|| panic!("no JSON-RPC answer in {:?}", self.body))
+    }
+
+    /// A tool call's text and whether it is an error.
+    fn tool_text(&self) -> (String, bool) {
+        let m = self.message();
+        let result = m.get("result").unwrap_or_else(|| panic!("no result: {m}"));
+        let text = result["content"][0]["text"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        (text, result["isError"].as_bool().unwrap_or(false))
+    }
+}
+
+/// Sends one request (`Connection: close`) and reads the whole answer.
+fn request(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Answer {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let mut head = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        head.push_str(&format!("Host: {addr}\r\n"));
+    }
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
+    s.write_all(head.as_bytes()).unwrap();
+    // The server may answer (413) before it has read a large body.
+    let _ = s.write_all(body);
+    let mut raw = Vec::new();
+    let _ = s.read_to_end(&mut raw);
+    let text = String::from_utf8_lossy(&raw).to_string();
+    let (head, rest) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("no status line in {text:?}"));
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect();
+    let chunked = headers
+        .iter()
+        .any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
+    let body = if chunked {
+        unchunk(rest)
+    } else {
+        rest.to_string()
+    };
+    Answer {
+        status,
+        headers,
+        body,
+    }
+}
+
+fn unchunk(mut rest: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let Ok(n) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        if n == 0 || after.len() < n {
+            break;
+        }
+        out.push_str(&after[..n]);
+        rest = after[n..].trim_start_matches("\r\n");
+    }
+    out
+}
+
+/// The `_meta` of a 2026-07-28 request.
+fn modern_meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "http-test", "version": "1"}
+    })
+}
+
+/// A 2026-07-28 tools/call without a session, as the agent of `token`.
+fn modern_call(addr: &str, token: &str, tool: &str, args: Value) -> Answer {
+    let body = json!({
+        "jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": tool, "arguments": args, "_meta": modern_meta()}
+    });
+    let auth = format!("Bearer {token}");
+    request(
+        addr,
+        "POST",
+        "/mcp",
+        &[
+            ("Authorization", &auth),
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", tool),
+        ],
+        body.to_string().as_bytes(),
+    )
+}
+
+fn canary_call(addr: &str, headers: &[(&str, &str)]) -> Answer {
+    let body = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "nibash", "arguments": {"command": "touch canary"}, "_meta": modern_meta()}
+    });
+    let mut all = vec![
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", "nibash"),
+    ];
+    all.extend_from_slice(headers);
+    request(addr, "POST", "/mcp", &all, body.to_string().as_bytes())
+}
+
+#[test]
+fn a_call_without_a_known_token_gets_401_and_never_runs() {
+    let dir = project();
+    let nib = serve(dir.path(), &[]);
+    let wrong = format!("Bearer {ALICE}x");
+    let short = format!("Bearer {}", &ALICE[..ALICE.len() - 1]);
+    for headers in [
+        vec![],
+        vec![("Authorization", wrong.as_str())],
+        vec![("Authorization", short.as_str())],
+        vec![("X-Nib-Token", "nothing-like-a-token-at-all")],
+        vec![("Authorization", "Basic YWxpY2U6eA==")],
+    ] {
+        let a = canary_call(&nib.addr, &headers);
+        assert_eq!(a.status, 401, "{headers:?}: {}", a.body);
+        assert_eq!(a.header("www-authenticate"), Some("Bearer"));
+    }
+    assert!(!dir.path().join("canary").exists(), "a refused call ran");
+    // The canary can fire: the same call with a token (either header) runs.
+    let bearer = format!("Bearer {ALICE}");
+    let a = canary_call(&nib.addr, &[("Authorization", &bearer)]);
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert!(dir.path().join("canary").exists(), "{}", a.body);
+    std::fs::remove_file(dir.path().join("canary")).unwrap();
+    let a = canary_call(&nib.addr, &[("X-Nib-Token", BOB)]);
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert!(dir.path().join("canary").exists(), "{}", a.body);
+    // One JSON line per request: agent, method, tool, status; never the command or a token.
+    std::thread::sleep(Duration::from_millis(200));
+    let log = nib.stderr.lock().unwrap().clone();
+    let lines: Vec<Value> = log
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    assert!(
+        lines.iter().any(|l| l["agent"] == "bob"
+            && l["method"] == "tools/call"
+            && l["tool"] == "nibash"
+            && l["status"] == 200
+            && l["ms"].is_u64()),
+        "{log}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["status"] == 401 && l["agent"].is_null()),
+        "{log}"
+    );
+    assert!(
+        !log.contains("touch canary") && !log.contains(ALICE) && !log.contains(BOB),
+        "{log}"
+    );
+}
+
+#[test]
+fn a_foreign_host_or_origin_is_refused() {
+    let dir = project();
+    let nib = serve(dir.path(), &["--allow-host", "nib.internal"]);
+    let bearer = format!("Bearer {ALICE}");
+    let a = canary_call(
+        &nib.addr,
+        &[("Authorization", &bearer), ("Host", "evil.example")],
+    );
+    assert!((400..500).contains(&a.status), "{} {}", a.status, a.body);
+    let a = canary_call(
+        &nib.addr,
+        &[
+            ("Authorization", &bearer),
+            ("Origin", "http://evil.example"),
+        ],
+    );
+    assert!((400..500).contains(&a.status), "{} {}", a.status, a.body);
+    assert!(!dir.path().join("canary").exists(), "a refused call ran");
+    // An allowed Host is served.
+    let a = canary_call(
+        &nib.addr,
+        &[("Authorization", &bearer), ("Host", "nib.internal")],
+    );
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert!(dir.path().join("canary").exists());
+}
+
+#[test]
+fn an_oversized_body_gets_413() {
+    let dir = project();
+    let nib = serve(dir.path(), &["--max-body", "65536"]);
+    let big = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "write", "arguments": {"path": "big.txt", "content": "x".repeat(70_000)},
+                   "_meta": modern_meta()}
+    });
+    let bearer = format!("Bearer {ALICE}");
+    let a = request(
+        &nib.addr,
+        "POST",
+        "/mcp",
+        &[
+            ("Authorization", &bearer),
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("MCP-Protocol-Version", "2026-07-28"),
+        ],
+        big.to_string().as_bytes(),
+    );
+    assert_eq!(a.status, 413, "{}", a.body);
+    assert!(!dir.path().join("big.txt").exists());
+}
+
+#[test]
+fn health_and_readiness_need_no_token_and_say_nothing_more() {
+    let dir = project();
+    let nib = serve(dir.path(), &[]);
+    for path in ["/healthz", "/readyz"] {
+        let a = request(&nib.addr, "GET", path, &[], b"");
+        assert_eq!(a.status, 200, "{path}: {}", a.body);
+        assert!(a.body.len() < 16, "{path}: {}", a.body);
+    }
+    // /mcp itself still needs a token.
+    let a = request(&nib.addr, "GET", "/mcp", &[], b"");
+    assert_eq!(a.status, 401);
+}
+
+#[test]
+fn an_agent_keeps_its_seen_lines_between_sessionless_requests_and_others_cannot_use_them() {
+    let dir = project();
+    std::fs::write(dir.path().join("f.txt"), TEN).unwrap();
+    let nib = serve(dir.path(), &[]);
+    let read = modern_call(&nib.addr, ALICE, "read", json!({"paths": ["f.txt"]}));
+    assert_eq!(read.status, 200, "{}", read.body);
+    let (text, err) = read.tool_text();
+    assert!(!err, "{text}");
+    let tag = header_tag(&text);
+    let patch = format!("[f.txt#{tag}]\nPUT 3:\n+three\n");
+    // A refusal shows the lines it names (the same patch again applies), so
+    // each of bob's tries anchors on other lines.
+    // Naming alice's session in _meta does not make bob alice.
+    let body = json!({
+        "jsonrpc": "2.0", "id": 8, "method": "tools/call",
+        "params": {"name": "edit", "arguments": {"input": patch},
+                   "_meta": {"sessionId": "http:alice",
+                             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                             "io.modelcontextprotocol/clientCapabilities": {},
+                             "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}}}
+    });
+    let a = request(
+        &nib.addr,
+        "POST",
+        "/mcp",
+        &[
+            ("X-Nib-Token", BOB),
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", "edit"),
+        ],
+        body.to_string().as_bytes(),
+    );
+    let (text, err) = a.tool_text();
+    assert!(err && text.contains("not seen"), "{text}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("f.txt")).unwrap(),
+        TEN
+    );
+    // Bob never read the file: alice's seen lines do not let him edit.
+    let a = modern_call(
+        &nib.addr,
+        BOB,
+        "edit",
+        json!({"input": format!("[f.txt#{tag}]\nPUT 5:\n+five\n")}),
+    );
+    let (text, err) = a.tool_text();
+    assert!(err && text.contains("not seen"), "{text}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("f.txt")).unwrap(),
+        TEN
+    );
+    // Alice edits in a new request from what she read in the last.
+    let a = modern_call(&nib.addr, ALICE, "edit", json!({"input": patch}));
+    let (text, err) = a.tool_text();
+    assert!(!err, "{text}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("f.txt")).unwrap(),
+        TEN.replace("l3\n", "three\n")
+    );
+}
+
+#[test]
+fn older_clients_initialize_and_keep_a_session() {
+    let dir = project();
+    std::fs::write(dir.path().join("f.txt"), TEN).unwrap();
+    let nib = serve(dir.path(), &[]);
+    let bearer = format!("Bearer {ALICE}");
+    let base = [
+        ("Authorization", bearer.as_str()),
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+    ];
+    let init = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "old", "version": "1"}}
+    });
+    let a = request(
+        &nib.addr,
+        "POST",
+        "/mcp",
+        &base,
+        init.to_string().as_bytes(),
+    );
+    assert_eq!(a.status, 200, "{}", a.body);
+    let session = a
+        .header("mcp-session-id")
+        .expect("a session id")
+        .to_string();
+    assert_eq!(a.message()["result"]["serverInfo"]["name"], "nib");
+    let mut with_session = base.to_vec();
+    with_session.push(("Mcp-Session-Id", &session));
+    with_session.push(("MCP-Protocol-Version", "2025-06-18"));
+    let done = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let a = request(
+        &nib.addr,
+        "POST",
+        "/mcp",
+        &with_session,
+        done.to_string().as_bytes(),
+    );
+    assert!(a.status < 300, "{} {}", a.status, a.body);
+    let call = |id: u64, tool: &str, args: Value| {
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                          "params": {"name": tool, "arguments": args}});
+        request(
+            &nib.addr,
+            "POST",
+            "/mcp",
+            &with_session,
+            body.to_string().as_bytes(),
+        )
+    };
+    let (text, err) = call(2, "read", json!({"paths": ["f.txt"]})).tool_text();
+    assert!(!err, "{text}");
+    let tag = header_tag(&text);
+    let (text, err) = call(
+        3,
+        "edit",
+        json!({"input": format!("[f.txt#{tag}]\nPUT 3:\n+three\n")}),
+    )
+    .tool_text();
+    assert!(!err, "{text}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("f.txt")).unwrap(),
+        TEN.replace("l3\n", "three\n")
+    );
+    // Bob cannot ride alice's session: without his own token he is not let in,
+    // and with it the session's seen lines are still alice's, not his.
+    let mut bobs = with_session.clone();
+    bobs[0] = ("X-Nib-Token", BOB);
+    let body = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+                      "params": {"name": "edit", "arguments":
+                          {"input": format!("[f.txt#{}]\nPUT 5:\n+five\n", header_tag(&text))}}});
+    let a = request(
+        &nib.addr,
+        "POST",
+        "/mcp",
+        &bobs,
+        body.to_string().as_bytes(),
+    );
+    let (text, err) = a.tool_text();
+    assert!(err && text.contains("not seen"), "{text}");
+}
+
+#[test]
+fn sigterm_drains_and_exits_0() {
+    let dir = project();
+    let mut nib = serve(dir.path(), &["--grace", "10"]);
+    // A call that is running when SIGTERM comes finishes.
+    let addr = nib.addr.clone();
+    let running = std::thread::spawn(move || {
+        modern_call(
+            &addr,
+            ALICE,
+            "nibash",
+            json!({"command": "sleep 1; echo finished > done.txt; echo finished"}),
+        )
+    });
+    std::thread::sleep(Duration::from_millis(400));
+    let sent = Command::new("kill")
+        .args(["-TERM", &nib.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    std::thread::sleep(Duration::from_millis(200));
+    // A new request during the drain gets 503.
+    let a = canary_call(&nib.addr, &[("X-Nib-Token", ALICE)]);
+    assert_eq!(a.status, 503, "{}", a.body);
+    assert!(a.header("retry-after").is_some());
+    let answer = running.join().unwrap();
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert!(dir.path().join("done.txt").exists(), "{}", answer.body);
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = nib.child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(15),
+            "nib did not exit"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status:?}");
+    assert!(!dir.path().join("canary").exists());
+}
+
+#[test]
+fn a_token_file_inside_the_project_is_refused() {
+    let dir = project();
+    let tokens = dir.path().join("tokens");
+    std::fs::write(&tokens, format!("alice {ALICE}\n")).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(nib_bin());
+    cmd.args(["serve", "--http", "127.0.0.1:0", "--token-file"])
+        .arg(&tokens)
+        .current_dir(dir.path())
+        .stdin(Stdio::null());
+    for (k, v) in isolated_env(home.path()) {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("inside the project") && !err.contains("listening"),
+        "{err}"
+    );
+}
