@@ -54,6 +54,8 @@ use nib_files::config::Config;
 pub const TOKEN_HEADER: &str = "x-nib-token";
 /// The `_meta` key that carries the agent's NAME to [`crate::agents`].
 const AGENT_META: &str = "sessionId";
+/// The older era's session header.
+const SESSION_HEADER: &str = "mcp-session-id";
 /// Shortest token accepted.
 const MIN_TOKEN: usize = 16;
 
@@ -323,6 +325,9 @@ struct Front {
     per_agent: HashMap<Arc<str>, Arc<Semaphore>>,
     max_body: usize,
     draining: AtomicBool,
+    /// Older-era sessions and the agent that opened each: another agent's
+    /// request naming one is answered as for an unknown session.
+    sessions: std::sync::Mutex<HashMap<String, Arc<str>>>,
 }
 
 /// What one request's log line says.
@@ -427,6 +432,11 @@ impl Front {
     async fn route(&self, req: Request<hyper::body::Incoming>, log: &mut Log) -> Response<Body> {
         let path = req.uri().path();
         let get = req.method() == http::Method::GET;
+        log.method = Some(format!(
+            "{} {}",
+            req.method(),
+            path.chars().take(64).collect::<String>()
+        ));
         match path {
             "/healthz" if get => return plain(StatusCode::OK, "ok\n"),
             "/readyz" if get => {
@@ -473,10 +483,9 @@ impl Front {
             Err(_) => return plain(StatusCode::BAD_REQUEST, "the request body was cut short\n"),
         };
         if let Ok(message) = serde_json::from_slice::<Value>(&bytes) {
-            log.method = message
-                .get("method")
-                .and_then(Value::as_str)
-                .map(str::to_string);
+            if let Some(m) = message.get("method").and_then(Value::as_str) {
+                log.method = Some(m.chars().take(64).collect());
+            }
             if log.method.as_deref() == Some("tools/call") {
                 log.tool = message
                     .pointer("/params/name")
@@ -500,10 +509,36 @@ impl Front {
             };
             log.permits = permits;
         }
-        parts.extensions.insert(AgentName(agent));
-        self.mcp
+        let session = parts
+            .headers
+            .get(SESSION_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        if let Some(id) = &session {
+            let sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+            if sessions.get(id).is_some_and(|owner| *owner != agent) {
+                return plain(StatusCode::NOT_FOUND, "no such session\n");
+            }
+        }
+        let closing = parts.method == http::Method::DELETE;
+        parts.extensions.insert(AgentName(Arc::clone(&agent)));
+        let response = self
+            .mcp
             .handle(Request::from_parts(parts, Full::new(bytes)))
-            .await
+            .await;
+        let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        match (session, response.headers().get(SESSION_HEADER)) {
+            (Some(id), _) if closing => {
+                sessions.remove(&id);
+            }
+            (None, Some(opened)) => {
+                if let Ok(id) = opened.to_str() {
+                    sessions.insert(id.to_string(), agent);
+                }
+            }
+            _ => {}
+        }
+        response
     }
 }
 
@@ -552,6 +587,7 @@ pub async fn serve(config: Config, options: Options) -> anyhow::Result<()> {
         per_agent,
         max_body: options.max_body,
         draining: AtomicBool::new(false),
+        sessions: std::sync::Mutex::default(),
     });
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let _ = writeln!(std::io::stderr(), "listening on http://{local}/mcp");

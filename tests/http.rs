@@ -474,13 +474,12 @@ fn older_clients_initialize_and_keep_a_session() {
         std::fs::read_to_string(dir.path().join("f.txt")).unwrap(),
         TEN.replace("l3\n", "three\n")
     );
-    // Bob cannot ride alice's session: without his own token he is not let in,
-    // and with it the session's seen lines are still alice's, not his.
+    // Bob cannot ride alice's session: with his own token and her session
+    // id he is answered as for an unknown session, and nothing runs.
     let mut bobs = with_session.clone();
     bobs[0] = ("X-Nib-Token", BOB);
     let body = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
-                      "params": {"name": "edit", "arguments":
-                          {"input": format!("[f.txt#{}]\nPUT 5:\n+five\n", header_tag(&text))}}});
+                      "params": {"name": "nibash", "arguments": {"command": "touch canary"}}});
     let a = request(
         &nib.addr,
         "POST",
@@ -488,8 +487,45 @@ fn older_clients_initialize_and_keep_a_session() {
         &bobs,
         body.to_string().as_bytes(),
     );
-    let (text, err) = a.tool_text();
-    assert!(err && text.contains("not seen"), "{text}");
+    assert_eq!(a.status, 404, "{}", a.body);
+    assert!(!dir.path().join("canary").exists());
+}
+
+#[test]
+fn calls_at_once_are_bounded_per_agent_and_in_all() {
+    let dir = project();
+    let nib = serve(
+        dir.path(),
+        &["--max-calls-per-agent", "1", "--max-calls", "2"],
+    );
+    let slow = |token: &'static str| {
+        let addr = nib.addr.clone();
+        std::thread::spawn(move || {
+            modern_call(
+                &addr,
+                token,
+                "nibash",
+                json!({"command": "sleep 1.5; echo slow"}),
+            )
+        })
+    };
+    let first = slow(ALICE);
+    std::thread::sleep(Duration::from_millis(400));
+    // Alice has one call running: her second waits its turn (503), bob's runs.
+    let a = canary_call(&nib.addr, &[("X-Nib-Token", ALICE)]);
+    assert_eq!(a.status, 503, "{}", a.body);
+    assert!(a.header("retry-after").is_some());
+    assert!(!dir.path().join("canary").exists());
+    let second = slow(BOB);
+    std::thread::sleep(Duration::from_millis(400));
+    // Two calls run, the limit in all: nib is not ready for another.
+    let r = request(&nib.addr, "GET", "/readyz", &[], b"");
+    assert_eq!(r.status, 503, "busy: not ready for another call");
+    assert_eq!(first.join().unwrap().status, 200);
+    assert_eq!(second.join().unwrap().status, 200);
+    let a = canary_call(&nib.addr, &[("X-Nib-Token", ALICE)]);
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert!(dir.path().join("canary").exists());
 }
 
 #[test]
@@ -513,7 +549,9 @@ fn sigterm_drains_and_exits_0() {
         .unwrap();
     assert!(sent.success());
     std::thread::sleep(Duration::from_millis(200));
-    // A new request during the drain gets 503.
+    // A new request during the drain gets 503, and the pod is not ready.
+    let r = request(&nib.addr, "GET", "/readyz", &[], b"");
+    assert_eq!(r.status, 503);
     let a = canary_call(&nib.addr, &[("X-Nib-Token", ALICE)]);
     assert_eq!(a.status, 503, "{}", a.body);
     assert!(a.header("retry-after").is_some());
@@ -549,7 +587,16 @@ fn a_token_file_inside_the_project_is_refused() {
     for (k, v) in isolated_env(home.path()) {
         cmd.env(k, v);
     }
-    let out = cmd.output().unwrap();
+    let mut child = cmd.stderr(Stdio::piped()).spawn().unwrap();
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > Duration::from_secs(10) {
+            let _ = child.kill();
+            panic!("nib served with a token file inside the project");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
