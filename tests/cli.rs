@@ -895,3 +895,23 @@ fn setup_refuses_in_a_nib_checkout_and_says_where_to_run_it() {
     assert_eq!(code, 0, "{out}");
     assert!(dir.path().join(".mcp.json").is_file());
 }
+
+/// Over MCP too, an empty patch's refusal quotes no blank line.
+#[tokio::test]
+async fn an_empty_patch_over_mcp_quotes_no_blank_line() {
+    let dir = project();
+    let nib = start(Era::Modern, dir.path()).await;
+    let (text, is_error) = nib
+        .call("edit", serde_json::json!({"input": "\n \n"}))
+        .await;
+    assert!(is_error, "{text}");
+    assert!(
+        text.contains("line 1: the patch is empty\nhint: "),
+        "{text:?}"
+    );
+    assert!(
+        !text.lines().any(|l| !l.is_empty() && l.trim().is_empty()),
+        "{text:?}"
+    );
+    nib.stop().await;
+}

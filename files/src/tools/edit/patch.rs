@@ -145,9 +145,13 @@ pub enum FileOp {
     Cp(String),
 }
 
-/// A patch that cannot be read: the line, its number, and the right forms.
+/// A patch that cannot be read: the line, its number, and the right forms
+/// (the line is quoted unless it is blank: an empty patch has none).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("line {line}: {message}\n  {text}\nhint: {hint}")]
+#[error(
+    "line {line}: {message}\n{quote}hint: {hint}",
+    quote = if text.trim().is_empty() { String::new() } else { format!("  {text}\n") }
+)]
 pub struct ParseError {
     /// 1-based line in the patch.
     pub line: usize,
