@@ -32,6 +32,11 @@ impl Drop for Served {
 
 /// Starts nib in `dir` with alice's and bob's tokens (in a file outside the project).
 fn serve(dir: &Path, extra: &[&str]) -> Served {
+    serve_with(dir, extra, &[])
+}
+
+/// [`serve`] with more environment (the sandbox's variables).
+fn serve_with(dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Served {
     let home = tempfile::tempdir().unwrap();
     let tokens = home.path().join("tokens");
     std::fs::write(&tokens, format!("# agents\nalice {ALICE}\nbob {BOB}\n")).unwrap();
@@ -45,6 +50,9 @@ fn serve(dir: &Path, extra: &[&str]) -> Served {
         .stderr(Stdio::piped())
         .env("NIB_LOG", "warn");
     for (k, v) in isolated_env(home.path()) {
+        cmd.env(k, v);
+    }
+    for (k, v) in env {
         cmd.env(k, v);
     }
     let mut child = cmd.spawn().unwrap();
@@ -603,4 +611,37 @@ fn a_token_file_inside_the_project_is_refused() {
         err.contains("inside the project") && !err.contains("listening"),
         "{err}"
     );
+}
+
+#[test]
+fn under_the_sandbox_tokens_and_seen_lines_hold_the_same() {
+    for env in [
+        &[("NIB_SANDBOX", "1")][..],
+        &[("NIB_SANDBOX", "1"), ("NIB_SANDBOX_BWRAP", "0")][..],
+    ] {
+        let dir = project();
+        std::fs::write(dir.path().join("f.txt"), TEN).unwrap();
+        let nib = serve_with(dir.path(), &[], env);
+        let wrong = format!("Bearer {BOB}x");
+        let a = canary_call(&nib.addr, &[("Authorization", &wrong)]);
+        assert_eq!(a.status, 401, "{env:?}");
+        assert!(!dir.path().join("canary").exists(), "{env:?}");
+        let a = canary_call(&nib.addr, &[("X-Nib-Token", BOB)]);
+        assert_eq!(a.status, 200, "{env:?}: {}", a.body);
+        assert!(dir.path().join("canary").exists(), "{env:?}: {}", a.body);
+        let (text, err) =
+            modern_call(&nib.addr, ALICE, "read", json!({"paths": ["f.txt"]})).tool_text();
+        assert!(!err, "{env:?}: {text}");
+        let patch = format!("[f.txt#{}]\nPUT 3:\n+three\n", header_tag(&text));
+        let (text, err) = modern_call(&nib.addr, BOB, "edit", json!({"input": patch})).tool_text();
+        assert!(err && text.contains("not seen"), "{env:?}: {text}");
+        let (text, err) =
+            modern_call(&nib.addr, ALICE, "edit", json!({"input": patch})).tool_text();
+        assert!(!err, "{env:?}: {text}");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("f.txt")).unwrap(),
+            TEN.replace("l3\n", "three\n"),
+            "{env:?}"
+        );
+    }
 }
