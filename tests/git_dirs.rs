@@ -523,3 +523,121 @@ async fn a_git_dir_left_inside_the_git_folder_and_named_later_by_a_git_file_is_j
         nib.stop().await;
     }
 }
+
+/// A local submodule `m` (from `upstream/`, ignored) recorded in the
+/// project and declared in `.gitmodules` but not registered: the
+/// superproject's config has no `submodule.m.*` and `.git/modules/m` is
+/// not there. Returns the commit `m` records.
+fn unregistered_submodule(root: &Path) -> String {
+    let up = root.join("upstream");
+    std::fs::create_dir_all(&up).unwrap();
+    git(&up, &["init", "-q", "-b", "main"]);
+    std::fs::write(up.join("s.txt"), "s\n").unwrap();
+    git(&up, &["add", "-A"]);
+    git(&up, &["commit", "-qm", "s"]);
+    std::fs::write(root.join(".gitignore"), "upstream/\n").unwrap();
+    git(
+        root,
+        &[
+            "-c",
+            "protocol.file.allow=always",
+            "submodule",
+            "add",
+            "-q",
+            "./upstream",
+            "m",
+        ],
+    );
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-qm", "with m"]);
+    git(root, &["submodule", "deinit", "-q", "-f", "m"]);
+    std::fs::remove_dir_all(root.join(".git/modules/m")).unwrap();
+    let config = std::fs::read_to_string(root.join(".git/config")).unwrap();
+    assert!(!config.contains("submodule"), "{config}");
+    let out = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(&up)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[tokio::test]
+async fn an_unregistered_submodule_is_registered_and_made_inside_the_sandbox() {
+    for mode in SANDBOXED {
+        let (_t, root, _o, _global, _marker) = person_setup();
+        unregistered_submodule(&root);
+        // A setting of the person's that the sweep's allowlist lacks stays.
+        git(&root, &["config", "alias.st", "status"]);
+        let before = std::fs::read_to_string(root.join(".git/config")).unwrap();
+        let nib = sandboxed(&root, mode).await;
+        let out = sh(
+            &nib,
+            "git -c protocol.file.allow=always submodule update --init -q && echo SUBMODULE",
+        )
+        .await;
+        assert!(out.contains("SUBMODULE"), "{mode:?}: {out}");
+        assert!(root.join("m/s.txt").is_file(), "{mode:?}: {out}");
+        // The person's lines, then only the two keys of `m`.
+        let after = std::fs::read_to_string(root.join(".git/config")).unwrap();
+        assert_eq!(
+            after,
+            format!(
+                "{before}[submodule \"m\"]\n\turl = {}/upstream\n\tactive = true\n",
+                root.display()
+            ),
+            "{mode:?}: {out}"
+        );
+        let status = sh(&nib, "git -C m status --short && echo STATUS").await;
+        assert!(status.contains("STATUS"), "{mode:?}: {status}");
+        nib.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn a_planted_gitmodules_registers_only_a_url_and_active() {
+    for mode in SANDBOXED {
+        let (_t, root, _o, global, marker) = person_setup();
+        let commit = unregistered_submodule(&root);
+        let before = std::fs::read_to_string(root.join(".git/config")).unwrap();
+        let nib = sandboxed(&root, mode).await;
+        // The model's .gitmodules: an update command, an ext:: url, a name
+        // with `..`, and a core setting; each path recorded as a gitlink.
+        let m = marker.display();
+        let out = sh(
+            &nib,
+            &format!(
+                "printf '[submodule \"m\"]\\n\\tpath = m\\n\\turl = ./upstream\\n\\tupdate = !touch {m}\\n\
+                 [submodule \"e\"]\\n\\tpath = e\\n\\turl = ext::sh -c touch%% {m}\\n\
+                 [submodule \"../x\"]\\n\\tpath = x\\n\\turl = ./upstream\\n\
+                 [core]\\n\\tfsmonitor = touch {m}\\n' > .gitmodules \
+                 && git update-index --add --cacheinfo 160000,{commit},e --cacheinfo 160000,{commit},x \
+                 && git add .gitmodules; \
+                 git -c protocol.file.allow=always submodule init; echo INIT"
+            ),
+        )
+        .await;
+        assert!(out.contains("INIT"), "{mode:?}: {out}");
+        let after = std::fs::read_to_string(root.join(".git/config")).unwrap();
+        assert_eq!(
+            after,
+            format!(
+                "{before}[submodule \"m\"]\n\turl = {}/upstream\n\tactive = true\n",
+                root.display()
+            ),
+            "{mode:?}: {out}"
+        );
+        nib.stop().await;
+        // The person's own git, outside any sandbox, runs nothing planted.
+        persons_git(
+            &root,
+            &global,
+            &["-c", "protocol.file.allow=always", "submodule", "update"],
+        );
+        persons_git(&root, &global, &["status"]);
+        assert!(
+            !marker.exists(),
+            "{mode:?}: the person's git ran the model's command: {out}"
+        );
+    }
+}

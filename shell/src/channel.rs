@@ -147,6 +147,17 @@ pub enum Ask {
         /// Job numbers; empty waits for all.
         jobs: Vec<u32>,
     },
+    /// Before `git submodule init` or `git submodule update --init`: add
+    /// the submodules `top`'s `.gitmodules` declares to its git dir's
+    /// config (read-only for programs), only their url and `active`.
+    RegisterSubmodules {
+        /// The work tree (absolute).
+        top: PathBuf,
+        /// The submodules' paths asked for, relative to `top`; empty for all.
+        paths: Vec<String>,
+        /// `--recursive`: also those of submodules already checked out.
+        recursive: bool,
+    },
     /// `kill [-SIG] %N…`.
     Kill {
         /// Job numbers.

@@ -26,6 +26,7 @@ pub mod git_guard;
 pub mod planted;
 pub mod runs_code;
 pub mod settings_targets;
+pub mod submodules;
 pub mod trash;
 
 use std::ffi::OsString;

@@ -63,6 +63,7 @@ pub fn git(ctx: ExecutionContext<'_, Se>, args: Vec<CommandArg>) -> Answer<'_> {
                 git_clean(&ctx, rest)
             }
             _ => {
+                super::submodules::register(&ctx, rest);
                 let to_model = super::link::to_model(&ctx);
                 match nib_files::git::plan(rest).filter(|_| to_model) {
                     Some(plan) => Ok(super::git::reshaped(&ctx, &argv, &plan)),

@@ -46,7 +46,7 @@ fn status_of(out: &std::process::Output) -> i32 {
 }
 
 /// Runs git `args` to the end.
-fn run(ctx: &ExecutionContext<'_, Se>, args: &[String]) -> Result<Ran, String> {
+pub(super) fn run(ctx: &ExecutionContext<'_, Se>, args: &[String]) -> Result<Ran, String> {
     let out = command(ctx, args)?
         .output()
         .map_err(|e| format!("git: {e}"))?;

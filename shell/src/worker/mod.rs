@@ -19,6 +19,7 @@ pub mod git;
 mod link;
 pub mod listing;
 pub mod own;
+pub mod submodules;
 pub mod system;
 pub mod words;
 

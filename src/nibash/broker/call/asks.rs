@@ -1,7 +1,7 @@
 //! The asks a call's worker sends and the broker answers: trash (the
 //! paths checked against the call's scope), jobs of earlier calls, named
-//! folders. The worker is not trusted: each ask is checked as if an agent
-//! had made it.
+//! folders, submodules registered before git runs. The worker is not
+//! trusted: each ask is checked as if an agent had made it.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -112,6 +112,11 @@ impl Asker {
                 ..Reply::default()
             },
             Ask::Wait { jobs } => self.wait(jobs, deadline),
+            Ask::RegisterSubmodules {
+                top,
+                paths,
+                recursive,
+            } => self.register_submodules(&top, &paths, recursive),
             Ask::Kill { jobs, signal: _ } => {
                 let mut r = Reply::default();
                 for id in jobs {
@@ -152,6 +157,20 @@ impl Asker {
             }
         }
         r
+    }
+
+    /// Registers the submodules `top` declares before git runs (its
+    /// config is read-only for programs): only their url and `active`, for
+    /// names and urls that run nothing (`nib_files::fs::submodules`).
+    fn register_submodules(&self, top: &Path, paths: &[String], recursive: bool) -> Reply {
+        if !self.is_folder(top) {
+            return Reply::default();
+        }
+        let done = nib_files::fs::submodules::register(&self.scope, top, paths, recursive);
+        Reply {
+            err: done.refused.iter().map(|r| format!("nib: {r}\n")).collect(),
+            ..Reply::default()
+        }
     }
 
     pub(super) fn wait(&mut self, ids: Vec<u32>, deadline: Option<Instant>) -> Reply {
