@@ -136,6 +136,9 @@ fn parse_args(args: &[String]) -> Result<Command, UsageError> {
         "hook" => Ok(Command::Hook),
         "statusline" => Ok(Command::Statusline),
         "setup" => parse_setup(rest),
+        "serve" if rest.iter().any(|a| a == "--help" || a == "-h") => {
+            Ok(Command::HelpFor(crate::serve_http::USAGE.into()))
+        }
         "serve" => crate::serve_http::parse(rest)
             .map(Command::ServeHttp)
             .map_err(UsageError),

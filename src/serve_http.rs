@@ -450,12 +450,15 @@ impl Front {
             _ => return plain(StatusCode::NOT_FOUND, "not found\n"),
         }
         if self.draining.load(Ordering::SeqCst) {
-            return plain(StatusCode::SERVICE_UNAVAILABLE, "nib is shutting down\n");
+            return plain(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "nib is shutting down; nothing ran, retry on another replica\n",
+            );
         }
         let Some(agent) = token_of(&req).and_then(|t| self.tokens.agent(t)) else {
             return plain(
                 StatusCode::UNAUTHORIZED,
-                "a known token is needed: Authorization: Bearer TOKEN or X-Nib-Token: TOKEN\n",
+                "nothing ran: a known token is needed, as Authorization: Bearer TOKEN or X-Nib-Token: TOKEN\n",
             );
         };
         log.agent = Some(Arc::clone(&agent));
@@ -468,8 +471,26 @@ impl Front {
         if too_big {
             return plain(
                 StatusCode::PAYLOAD_TOO_LARGE,
-                "the request body is too large\n",
+                "the request body is larger than --max-body; nothing ran\n",
             );
+        }
+        // A call takes its places before its body is read, so bodies held in
+        // memory are bounded by the calls at once.
+        if req.method() == http::Method::POST {
+            let mine = self.per_agent.get(&agent).map(Arc::clone);
+            let permits = mine.and_then(|m| m.try_acquire_owned().ok()).and_then(|m| {
+                Arc::clone(&self.all)
+                    .try_acquire_owned()
+                    .ok()
+                    .map(|a| vec![m, a])
+            });
+            let Some(permits) = permits else {
+                return plain(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "too many calls are running; nothing ran, retry after a second\n",
+                );
+            };
+            log.permits = permits;
         }
         let (mut parts, body) = req.into_parts();
         let bytes = match Limited::new(body, self.max_body).collect().await {
@@ -477,10 +498,15 @@ impl Front {
             Err(e) if e.is::<http_body_util::LengthLimitError>() => {
                 return plain(
                     StatusCode::PAYLOAD_TOO_LARGE,
-                    "the request body is too large\n",
+                    "the request body is larger than --max-body; nothing ran\n",
                 );
             }
-            Err(_) => return plain(StatusCode::BAD_REQUEST, "the request body was cut short\n"),
+            Err(_) => {
+                return plain(
+                    StatusCode::BAD_REQUEST,
+                    "the request body was cut short; nothing ran\n",
+                );
+            }
         };
         if let Ok(message) = serde_json::from_slice::<Value>(&bytes) {
             if let Some(m) = message.get("method").and_then(Value::as_str) {
@@ -493,22 +519,6 @@ impl Front {
                     .map(|s| s.chars().take(64).collect());
             }
         }
-        if parts.method == http::Method::POST {
-            let mine = self.per_agent.get(&agent).map(Arc::clone);
-            let permits = mine.and_then(|m| m.try_acquire_owned().ok()).and_then(|m| {
-                Arc::clone(&self.all)
-                    .try_acquire_owned()
-                    .ok()
-                    .map(|a| vec![m, a])
-            });
-            let Some(permits) = permits else {
-                return plain(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "too many calls are running; retry after a second\n",
-                );
-            };
-            log.permits = permits;
-        }
         let session = parts
             .headers
             .get(SESSION_HEADER)
@@ -517,7 +527,7 @@ impl Front {
         if let Some(id) = &session {
             let sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
             if sessions.get(id).is_some_and(|owner| *owner != agent) {
-                return plain(StatusCode::NOT_FOUND, "no such session\n");
+                return plain(StatusCode::NOT_FOUND, "no such session; nothing ran\n");
             }
         }
         let closing = parts.method == http::Method::DELETE;
@@ -599,7 +609,10 @@ pub async fn serve(config: Config, options: Options) -> anyhow::Result<()> {
                 async move { Ok::<_, Infallible>(front.handle(req).await) }
             });
             let io = hyper_util::rt::TokioIo::new(stream);
+            // A client that never finishes its request head is let go.
             if let Err(e) = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(Duration::from_secs(10))
                 .serve_connection(io, service)
                 .await
             {
