@@ -259,7 +259,12 @@ fn register_in(
     let Ok(modules) = read(scope, &top.join(".gitmodules")) else {
         return;
     };
-    let Some(git_dir) = git_dir_of(scope, top) else {
+    // Only a git dir's config is appended to (a `.git` file may name any
+    // folder beneath the roots).
+    let Some(git_dir) = git_dir_of(scope, top).filter(|d| {
+        super::stat(scope, &d.join("HEAD")).is_ok_and(|s| s.kind == Kind::File)
+            && super::stat(scope, &d.join("refs")).is_ok_and(|s| s.kind == Kind::Dir)
+    }) else {
         return;
     };
     let config_path = git_dir.join("config");
