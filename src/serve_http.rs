@@ -56,6 +56,8 @@ pub const TOKEN_HEADER: &str = "x-nib-token";
 const AGENT_META: &str = "sessionId";
 /// The older era's session header.
 const SESSION_HEADER: &str = "mcp-session-id";
+/// Session owners kept before those of ended sessions are forgotten.
+const PRUNE_SESSIONS: usize = 1024;
 /// Shortest token accepted.
 const MIN_TOKEN: usize = 16;
 
@@ -328,6 +330,8 @@ struct Front {
     /// Older-era sessions and the agent that opened each: another agent's
     /// request naming one is answered as for an unknown session.
     sessions: std::sync::Mutex<HashMap<String, Arc<str>>>,
+    /// rmcp's sessions, to forget the owners of those that ended.
+    manager: Arc<LocalSessionManager>,
 }
 
 /// What one request's log line says.
@@ -536,19 +540,39 @@ impl Front {
             .mcp
             .handle(Request::from_parts(parts, Full::new(bytes)))
             .await;
-        let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
-        match (session, response.headers().get(SESSION_HEADER)) {
-            (Some(id), _) if closing => {
-                sessions.remove(&id);
-            }
-            (None, Some(opened)) => {
-                if let Ok(id) = opened.to_str() {
-                    sessions.insert(id.to_string(), agent);
+        let kept = {
+            let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+            match (session, response.headers().get(SESSION_HEADER)) {
+                (Some(id), _) if closing => {
+                    sessions.remove(&id);
                 }
+                (None, Some(opened)) => {
+                    if let Ok(id) = opened.to_str() {
+                        sessions.insert(id.to_string(), agent);
+                    }
+                }
+                _ => {}
             }
-            _ => {}
+            sessions.len()
+        };
+        if kept > PRUNE_SESSIONS {
+            self.prune_sessions().await;
         }
         response
+    }
+
+    /// Forgets the owners of sessions rmcp no longer has (ended or expired).
+    async fn prune_sessions(&self) {
+        let live: std::collections::HashSet<String> = self
+            .manager
+            .sessions
+            .read()
+            .await
+            .keys()
+            .map(|k| k.to_string())
+            .collect();
+        let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        sessions.retain(|id, _| live.contains(id));
     }
 }
 
@@ -575,9 +599,10 @@ pub async fn serve(config: Config, options: Options) -> anyhow::Result<()> {
         .with_json_response(true);
     let cancel = http_config.cancellation_token.clone();
     let shared = server.clone();
+    let manager = Arc::new(LocalSessionManager::default());
     let mcp = StreamableHttpService::new(
         move || Ok(HttpNib(shared.clone())),
-        Arc::new(LocalSessionManager::default()),
+        Arc::clone(&manager),
         http_config,
     );
     let per_agent = tokens
@@ -598,6 +623,7 @@ pub async fn serve(config: Config, options: Options) -> anyhow::Result<()> {
         max_body: options.max_body,
         draining: AtomicBool::new(false),
         sessions: std::sync::Mutex::default(),
+        manager,
     });
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let _ = writeln!(std::io::stderr(), "listening on http://{local}/mcp");
