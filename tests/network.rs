@@ -342,7 +342,8 @@ async fn the_proxys_socket_folder_goes_when_nib_exits() {
     .await;
     nib.ok("nibash", json!({"command": "true"})).await;
     let pid = nib.pid.expect("the server's pid");
-    let folder = std::env::temp_dir().join(format!("nib-proxy-{pid}"));
+    // nib's temporary folder is its test home's (`isolated_env`).
+    let folder = nib.home.path().join("tmp").join(format!("nib-proxy-{pid}"));
     assert!(folder.join("proxy.sock").exists(), "{}", folder.display());
     nib.stop().await;
     let gone = std::path::PathBuf::from(format!("/proc/{pid}"));

@@ -1815,3 +1815,34 @@ async fn a_call_cannot_reach_the_zygote_or_another_calls_worker() {
         nib.stop().await;
     }
 }
+
+/// Renames and links into another folder work in every mode: a Landlock
+/// layer that does not grant reparenting denies it (EXDEV), even one that
+/// handles nothing of the file system, like the call's own domain nested in
+/// the zygote's (before: `mv a/x b/` and rustc's metadata failed in every
+/// sandboxed call).
+#[tokio::test]
+async fn files_move_and_link_between_folders_in_every_mode() {
+    for mode in [
+        &[("NIB_SANDBOX", "0")][..],
+        &[("NIB_SANDBOX", "1")][..],
+        &[("NIB_SANDBOX", "1"), ("NIB_SANDBOX_BWRAP", "0")][..],
+    ] {
+        let dir = project();
+        let nib = start_with(
+            Era::Handshake,
+            dir.path(),
+            TestClient::new(Roots::Undeclared),
+            mode,
+        )
+        .await;
+        let out = nib
+            .ok(
+                "nibash",
+                json!({"command": "mkdir -p a b && echo x > a/f && mv a/f b/f && ln b/f a/g && echo done"}),
+            )
+            .await;
+        assert!(out.contains("done"), "{mode:?}: {out}");
+        assert!(dir.path().join("b/f").exists() && dir.path().join("a/g").exists());
+    }
+}

@@ -427,6 +427,11 @@ impl Sandbox {
         hand_over: bool,
     ) -> Result<(Command, Option<Launch>), SandboxError> {
         if let Some(bwrap) = bwrap {
+            // Programs' temporary folder is bubblewrap's private `/tmp`: a
+            // TMPDIR nib inherited names a folder of the host that is not
+            // there inside (tools then fail, or rename across mounts).
+            vars.retain(|(k, _)| k != "TMPDIR");
+            vars.push(("TMPDIR".into(), "/tmp".into()));
             let policy_json = serde_json::to_string(&self.policy)
                 .map_err(|e| SandboxError::Refused(e.to_string()))?;
             let mut inner: Vec<OsString> = vec![

@@ -685,8 +685,9 @@ fn call_init(
 /// reaches neither the zygote, nor its call init, nor another call, even
 /// as root; where the kernel has ABI 6, signals are scoped to the call
 /// too (no `kill -STOP` of the zygote or of another call). The domain
-/// grants everything else (it handles only signals, or before ABI 6
-/// execution, granted beneath `/`). The worker is made dumpable again
+/// grants everything else (it handles signals, or before ABI 6 execution,
+/// and reparenting, which every layer must grant: both granted beneath
+/// `/`). The worker is made dumpable again
 /// (the zygote's setting is inherited): its programs are its own. False
 /// when Landlock is there and the domain could not be made.
 fn enter_call_domain() -> bool {
@@ -700,21 +701,34 @@ fn enter_call_domain() -> bool {
     if abi == 0 {
         return true;
     }
+    // Every Landlock layer denies reparenting (a rename or link into
+    // another folder: EXDEV) unless it handles `Refer` and grants it, even
+    // one that handles nothing of the file system — so this layer grants it
+    // beneath `/`, and the zygote's own domain still decides (`mv a/x b/`,
+    // rustc's metadata, git's object files).
     let base = Ruleset::default().set_compatibility(CompatLevel::HardRequirement);
-    let made = if abi >= 6 {
-        base.scope(Scope::Signal)
-            .and_then(|r| r.create())
-            .map_err(|e| e.to_string())
+    let handled: landlock::BitFlags<AccessFs> = if abi >= 6 {
+        AccessFs::Refer.into()
+    } else if abi >= 2 {
+        AccessFs::Execute | AccessFs::Refer
     } else {
-        base.handle_access(AccessFs::Execute)
-            .and_then(|r| r.create())
-            .map_err(|e| e.to_string())
-            .and_then(|c| {
-                let root = PathFd::new("/").map_err(|e| e.to_string())?;
-                c.add_rule(PathBeneath::new(root, AccessFs::Execute))
-                    .map_err(|e| e.to_string())
-            })
+        AccessFs::Execute.into()
     };
+    let granted = handled;
+    let ruleset = if abi >= 6 {
+        base.handle_access(handled)
+            .and_then(|r| r.scope(Scope::Signal))
+    } else {
+        base.handle_access(handled)
+    };
+    let made = ruleset
+        .and_then(|r| r.create())
+        .map_err(|e| e.to_string())
+        .and_then(|c| {
+            let root = PathFd::new("/").map_err(|e| e.to_string())?;
+            c.add_rule(PathBeneath::new(root, granted))
+                .map_err(|e| e.to_string())
+        });
     made.ok()
         .and_then(Option::<OwnedFd>::from)
         .is_some_and(|fd| crate::landlock::restrict_self(fd.as_fd()))
