@@ -82,7 +82,8 @@ pub fn run(mut args: Args, ctx: &Ctx, shell: &Arc<Nibash>) -> Result<ToolOutput,
         ));
     }
     // A failed lookup or connection the proxy did not explain: why.
-    if ctx.config.confined_mode().is_ok()
+    if ctx.config.sandbox
+        && ctx.config.confined_mode().is_ok()
         && let Some(note) = crate::nibash::broker::network_why::note(
             ctx.config,
             &out.text,
