@@ -1774,7 +1774,15 @@ for d in os.listdir("/proc"):
         print(f"REACHED {pid}: stopped")
     except OSError:
         pass
+    try:
+        env = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
+        theirs = [e for e in env if e.startswith(b"HTTP_PROXY=")]
+        if theirs and theirs[0].decode() != "HTTP_PROXY=" + os.environ.get("HTTP_PROXY", ""):
+            print(f"REACHED {pid}: another call's proxy token")
+    except OSError:
+        pass
 print(f"looked at {seen}")
+print("own token", "yes" if "@" in os.environ.get("HTTP_PROXY", "") else "no")
 "#;
 
 /// Issue 58: a call's programs cannot reach the zygote, a call init or
@@ -1784,9 +1792,16 @@ print(f"looked at {seen}")
 /// client — under bubblewrap and with Landlock + seccomp alone, as root.
 #[tokio::test]
 async fn a_call_cannot_reach_the_zygote_or_another_calls_worker() {
+    // With a host allowed, each call's worker holds its own proxy token
+    // (in its environment and on the zygote's control socket): another
+    // call's token is a canary too.
     let modes: [&[(&str, &str)]; 2] = [
-        &[("NIB_SANDBOX", "1")],
-        &[("NIB_SANDBOX", "1"), ("NIB_SANDBOX_BWRAP", "0")],
+        &[("NIB_SANDBOX", "1"), ("NIB_SANDBOX_NETWORK", "127.0.0.1")],
+        &[
+            ("NIB_SANDBOX", "1"),
+            ("NIB_SANDBOX_BWRAP", "0"),
+            ("NIB_SANDBOX_NETWORK", "127.0.0.1"),
+        ],
     ];
     for env in modes {
         let dir = project();
@@ -1808,7 +1823,20 @@ async fn a_call_cannot_reach_the_zygote_or_another_calls_worker() {
             .unwrap_or_else(|| panic!("{env:?}: the probe did not run: {out}"));
         // The zygote, two call inits and the job's worker at least.
         assert!(looked >= 4, "{env:?}: saw only {looked} processes: {out}");
-        assert!(!out.contains("REACHED"), "{env:?}: {out}");
+        assert!(
+            out.contains("own token yes"),
+            "{env:?}: no token to guard: {out}"
+        );
+        // With Landlock alone, as root, another call's environment (its
+        // proxy token) is still readable: SECURITY.md's residual, issue 58
+        // left open on it. Everything else is held in both modes.
+        let landlock_alone = env.contains(&("NIB_SANDBOX_BWRAP", "0"));
+        let reached: Vec<&str> = out
+            .lines()
+            .filter(|l| l.starts_with("REACHED"))
+            .filter(|l| !(landlock_alone && l.ends_with("another call's proxy token")))
+            .collect();
+        assert!(reached.is_empty(), "{env:?}: {out}");
         // The session goes on, answered by its own workers.
         let alive = sh(&nib, "echo alive").await;
         assert!(alive.starts_with("alive\n"), "{env:?}: {alive}");
