@@ -40,4 +40,5 @@ mod runners;
 mod sandbox_default;
 mod secrets;
 mod terminal;
+mod tool_schemas;
 mod write;
