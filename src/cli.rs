@@ -972,7 +972,7 @@ pub fn run_tool(config: Config, name: &str, mut args: Map<String, Value>) -> i32
         live: None,
         programs: &crate::nibash::broker::command_rules::JudgedPrograms,
     };
-    let result = tools::call(name, Some(args), &ctx, &nibash);
+    let result = tools::call(name, Some(args), &ctx, &nibash, &std::sync::Arc::from(""));
     if matches!(name, "edit" | "grep") {
         let agent = agent.lock().unwrap_or_else(|p| p.into_inner());
         crate::cli_tokens::save(&config.state_dir, &loaded, &agent.tokens);

@@ -47,7 +47,7 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::server::NibServer;
+use crate::server::{HttpAgent, NibServer};
 use nib_files::config::Config;
 
 /// nib's own header for the token, for routers that consume `Authorization`.
@@ -292,6 +292,8 @@ fn as_agent(
     context
         .meta
         .insert(AGENT_META.into(), Value::String(format!("http:{name}")));
+    // Whose jobs the call reaches, and how nibash_status names it.
+    context.extensions.insert(HttpAgent(name));
     Ok(context)
 }
 

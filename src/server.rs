@@ -45,6 +45,21 @@ const ROOTS_INPUT: &str = "roots";
 /// The request state that marks the retry after a roots request.
 const ROOTS_STATE: &str = "nib-roots-v1";
 
+/// The HTTP agent (the token's NAME) a request comes from: `serve_http`
+/// puts it in the request context's extensions, where nothing a client
+/// sends can reach. A request without it is the stdio client's.
+#[derive(Clone, Debug)]
+pub struct HttpAgent(pub Arc<str>);
+
+/// Whose jobs a call reaches (see [`crate::nibash::broker::jobs::Owner`]):
+/// the HTTP agent's NAME, or empty for the stdio client, which is one agent.
+fn owner(context: &RequestContext<RoleServer>) -> crate::nibash::broker::jobs::Owner {
+    context
+        .extensions
+        .get::<HttpAgent>()
+        .map_or_else(|| Arc::from(""), |a| Arc::clone(&a.0))
+}
+
 /// One connection's server: its workspace and what its agent has seen.
 #[derive(Clone)]
 pub struct NibServer {
@@ -75,6 +90,11 @@ impl NibServer {
     /// Keeps the client for notifications outside a request, and whether it
     /// declared Claude Code's channel.
     fn remember_peer(&self, context: &RequestContext<RoleServer>) {
+        // An HTTP agent's client is not kept: what goes to the kept client
+        // (job ends, list changes) would reach that agent whoever it was about.
+        if context.extensions.get::<HttpAgent>().is_some() {
+            return;
+        }
         self.keep_peer(&context.peer);
         let declared = context.client_capabilities().is_some_and(|c| {
             c.experimental
@@ -439,8 +459,9 @@ impl NibServer {
         context: &RequestContext<RoleServer>,
     ) -> Result<ToolOutput, McpError> {
         let shell = Arc::clone(&self.inner.nibash);
+        let owner = owner(context);
         self.run_in_call(agent, context, move |ctx| {
-            tools::call(&name, arguments, ctx, &shell)
+            tools::call(&name, arguments, ctx, &shell, &owner)
         })
         .await
     }
@@ -692,6 +713,9 @@ impl NibServer {
     /// The agent behind a call (see [`crate::agents`]).
     /// How the agent of a call is named in nibash_status's usage table.
     fn agent_label(&self, context: &RequestContext<RoleServer>) -> String {
+        if let Some(a) = context.extensions.get::<HttpAgent>() {
+            return a.0.to_string();
+        }
         let meta = serde_json::to_value(&context.meta)
             .ok()
             .and_then(|v| v.as_object().cloned())
@@ -810,7 +834,9 @@ impl ServerHandler for NibServer {
     ) -> Result<ListToolsResult, McpError> {
         let mut tools = Self::tool_list(&self.inner.config);
         if let Some(p) = &self.inner.providers {
-            self.keep_peer(&context.peer);
+            if context.extensions.get::<HttpAgent>().is_none() {
+                self.keep_peer(&context.peer);
+            }
             // The first list waits a little for providers still starting;
             // one that starts later is announced with list_changed.
             self.start_providers();

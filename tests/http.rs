@@ -645,3 +645,89 @@ fn under_the_sandbox_tokens_and_seen_lines_hold_the_same() {
         );
     }
 }
+
+/// The job number a nibash answer names (`%N`).
+fn job_number(text: &str) -> String {
+    let at = text
+        .find('%')
+        .unwrap_or_else(|| panic!("no job in {text:?}"));
+    let digits: String = text[at + 1..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    assert!(!digits.is_empty(), "no job number in {text:?}");
+    format!("%{digits}")
+}
+
+#[test]
+fn agents_never_see_or_stop_each_others_jobs() {
+    let dir = project();
+    let nib = serve(dir.path(), &[]);
+    // Alice's job prints a line at once, then leaves a marker after 3 s.
+    let (text, err) = modern_call(
+        &nib.addr,
+        ALICE,
+        "nibash",
+        json!({"command": "echo alice-out-4711; sleep 3; touch marker-a", "background": true}),
+    )
+    .tool_text();
+    assert!(!err, "{text}");
+    let job = job_number(&text);
+    let n = job.trim_start_matches('%').to_string();
+    // Bob can neither show nor stop it, by either tool.
+    let (text, err) =
+        modern_call(&nib.addr, BOB, "nibash_status", json!({"view": job})).tool_text();
+    assert!(err && text.contains("no call or job"), "{text}");
+    let (text, err) =
+        modern_call(&nib.addr, BOB, "nibash_status", json!({"stop": job})).tool_text();
+    assert!(err && text.contains("nothing was stopped"), "{text}");
+    let (text, err) = modern_call(&nib.addr, BOB, "nibash_status", json!({})).tool_text();
+    assert!(!err, "{text}");
+    assert!(
+        !text.contains("alice-out-4711") && !text.contains("marker-a"),
+        "bob's status shows alice's job: {text}"
+    );
+    let (text, _) =
+        modern_call(&nib.addr, BOB, "nibash_status", json!({"format": "json"})).tool_text();
+    assert!(!text.contains("marker-a"), "{text}");
+    for command in [
+        "jobs".to_string(),
+        format!("kill {job}"),
+        format!("kill %{n}; wait {job}"),
+    ] {
+        let (text, _) =
+            modern_call(&nib.addr, BOB, "nibash", json!({"command": command})).tool_text();
+        assert!(
+            !text.contains("alice-out-4711")
+                && !text.contains("marker-a")
+                && !text.contains("killed"),
+            "{command}: {text}"
+        );
+    }
+    // Alice sees hers, named by her NAME in the usage table (not `main`).
+    let (text, err) =
+        modern_call(&nib.addr, ALICE, "nibash_status", json!({"view": job})).tool_text();
+    assert!(!err && text.contains("alice-out-4711"), "{text}");
+    let (text, _) = modern_call(&nib.addr, ALICE, "nibash_status", json!({})).tool_text();
+    assert!(text.contains("marker-a"), "{text}");
+    assert!(text.contains("alice nibash"), "{text}");
+    assert!(
+        !text.contains("bob nibash") && !text.contains("main nibash"),
+        "{text}"
+    );
+    // Her job kept running and left its marker.
+    let start = Instant::now();
+    while !dir.path().join("marker-a").exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "alice's job was stopped"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    // Its end is reported to alice's next call, never to bob's.
+    let (text, _) = modern_call(&nib.addr, BOB, "nibash", json!({"command": "true"})).tool_text();
+    assert!(!text.contains("marker-a"), "{text}");
+    let (text, _) = modern_call(&nib.addr, ALICE, "nibash", json!({"command": "true"})).tool_text();
+    assert!(text.contains("marker-a"), "{text}");
+}

@@ -14,6 +14,7 @@ use nib_files::context::{Ctx, ToolOutput};
 use serde_json::{Map, Value, json};
 
 use crate::nibash::broker::Nibash;
+use crate::nibash::broker::jobs::Owner;
 
 pub use nib_files::tools::{CallError, OUTPUT_CAP, ToolDef, call_file_tool};
 
@@ -110,16 +111,19 @@ fn shell_definitions() -> Vec<ToolDef> {
 }
 
 /// Runs a tool by name; the shell's tools with the shell's state `shell`
-/// (jobs, warm worker, watcher), which the server keeps for the session.
+/// (jobs, warm worker, watcher), which the server keeps for the session,
+/// as `owner` (the agent whose jobs they reach: empty for the stdio client
+/// and the CLI, the token's NAME over HTTP).
 pub fn call(
     name: &str,
     arguments: Option<Map<String, Value>>,
     ctx: &Ctx,
     shell: &Arc<Nibash>,
+    owner: &Owner,
 ) -> Result<ToolOutput, CallError> {
     match name {
-        "nibash" => Ok(nibash::run(Args::new(arguments), ctx, shell)?),
-        "nibash_status" => Ok(nibash::status(Args::new(arguments), ctx, shell)?),
+        "nibash" => Ok(nibash::run(Args::new(arguments), ctx, shell, owner)?),
+        "nibash_status" => Ok(nibash::status(Args::new(arguments), ctx, shell, owner)?),
         "skim" => Ok(nibash::skim(Args::new(arguments), ctx)?),
         _ if TOOL_NAMES.contains(&name) => call_file_tool(name, arguments, ctx),
         other => Err(CallError::UnknownTool(other.to_string(), TOOL_NAMES)),

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::nibash::broker::Nibash;
 use crate::nibash::broker::call::{self, CallArgs};
-use crate::nibash::broker::jobs::ending_words;
+use crate::nibash::broker::jobs::{Owner, ending_words};
 use nib_files::context::args::{ArgError, Args};
 use nib_files::context::{Ctx, ToolOutput};
 
@@ -34,8 +34,13 @@ pub fn parse_timeout(v: &str) -> Option<Duration> {
     Some(Duration::from_secs_f64(secs).min(call::MAX_TIMEOUT))
 }
 
-/// Runs `nibash`.
-pub fn run(mut args: Args, ctx: &Ctx, shell: &Arc<Nibash>) -> Result<ToolOutput, ArgError> {
+/// Runs `nibash` as `owner` (whose jobs its `jobs`, `wait` and `kill` reach).
+pub fn run(
+    mut args: Args,
+    ctx: &Ctx,
+    shell: &Arc<Nibash>,
+    owner: &Owner,
+) -> Result<ToolOutput, ArgError> {
     args.alias("cmd", "command");
     args.alias("run_in_background", "background");
     let command = args.required_string("command")?;
@@ -59,6 +64,7 @@ pub fn run(mut args: Args, ctx: &Ctx, shell: &Arc<Nibash>) -> Result<ToolOutput,
     let mut out = call::run(
         ctx,
         shell,
+        owner,
         CallArgs {
             command: command.clone(),
             description,
@@ -169,8 +175,14 @@ fn network_status(ctx: &Ctx) -> String {
     }
 }
 
-/// Runs `nibash_status`.
-pub fn status(mut args: Args, ctx: &Ctx, shell: &Arc<Nibash>) -> Result<ToolOutput, ArgError> {
+/// Runs `nibash_status` for `owner`: only its own calls and jobs are listed,
+/// shown or stopped, and only its own rows of the usage table.
+pub fn status(
+    mut args: Args,
+    ctx: &Ctx,
+    shell: &Arc<Nibash>,
+    owner: &Owner,
+) -> Result<ToolOutput, ArgError> {
     let tail = args.usize("tail")?.unwrap_or(5);
     let view = args.string("view")?;
     let restore = args.string("restore")?;
@@ -190,7 +202,7 @@ pub fn status(mut args: Args, ctx: &Ctx, shell: &Arc<Nibash>) -> Result<ToolOutp
     let mut out = String::new();
     if let Some(v) = stop {
         let id: Option<u32> = v.trim_start_matches('%').parse().ok();
-        let Some(e) = id.and_then(|id| shell.jobs.get(id)) else {
+        let Some(e) = id.and_then(|id| shell.jobs.get(owner, id)) else {
             return Ok(ToolOutput::error(format!(
                 "no call or job {v}; nothing was stopped. nibash_status without stop lists them\n"
             )));
@@ -228,7 +240,7 @@ pub fn status(mut args: Args, ctx: &Ctx, shell: &Arc<Nibash>) -> Result<ToolOutp
     }
     let nib = shell;
     if json {
-        let mut doc = status_json(ctx, nib, tail);
+        let mut doc = status_json(ctx, nib, owner, tail);
         if !out.is_empty() {
             doc["done"] = serde_json::Value::String(out);
         }
@@ -236,7 +248,7 @@ pub fn status(mut args: Args, ctx: &Ctx, shell: &Arc<Nibash>) -> Result<ToolOutp
     }
     if let Some(v) = view {
         let id: Option<u32> = v.trim_start_matches('%').parse().ok();
-        let Some(e) = id.and_then(|id| nib.jobs.get(id)) else {
+        let Some(e) = id.and_then(|id| nib.jobs.get(owner, id)) else {
             return Ok(ToolOutput::error(format!(
                 "no call or job {v}; nibash_status without view lists them\n"
             )));
@@ -258,8 +270,8 @@ pub fn status(mut args: Args, ctx: &Ctx, shell: &Arc<Nibash>) -> Result<ToolOutp
         nib_files::context::push_notes(&mut out, &notes);
         return Ok(ToolOutput::ok(out));
     }
-    out.push_str(&session_lines(ctx, nib));
-    out.push_str(&calls_lines(nib, tail));
+    out.push_str(&session_lines(ctx, nib, owner));
+    out.push_str(&calls_lines(nib, owner, tail));
     nib_files::context::push_notes(&mut out, &notes);
     Ok(ToolOutput::ok(out))
 }
@@ -267,7 +279,7 @@ pub fn status(mut args: Args, ctx: &Ctx, shell: &Arc<Nibash>) -> Result<ToolOutp
 /// The session's lines of nibash_status: the sandbox and network in force,
 /// the read policy, brokered secrets, command rules, summaries, named
 /// folders, providers, warm workers and usage.
-fn session_lines(ctx: &Ctx, nib: &Nibash) -> String {
+fn session_lines(ctx: &Ctx, nib: &Nibash, owner: &str) -> String {
     let mut out = String::new();
     out.push_str(&format!(
         "sandbox: {}; {}\n",
@@ -305,15 +317,15 @@ fn session_lines(ctx: &Ctx, nib: &Nibash) -> String {
         kib as f64 / 1024.0,
         crate::nibash::broker::warm::MOST
     ));
-    out.push_str(&usage(&nib.usage.lock().unwrap_or_else(|p| p.into_inner())));
+    out.push_str(&usage(&own_usage(nib, owner)));
     out
 }
 
 /// One line per call and job, with the last `tail` lines of each (under a
 /// budget shared by all).
-fn calls_lines(nib: &Nibash, tail: usize) -> String {
+fn calls_lines(nib: &Nibash, owner: &str, tail: usize) -> String {
     let mut out = String::new();
-    let entries = nib.jobs.all();
+    let entries = nib.jobs.all_of(owner);
     let mut budget = TailBudget::default();
     if entries.is_empty() {
         out.push_str("no calls or jobs are running\n");
@@ -407,12 +419,12 @@ impl TailBudget {
 /// Claude Code mod draws its band and panes from it): calls and jobs with
 /// their last lines, the trash, the names, the characters returned per
 /// agent and tool, and the lines the calling agent has seen per file.
-fn status_json(ctx: &Ctx, nib: &Nibash, tail: usize) -> serde_json::Value {
+fn status_json(ctx: &Ctx, nib: &Nibash, owner: &str, tail: usize) -> serde_json::Value {
     use serde_json::json;
     let mut budget = TailBudget::default();
     let calls: Vec<_> = nib
         .jobs
-        .all()
+        .all_of(owner)
         .iter()
         .map(|e| {
             let s = e.state();
@@ -459,10 +471,7 @@ fn status_json(ctx: &Ctx, nib: &Nibash, tail: usize) -> serde_json::Value {
             })
         })
         .collect();
-    let usage: Vec<_> = nib
-        .usage
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
+    let usage: Vec<_> = own_usage(nib, owner)
         .iter()
         .map(|((agent, tool), (calls, chars))| {
             json!({"agent": agent, "tool": tool, "calls": calls, "chars": chars})
@@ -549,6 +558,17 @@ pub fn skim(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
 
 /// Characters returned per agent and tool this session (what an agent's
 /// context paid for each), biggest first.
+/// The usage rows `owner` may see: all of them for the stdio client (its
+/// subagents are one client's), an HTTP agent only its own (labelled by its
+/// NAME: a server serves either stdio or HTTP, never both).
+fn own_usage(nib: &Nibash, owner: &str) -> crate::nibash::broker::Usage {
+    let all = nib.usage.lock().unwrap_or_else(|p| p.into_inner());
+    all.iter()
+        .filter(|((agent, _), _)| owner.is_empty() || agent == owner)
+        .map(|(k, v)| (k.clone(), *v))
+        .collect()
+}
+
 fn usage(u: &crate::nibash::broker::Usage) -> String {
     if u.is_empty() {
         return String::new();

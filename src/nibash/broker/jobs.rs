@@ -98,6 +98,9 @@ impl State {
 pub struct Entry {
     /// Its number (`%N` once it is a job).
     pub id: u32,
+    /// The agent whose call it is ([`Owner`]): only that agent lists it,
+    /// reads its output, waits for it or stops it.
+    pub owner: Owner,
     /// The command line.
     pub command: String,
     /// The description the agent gave, if any.
@@ -256,6 +259,11 @@ impl Entry {
     }
 }
 
+/// The agent a call belongs to: empty for the stdio client (one agent),
+/// the token's NAME for an HTTP agent. Numbers are shared by all agents;
+/// what an agent can reach is only its own.
+pub type Owner = Arc<str>;
+
 /// How many jobs whose end was reported stay for `wait %N`.
 pub const REPORTED_KEPT: usize = 32;
 
@@ -273,11 +281,12 @@ impl Jobs {
         self.table.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Registers a new call.
-    pub fn start(&self, command: &str, description: Option<String>) -> Arc<Entry> {
+    /// Registers a new call of `owner`'s.
+    pub fn start(&self, owner: &Owner, command: &str, description: Option<String>) -> Arc<Entry> {
         let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
         let entry = Arc::new(Entry {
             id,
+            owner: Arc::clone(owner),
             command: command.to_string(),
             description,
             started: Instant::now(),
@@ -291,9 +300,12 @@ impl Jobs {
         entry
     }
 
-    /// The entry with this number.
-    pub fn get(&self, id: u32) -> Option<Arc<Entry>> {
-        self.table().get(&id).cloned()
+    /// `owner`'s entry with this number (another agent's is not there for it).
+    pub fn get(&self, owner: &str, id: u32) -> Option<Arc<Entry>> {
+        self.table()
+            .get(&id)
+            .filter(|e| &*e.owner == owner)
+            .cloned()
     }
 
     /// Every entry, oldest first, but jobs whose end was already reported
@@ -310,9 +322,17 @@ impl Jobs {
             .collect()
     }
 
-    /// The jobs (entries whose call returned while they ran), oldest first.
-    pub fn jobs(&self) -> Vec<Arc<Entry>> {
+    /// [`Jobs::all`] of one agent's.
+    pub fn all_of(&self, owner: &str) -> Vec<Arc<Entry>> {
         self.all()
+            .into_iter()
+            .filter(|e| &*e.owner == owner)
+            .collect()
+    }
+
+    /// `owner`'s jobs (entries whose call returned while they ran), oldest first.
+    pub fn jobs(&self, owner: &str) -> Vec<Arc<Entry>> {
+        self.all_of(owner)
             .into_iter()
             .filter(|e| e.state().is_job)
             .collect()
@@ -324,12 +344,12 @@ impl Jobs {
         self.changes.touch();
     }
 
-    /// Lines for jobs that ended since they were last reported. A reported
-    /// job leaves the listings but stays for `wait %N` (its status, and its
-    /// unread output), the last [`REPORTED_KEPT`] of them.
-    pub fn take_finished_report(&self) -> String {
+    /// Lines for `owner`'s jobs that ended since they were last reported. A
+    /// reported job leaves the listings but stays for `wait %N` (its status,
+    /// and its unread output), the last [`REPORTED_KEPT`] of them.
+    pub fn take_finished_report(&self, owner: &str) -> String {
         let mut out = String::new();
-        for e in self.jobs() {
+        for e in self.jobs(owner) {
             let mut s = e.state();
             if s.ended() && !s.reported {
                 s.reported = true;

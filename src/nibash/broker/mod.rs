@@ -94,8 +94,13 @@ impl Nibash {
         }
     }
 
-    /// Announces that job `id` ended (nothing without an announcer).
-    pub fn announce(&self, id: u32, text: String) {
+    /// Announces that job `id` ended (nothing without an announcer). Only
+    /// the stdio client's jobs are announced: the client kept for
+    /// notifications is that one, never another agent's.
+    pub fn announce(&self, owner: &str, id: u32, text: String) {
+        if !owner.is_empty() {
+            return;
+        }
         if let Some(a) = self
             .announcer
             .lock()

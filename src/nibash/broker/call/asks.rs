@@ -18,6 +18,8 @@ use crate::nibash::broker::jobs::{Entry, ending_words};
 pub(super) struct Asker {
     pub(super) scope: Scope,
     pub(super) nib: Arc<Nibash>,
+    /// The agent whose call this is: `jobs`, `wait` and `kill` reach only its jobs.
+    pub(super) owner: crate::nibash::broker::jobs::Owner,
     pub(super) workspace: Workspace,
     pub(super) trashed: Vec<PathBuf>,
 }
@@ -92,7 +94,7 @@ impl Asker {
                 out: self
                     .nib
                     .jobs
-                    .jobs()
+                    .jobs(&self.owner)
                     .iter()
                     .map(|e| {
                         let s = e.state();
@@ -120,7 +122,7 @@ impl Asker {
             Ask::Kill { jobs, signal: _ } => {
                 let mut r = Reply::default();
                 for id in jobs {
-                    match self.nib.jobs.get(id) {
+                    match self.nib.jobs.get(&self.owner, id) {
                         Some(e) if e.kill() => r.out.push_str(&format!("[job %{id} killed]\n")),
                         Some(_) => r.out.push_str(&format!("[job %{id} had already ended]\n")),
                         None => {
@@ -175,11 +177,11 @@ impl Asker {
 
     pub(super) fn wait(&mut self, ids: Vec<u32>, deadline: Option<Instant>) -> Reply {
         let entries: Vec<Arc<Entry>> = if ids.is_empty() {
-            self.nib.jobs.jobs()
+            self.nib.jobs.jobs(&self.owner)
         } else {
             let mut v = Vec::new();
             for id in &ids {
-                match self.nib.jobs.get(*id) {
+                match self.nib.jobs.get(&self.owner, *id) {
                     Some(e) => v.push(e),
                     None => {
                         return Reply {

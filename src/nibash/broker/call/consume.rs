@@ -304,7 +304,9 @@ impl Consumer {
                 if last.is_empty() { "" } else { "\n" }
             )
         };
-        self.asker.nib.announce(self.entry.id, text);
+        self.asker
+            .nib
+            .announce(&self.entry.owner, self.entry.id, text);
     }
 }
 
@@ -599,7 +601,7 @@ mod forged {
         let workspace = Workspace::new(root.clone());
         let scope = workspace.scope(true, false).unwrap();
         let nib = Arc::new(Nibash::default());
-        let entry = nib.jobs.start("forged", None);
+        let entry = nib.jobs.start(&Arc::from(""), "forged", None);
         let (_tx, rx) = mpsc::channel();
         let mut consumer = Consumer {
             entry: Arc::clone(&entry),
@@ -608,6 +610,7 @@ mod forged {
             asker: Asker {
                 scope,
                 nib: Arc::clone(&nib),
+                owner: Arc::clone(&entry.owner),
                 workspace,
                 trashed: Vec::new(),
             },

@@ -33,15 +33,16 @@ use nib_shell::channel::{Channel, Request, RuntimeRule, end_mark};
 
 use crate::confinement::Confinement;
 use crate::nibash::broker::Nibash;
+use crate::nibash::broker::jobs::Owner;
 use crate::nibash::broker::warm::Started;
 
 use answer::{OneShot, answer};
 use asks::Asker;
 use consume::{Consumer, Msg, spawn_events, spawn_reader, spawn_waiter};
 
-/// Runs one call and returns the tool's answer.
-pub fn run(ctx: &Ctx, nib: &Arc<Nibash>, args: CallArgs) -> ToolOutput {
-    let finished_jobs = nib.jobs.take_finished_report();
+/// Runs one call of `owner`'s and returns the tool's answer.
+pub fn run(ctx: &Ctx, nib: &Arc<Nibash>, owner: &Owner, args: CallArgs) -> ToolOutput {
+    let finished_jobs = nib.jobs.take_finished_report(owner);
     let gate = match crate::nibash::broker::command_rules::gate(
         ctx.workspace.project_dir(),
         &args.command,
@@ -66,7 +67,9 @@ pub fn run(ctx: &Ctx, nib: &Arc<Nibash>, args: CallArgs) -> ToolOutput {
     let call_start = Instant::now();
     // The pool of warm workers follows how many calls run at once.
     let _running = nib.warm.running();
-    let entry = nib.jobs.start(&args.command, args.description.clone());
+    let entry = nib
+        .jobs
+        .start(owner, &args.command, args.description.clone());
     let cwd = ctx.workspace.project_dir().to_path_buf();
     let request = request_for(ctx, &args, entry.id, runtime);
     let started = match start_worker(
@@ -105,6 +108,7 @@ pub fn run(ctx: &Ctx, nib: &Arc<Nibash>, args: CallArgs) -> ToolOutput {
         asker: Asker {
             scope: ctx.scope.clone(),
             nib: Arc::clone(nib),
+            owner: Arc::clone(owner),
             workspace: Workspace::sharing_names(cwd.clone(), ctx.workspace),
             trashed: Vec::new(),
         },
