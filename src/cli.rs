@@ -75,7 +75,7 @@ usage:
   nib doctor                          which sandbox layers this machine offers
   nib statusline                      one line about the project's running nibash calls and jobs
   nib setup [--user] [--dry-run] [--no-sandbox] [--provider NAME=PROGRAM] [--decider KIND]
-            [--summary LIST] [--opencode PROGRAM]
+            [--summary LIST] [--opencode PROGRAM] [--http URL]
                                       register nib with Claude Code and OpenCode
   nib hook                            answer a Claude Code hook event (stdin)
   nib --version
@@ -403,6 +403,9 @@ run changes nothing.
                       nib's default, holds (and a 0 an earlier --no-sandbox wrote is taken out)
   --provider NAME=PROGRAM, --decider KIND, --summary LIST, --opencode PROGRAM
                       kept in ~/.config/nib/setup.json for later starts; an empty value clears one
+  --http URL          nib's entry in .mcp.json reaches a `nib serve --http` at URL (type http),
+                      with `Authorization: Bearer ${NIB_TOKEN}`: Claude Code takes the agent's
+                      token from NIB_TOKEN, so it is never written into .mcp.json; no hooks
 "
         }
         "hook" => {
@@ -579,6 +582,7 @@ fn parse_setup(rest: &[String]) -> Result<Command, UsageError> {
             "--decider" => args.decider = Some(take(&mut it)?),
             "--summary" => args.summary = Some(take(&mut it)?),
             "--opencode" => args.opencode = Some(take(&mut it)?),
+            "--http" => args.http = Some(take(&mut it)?),
             "--provider" => {
                 let v = value(&mut it, "--provider")?;
                 let (name, program) = v.split_once('=').ok_or_else(|| {

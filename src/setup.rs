@@ -7,7 +7,8 @@
 //! (approval of that server, nib's hook for Read, nib's own tools (and after
 //! nib's edit and write, for their diff), SessionStart, PostCompact and
 //! UserPromptSubmit, deny rules for Bash, Grep, Glob, Edit and
-//! Write, an allow rule for `mcp__nib__nibash_status`), and `opencode.json` (or
+//! Write, an allow rule for `mcp__nib__nibash_status`, which only reads;
+//! `nibash_control`, which stops jobs and restores files, is left to ask), and `opencode.json` (or
 //! `opencode.jsonc`) when the project has one — else, when it has a
 //! `.opencode` folder, a note with what to add. In a checkout of nib's own
 //! sources it refuses (exit 2), naming where to run it. Its output leads
@@ -25,6 +26,12 @@
 //! declared and enabled in the user's settings.
 //! Options (`--provider`, `--decider`, `--summary`, `--opencode`) are kept in
 //! `~/.config/nib/setup.json` ($XDG_CONFIG_HOME); an empty value clears one.
+//! `--http URL` points the project's nib entry in `.mcp.json` at a running
+//! `nib serve --http` instead (type `http`, the url, and an `Authorization`
+//! header that names [`TOKEN_VARIABLE`] for Claude Code to fill from the
+//! environment: the token itself is never written), and approves it in
+//! `.claude/settings.local.json` with nib's permission rules; no hooks and
+//! no status line, since those read the state of a nib on this machine.
 
 use std::path::{Path, PathBuf};
 
@@ -48,6 +55,45 @@ pub struct SetupArgs {
     /// `--no-sandbox`: the server entries run nib with `NIB_SANDBOX=0`
     /// (programs unconfined); without it nib's own default, the sandbox, holds.
     pub no_sandbox: bool,
+    /// `--http URL`: the project's nib entry reaches a `nib serve --http`
+    /// at URL instead of starting nib on stdio.
+    pub http: Option<String>,
+}
+
+/// The environment variable Claude Code reads the agent's token from for
+/// the `Authorization` header `--http` writes (`Bearer ${NIB_TOKEN}`): the
+/// token stays out of `.mcp.json`, which is often committed.
+pub const TOKEN_VARIABLE: &str = "NIB_TOKEN";
+
+/// The `Authorization` header's value in nib's HTTP entry: a reference to
+/// [`TOKEN_VARIABLE`] that Claude Code expands when it starts.
+pub fn authorization_reference() -> String {
+    format!("Bearer ${{{TOKEN_VARIABLE}}}")
+}
+
+/// Why `url` cannot be nib's HTTP entry, if it cannot: it must be an
+/// `http://` or `https://` URL without spaces and without a user or
+/// password (a secret in the URL would land in `.mcp.json`).
+pub fn check_http_url(url: &str) -> Result<(), String> {
+    let rest = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"))
+        .ok_or_else(|| format!("--http takes an http:// or https:// URL, not {url:?}"))?;
+    if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!(
+            "--http: the URL {url:?} holds a space or control character"
+        ));
+    }
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    if authority.is_empty() {
+        return Err(format!("--http: the URL {url:?} names no host"));
+    }
+    if authority.contains('@') {
+        return Err(format!(
+            "--http: the URL {url:?} holds a user or password, which would be written into .mcp.json; give the host alone and the token in ${TOKEN_VARIABLE}"
+        ));
+    }
+    Ok(())
 }
 
 /// One file's planned change.
@@ -246,6 +292,8 @@ pub fn claude_settings(settings: &mut Value, nib: &Path, project: bool, users_li
         add_to_list(m, "enabledMcpjsonServers", &["nib"]);
     }
     if let Some(perms) = child(m, "permissions") {
+        // Only the read-only status is allowed without asking; nibash_control
+        // (stop a job, restore a file) stays with the client's approval.
         add_to_list(perms, "allow", &["mcp__nib__nibash_status"]);
         add_to_list(perms, "deny", &["Bash", "Grep", "Glob", "Edit", "Write"]);
     }
@@ -376,6 +424,55 @@ pub fn mcp_server(config: &mut Value, nib: &Path) {
     if let (true, Some(m)) = (ours, entry.as_object_mut()) {
         m.insert("command".into(), json!(command));
         m.insert("alwaysLoad".into(), json!(true));
+    }
+}
+
+/// `--http URL`: nib's entry in an `mcpServers` map reaches a `nib serve
+/// --http` at `url` (Claude Code's `"type": "http"`), its `Authorization`
+/// header naming [`TOKEN_VARIABLE`] rather than holding a token. A missing
+/// entry is made; one an earlier setup wrote (its command a nib binary, or
+/// an HTTP entry) is turned into this one, keeping other headers it has
+/// (say a router's); any other server named nib is left alone.
+pub fn http_server(config: &mut Value, url: &str) {
+    let Some(servers) = obj(config).and_then(|m| child(m, "mcpServers")) else {
+        return;
+    };
+    let entry = servers
+        .entry("nib".to_string())
+        .or_insert_with(|| json!({}));
+    let Some(m) = entry.as_object_mut() else {
+        return;
+    };
+    let stdio_nib = m
+        .get("command")
+        .and_then(Value::as_str)
+        .is_some_and(names_nib);
+    let http = m.get("type").and_then(Value::as_str) == Some("http");
+    if !(m.is_empty() || stdio_nib || http) {
+        return;
+    }
+    for stdio_key in ["command", "args", "env"] {
+        m.remove(stdio_key);
+    }
+    m.insert("type".into(), json!("http"));
+    m.insert("url".into(), json!(url));
+    if let Some(headers) = child(m, "headers") {
+        headers.insert("Authorization".into(), json!(authorization_reference()));
+    }
+    m.insert("alwaysLoad".into(), json!(true));
+}
+
+/// The Claude Code settings for nib's HTTP entry: approved, with nib's
+/// permission rules; none of the hooks or the status line, which read the
+/// state of a nib on this machine rather than the server's.
+pub fn claude_settings_http(settings: &mut Value) {
+    let Some(m) = obj(settings) else { return };
+    add_to_list(m, "enabledMcpjsonServers", &["nib"]);
+    if let Some(perms) = child(m, "permissions") {
+        // Only the read-only status is allowed without asking; nibash_control
+        // (stop a job, restore a file) stays with the client's approval.
+        add_to_list(perms, "allow", &["mcp__nib__nibash_status"]);
+        add_to_list(perms, "deny", &["Bash", "Grep", "Glob", "Edit", "Write"]);
     }
 }
 
@@ -563,6 +660,17 @@ pub fn plan(places: &Places, args: &SetupArgs) -> (Vec<Change>, Vec<String>) {
             )),
             None => {}
         }
+    } else if let Some(url) = &args.http {
+        targets.push((
+            places.project.join(".mcp.json"),
+            Box::new(move |v| http_server(v, url)),
+            true,
+        ));
+        targets.push((
+            places.project.join(".claude/settings.local.json"),
+            Box::new(claude_settings_http),
+            true,
+        ));
     } else {
         targets.push((
             places.project.join(".mcp.json"),
@@ -621,6 +729,14 @@ pub fn plan(places: &Places, args: &SetupArgs) -> (Vec<Change>, Vec<String>) {
                     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
                     let paste = if name.starts_with("opencode") {
                         opencode_snippet(nib)
+                    } else if let Some(url) = &args.http {
+                        let mut v = json!({});
+                        if name == ".mcp.json" {
+                            http_server(&mut v, url);
+                        } else {
+                            claude_settings_http(&mut v);
+                        }
+                        serde_json::to_string(&v).unwrap_or_default()
                     } else if name == ".mcp.json" || name == ".claude.json" {
                         serde_json::to_string(&json!({"mcpServers": {"nib": nib_server(nib)}}))
                             .unwrap_or_default()
@@ -714,6 +830,21 @@ pub fn is_nib_checkout(dir: &Path) -> bool {
 
 /// Runs setup; returns what to print and the exit status.
 pub fn run(places: &Places, args: &SetupArgs) -> (String, i32) {
+    if let Some(url) = &args.http {
+        let refused = if args.user {
+            Err(
+                "--http sets up this project's .mcp.json only; it does not go with --user"
+                    .to_string(),
+            )
+        } else if args.no_sandbox {
+            Err("--no-sandbox does not go with --http: the sandbox is the server's, set where `nib serve --http` starts (NIB_SANDBOX)".to_string())
+        } else {
+            check_http_url(url)
+        };
+        if let Err(why) = refused {
+            return (format!("nib setup: {why}; nothing was written.\n"), 2);
+        }
+    }
     if !args.user && is_nib_checkout(&places.project) {
         return (
             format!(
@@ -727,7 +858,7 @@ pub fn run(places: &Places, args: &SetupArgs) -> (String, i32) {
     let mut out = String::new();
     // What setup did comes first; its warnings and notes after it.
     let mut said = said.iter().map(|w| format!("{w}\n")).collect::<String>();
-    if !args.user && places.nib.is_absolute() && !changes.is_empty() {
+    if !args.user && args.http.is_none() && places.nib.is_absolute() && !changes.is_empty() {
         let found = match &places.other_nib {
             Some(other) => format!(
                 "the nib PATH finds first is another binary, {}",
@@ -780,13 +911,25 @@ pub fn run(places: &Places, args: &SetupArgs) -> (String, i32) {
     }) || changes
         .iter()
         .any(|c| c.after.contains("\"mcpServers\"") && !c.before.contains("\"nib\""));
+    if let Some(url) = &args.http
+        && changes
+            .iter()
+            .any(|c| c.path.file_name().is_some_and(|n| n == ".mcp.json"))
+    {
+        out.push_str(&format!(
+            "nib's entry in .mcp.json reaches {url} with the header `Authorization: {}`: Claude Code fills it from the environment, and the token itself is not written into .mcp.json. Start claude with {TOKEN_VARIABLE} set to this agent's token (its line in the server's --token-file), e.g. {TOKEN_VARIABLE}=... claude\n",
+            authorization_reference()
+        ));
+    }
     if first {
         out.push_str(
             "next: start claude in the project and accept its folder-trust question (until then `claude mcp list` shows nib as pending approval); `claude -p` asks nobody, so pass --allowedTools mcp__nib there\n",
         );
-        out.push_str(
+        if args.http.is_none() {
+            out.push_str(
             "tip: to have jobs that end wake the agent, add \"env\": {\"NIB_CHANNEL\": \"1\"} to nib's server entry and start Claude Code with `claude --dangerously-load-development-channels server:nib`\n",
         );
+        }
     }
     (out, 0)
 }

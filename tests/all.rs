@@ -17,6 +17,7 @@ mod git;
 mod git_dirs;
 mod grep;
 mod http;
+mod http_clients;
 mod lang;
 mod layers;
 mod limits;
