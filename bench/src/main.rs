@@ -16,6 +16,7 @@ mod deciders;
 mod file_tools;
 mod git;
 mod harness;
+mod http;
 mod must_see;
 mod names;
 mod nibash;
@@ -29,6 +30,7 @@ use deciders::*;
 use file_tools::*;
 use git::*;
 use harness::*;
+use http::*;
 use names::*;
 use nibash::*;
 use providers::*;
@@ -74,10 +76,9 @@ fn parse_options() -> Result<Options> {
             "--nib" => nib = args.next().map(PathBuf::from).ok_or("--nib needs a path")?,
             "--quick" => quick = true,
             "--only" => {
-                only = Some(
-                    args.next()
-                        .ok_or("--only needs deciders, proxy, providers, names, start or speed")?,
-                )
+                only = Some(args.next().ok_or(
+                    "--only needs deciders, proxy, providers, names, start, speed or http",
+                )?)
             }
             "--tree" => {
                 tree = Some(
@@ -101,8 +102,8 @@ fn parse_options() -> Result<Options> {
             }
             "--help" | "-h" => {
                 println!(
-                    "usage: nib-bench [--nib PATH] [--quick] [--tree PATH] [--iterations N] [--only deciders|proxy|providers|names|start|speed]\n\
-                     --only runs one group: the long-output corpus (recall and share per decider), the network proxy, providers, names, the sandbox's start per layer, or the speed of an edit and of nibash bursts and first calls\n\
+                    "usage: nib-bench [--nib PATH] [--quick] [--tree PATH] [--iterations N] [--only deciders|proxy|providers|names|start|speed|http]\n\
+                     --only runs one group: the long-output corpus (recall and share per decider), the network proxy, providers, names, the sandbox's start per layer, or the speed of an edit and of nibash bursts and first calls, or MCP over HTTP (stdio against HTTP side by side, 1, 8 and 32 agents at once, memory per idle agent)\n\
                      --tree runs the tree scenarios on an existing folder (a real repository) instead of a generated one\n\
                      --jvm REPO LITERAL runs the names scenarios on a clone of a JVM repository, grepping LITERAL"
                 );
@@ -162,9 +163,14 @@ fn run() -> Result<()> {
             print_header(n, opts.quick);
             return speed_scenarios(&nib, &work, &state, n);
         }
+        Some("http") => {
+            let r = http_scenarios(&nib, &scratch, n, opts.quick);
+            let _ = std::fs::remove_dir_all(&scratch);
+            return r;
+        }
         Some(other) => {
             return Err(format!(
-                "--only {other}: the groups are deciders, proxy, providers, names, start and speed"
+                "--only {other}: the groups are deciders, proxy, providers, names, start, speed and http"
             ));
         }
         None => {}
