@@ -19,6 +19,7 @@ pub mod llm;
 pub mod netproxy;
 pub mod nibash;
 pub mod providers;
+pub mod request_state;
 pub mod serve_http;
 pub mod server;
 pub mod setup;

@@ -42,7 +42,8 @@ use nib_files::workspace::Workspace;
 
 /// The key of the roots request in an `input_required` result.
 const ROOTS_INPUT: &str = "roots";
-/// The request state that marks the retry after a roots request.
+/// The request state that marks the retry after a roots request (sealed,
+/// as every state nib hands out: [`crate::request_state`]).
 const ROOTS_STATE: &str = "nib-roots-v1";
 
 /// The HTTP agent (the token's NAME) a request comes from: `serve_http`
@@ -84,6 +85,9 @@ struct Inner {
     network_asks: Mutex<std::collections::HashMap<String, (ToolOutput, Vec<String>)>>,
     /// Other MCP servers whose tools nib offers (`None` outside a runtime).
     providers: Option<Arc<crate::providers::Providers>>,
+    /// Seals the request states of `input_required` answers (`None`: the
+    /// system gave no randomness; then nothing is asked that way).
+    sealer: Option<crate::request_state::Sealer>,
 }
 
 impl NibServer {
@@ -153,6 +157,7 @@ impl NibServer {
             network_asks: Mutex::default(),
             channel_client: std::sync::atomic::AtomicBool::new(false),
             providers: crate::providers::Providers::new(&config),
+            sealer: crate::request_state::Sealer::new(),
             config,
         });
         if let Some(providers) = &inner.providers {
@@ -299,6 +304,8 @@ impl NibServer {
         &self,
         request: &CallToolRequestParams,
         context: &RequestContext<RoleServer>,
+        opened: Option<&str>,
+        digest: &[u8; 32],
     ) -> Option<CallToolResponse> {
         let modern = context
             .meta
@@ -313,7 +320,7 @@ impl NibServer {
         if !declared {
             return None;
         }
-        if request.request_state.as_deref() == Some(ROOTS_STATE) {
+        if opened == Some(ROOTS_STATE) {
             let answer = request
                 .input_responses
                 .as_ref()
@@ -331,7 +338,13 @@ impl NibServer {
             ROOTS_INPUT.to_string(),
             InputRequest::ListRoots(ListRootsRequest::default()),
         );
-        Some(InputRequiredResult::new(Some(requests), Some(ROOTS_STATE.to_string())).into())
+        let Some(state) = self.seal(context, digest, ROOTS_STATE) else {
+            // Without a sealed state the retry could not be told from a
+            // forged one: the project directory stands.
+            self.inner.workspace.set_client_roots(Vec::new());
+            return None;
+        };
+        Some(InputRequiredResult::new(Some(requests), Some(state)).into())
     }
 }
 
@@ -634,6 +647,7 @@ impl NibServer {
     fn network_question(
         &self,
         context: &RequestContext<RoleServer>,
+        digest: &[u8; 32],
         out: &ToolOutput,
     ) -> Option<CallToolResponse> {
         let modern = context
@@ -658,6 +672,7 @@ impl NibServer {
             return None;
         }
         let id = format!("{:016x}", rand_id());
+        let state = self.seal(context, digest, &format!("{NETWORK_STATE}{id}"))?;
         self.inner
             .network_asks
             .lock()
@@ -668,7 +683,7 @@ impl NibServer {
             APPROVE_INPUT.to_string(),
             InputRequest::Elicitation(ElicitRequest::new(params)),
         );
-        Some(InputRequiredResult::new(Some(requests), Some(format!("{NETWORK_STATE}{id}"))).into())
+        Some(InputRequiredResult::new(Some(requests), Some(state)).into())
     }
 
     /// The kept answer of a nibash call, with what the user said about the
@@ -785,6 +800,48 @@ impl NibServer {
         );
     }
 
+    /// Seals `payload` as the request state of this call's
+    /// `input_required` answer: bound to the agent ([`owner`]: the HTTP
+    /// agent's NAME, or the stdio client) and to the call (`digest`).
+    fn seal(
+        &self,
+        context: &RequestContext<RoleServer>,
+        digest: &[u8; 32],
+        payload: &str,
+    ) -> Option<String> {
+        self.inner
+            .sealer
+            .as_ref()?
+            .seal(&owner(context), digest, payload)
+    }
+
+    /// The payload of the request state a retry carries, if any; a state
+    /// that does not open (forged, altered, expired, used, another agent's
+    /// or another call's) is a protocol error, and nothing runs.
+    fn open_state(
+        &self,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+        digest: &[u8; 32],
+    ) -> Result<Option<String>, McpError> {
+        let Some(state) = request.request_state.as_deref() else {
+            return Ok(None);
+        };
+        let opened = match &self.inner.sealer {
+            Some(s) => s.open(&owner(context), digest, state),
+            None => Err(crate::request_state::Refused::Forged),
+        };
+        opened.map(Some).map_err(|why| {
+            McpError::invalid_params(
+                format!(
+                    "requestState refused: {why}; nothing ran and nothing was written.
+                     hint: call the tool again without requestState and inputResponses to be asked again"
+                ),
+                None,
+            )
+        })
+    }
+
     fn refused_write(&self, key: &Path, why: &str) -> CallToolResponse {
         let shown = nib_text::path_text::escape_control(&key.to_string_lossy());
         result(ToolOutput::error(format!(
@@ -851,7 +908,10 @@ impl ServerHandler for NibServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        if let Some(answer) = self.modern_roots(&request, &context) {
+        let digest =
+            crate::request_state::request_digest(&request.name, request.arguments.as_ref());
+        let opened = self.open_state(&request, &context, &digest)?;
+        if let Some(answer) = self.modern_roots(&request, &context, opened.as_deref(), &digest) {
             return Ok(answer);
         }
         self.remember_peer(&context);
@@ -859,8 +919,7 @@ impl ServerHandler for NibServer {
         let arguments = request.arguments.clone();
         let agent = self.agent_for(&context);
         // Modern era: the retry that carries the person's answer to an approval.
-        if let Some(key) = request
-            .request_state
+        if let Some(key) = opened
             .as_deref()
             .and_then(|s| s.strip_prefix(APPROVE_STATE))
         {
@@ -876,8 +935,7 @@ impl ServerHandler for NibServer {
         }
         // Modern era: the answer about hosts an earlier run of this call met;
         // the call is not run again (it already ran), its answer is given.
-        if let Some(id) = request
-            .request_state
+        if let Some(id) = opened
             .as_deref()
             .and_then(|s| s.strip_prefix(NETWORK_STATE))
         {
@@ -918,7 +976,7 @@ impl ServerHandler for NibServer {
                     out.text.chars().count(),
                 );
                 if name == "nibash"
-                    && let Some(ask) = self.network_question(&context, &out)
+                    && let Some(ask) = self.network_question(&context, &digest, &out)
                 {
                     return Ok(ask);
                 }
@@ -955,7 +1013,12 @@ impl ServerHandler for NibServer {
                     APPROVE_INPUT.to_string(),
                     InputRequest::Elicitation(ElicitRequest::new(params)),
                 );
-                let state = format!("{APPROVE_STATE}{}", req.key.to_string_lossy());
+                let payload = format!("{APPROVE_STATE}{}", req.key.to_string_lossy());
+                let Some(state) = self.seal(&context, &digest, &payload) else {
+                    self.forget_approval(&agent, &req.key);
+                    let why = "could not be asked for (no randomness to seal the question)";
+                    return Ok(result(ToolOutput::error(req.refusal(why))).into());
+                };
                 return Ok(InputRequiredResult::new(Some(requests), Some(state)).into());
             }
             let timeout = self.inner.config.approval_timeout;

@@ -679,7 +679,7 @@ fn agents_never_see_or_stop_each_others_jobs() {
         modern_call(&nib.addr, BOB, "nibash_status", json!({"view": job})).tool_text();
     assert!(err && text.contains("no call or job"), "{text}");
     let (text, err) =
-        modern_call(&nib.addr, BOB, "nibash_status", json!({"stop": job})).tool_text();
+        modern_call(&nib.addr, BOB, "nibash_control", json!({"stop": job})).tool_text();
     assert!(err && text.contains("nothing was stopped"), "{text}");
     let (text, err) = modern_call(&nib.addr, BOB, "nibash_status", json!({})).tool_text();
     assert!(!err, "{text}");
@@ -730,4 +730,98 @@ fn agents_never_see_or_stop_each_others_jobs() {
     assert!(!text.contains("marker-a"), "{text}");
     let (text, _) = modern_call(&nib.addr, ALICE, "nibash", json!({"command": "true"})).tool_text();
     assert!(text.contains("marker-a"), "{text}");
+}
+
+/// A 2026-07-28 tools/call from a client that can be asked (elicitation),
+/// with `extra` params (a retry's requestState and inputResponses).
+fn asking_call(addr: &str, token: &str, tool: &str, args: Value, extra: Value) -> Value {
+    let mut meta = modern_meta();
+    meta["io.modelcontextprotocol/clientCapabilities"] = json!({"elicitation": {}});
+    let mut params = json!({"name": tool, "arguments": args, "_meta": meta});
+    if let (Some(p), Some(e)) = (params.as_object_mut(), extra.as_object()) {
+        p.extend(e.clone());
+    }
+    let body = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": params});
+    let auth = format!("Bearer {token}");
+    let a = request(
+        addr,
+        "POST",
+        "/mcp",
+        &[
+            ("Authorization", &auth),
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", tool),
+        ],
+        body.to_string().as_bytes(),
+    );
+    assert_eq!(a.status, 200, "{}", a.body);
+    a.message()
+}
+
+#[test]
+fn approvals_travel_in_a_sealed_request_state_that_cannot_be_forged_altered_replayed_or_lent() {
+    let dir = project();
+    let nib = serve_with(dir.path(), &[], &[("NIB_SANDBOX", "1")]);
+    let target = dir.path().join(".mcp.json");
+    let args = json!({"path": ".mcp.json", "content": "{}\n"});
+    let approve = json!({"approve": {"action": "accept", "content": {"approve": true}}});
+    let retry = |state: &str| json!({"requestState": state, "inputResponses": approve});
+    // A write that makes code run is put to the person: input_required.
+    let asked = asking_call(&nib.addr, ALICE, "write", args.clone(), json!({}));
+    let result = &asked["result"];
+    assert_eq!(result["resultType"], "input_required", "{asked}");
+    assert!(result["inputRequests"]["approve"].is_object(), "{asked}");
+    let state = result["requestState"]
+        .as_str()
+        .expect("a request state")
+        .to_string();
+    assert!(!target.exists());
+    let refused = |answer: &Value, what: &str| {
+        assert!(
+            answer["error"]["message"].as_str().is_some_and(
+                |m| m.contains("requestState refused") && m.contains("nothing was written")
+            ),
+            "{what}: {answer}"
+        );
+        assert!(!target.exists(), "{what}: the write landed");
+    };
+    // A state of the client's making (the unsealed form nib used to take).
+    let real = dir.path().canonicalize().unwrap().join(".mcp.json");
+    let forged = format!("nib-approve-v1:{}", real.display());
+    refused(
+        &asking_call(&nib.addr, ALICE, "write", args.clone(), retry(&forged)),
+        "forged",
+    );
+    // The real state with one character changed.
+    let mut altered: Vec<char> = state.chars().collect();
+    let at = altered.len() / 3;
+    altered[at] = if altered[at] == 'A' { 'B' } else { 'A' };
+    let altered: String = altered.into_iter().collect();
+    refused(
+        &asking_call(&nib.addr, ALICE, "write", args.clone(), retry(&altered)),
+        "altered",
+    );
+    // Another agent with alice's state, and alice with other arguments.
+    refused(
+        &asking_call(&nib.addr, BOB, "write", args.clone(), retry(&state)),
+        "bob's use",
+    );
+    let evil = json!({"path": ".mcp.json", "content": "{\"mcpServers\": {}}\n"});
+    refused(
+        &asking_call(&nib.addr, ALICE, "write", evil, retry(&state)),
+        "other arguments",
+    );
+    // The round trip itself works: alice's approval writes the file.
+    let done = asking_call(&nib.addr, ALICE, "write", args.clone(), retry(&state));
+    assert_eq!(done["result"]["isError"], false, "{done}");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "{}\n");
+    // Used once: the same retry again is refused and writes nothing.
+    std::fs::remove_file(&target).unwrap();
+    refused(
+        &asking_call(&nib.addr, ALICE, "write", args.clone(), retry(&state)),
+        "replayed",
+    );
 }
