@@ -42,6 +42,19 @@ impl Served {
     fn log(&self) -> String {
         self.log.lock().unwrap().clone()
     }
+
+    /// The log once `ready` holds of it (nib writes a request's line as it
+    /// answers; the reader thread may lag behind the client), or after 10 s.
+    fn wait_for(&self, ready: impl Fn(&str) -> bool) -> String {
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let log = self.log();
+            if ready(&log) || std::time::Instant::now() > until {
+                return log;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
 }
 
 /// Starts `nib serve --http 127.0.0.1:0` in `project`, its token file (alice
@@ -277,10 +290,10 @@ fn claude_code_edits_through_nib_over_http_with_the_entry_setup_wrote() {
         original,
         "an edit went through with a wrong token: {out}\n{err}"
     );
-    let log = served.log();
+    let log = served.wait_for(|log| log.contains("\"status\":401"));
     assert!(
         log.contains("\"status\":401")
-            && !log.contains("\"method\":\"tools/call\",\"tool\":\"edit\",\"status\":200"),
+            && calls(&log, "alice", "read") + calls(&log, "alice", "edit") == 0,
         "nib refused the wrong token: {log}"
     );
 
@@ -293,7 +306,7 @@ fn claude_code_edits_through_nib_over_http_with_the_entry_setup_wrote() {
         "alpha\ndelta\ngamma\n",
         "{out}\n{err}"
     );
-    let log = served.log();
+    let log = served.wait_for(|log| calls(log, "alice", "edit") == 1);
     assert_eq!(calls(&log, "alice", "read"), 1, "{log}");
     assert_eq!(calls(&log, "alice", "edit"), 1, "{log}");
     let sent = serde_json::to_string(&mock.requests()).unwrap();
@@ -346,14 +359,33 @@ fn the_python_sdk_reads_and_edits_over_http_in_each_of_its_modes() {
         assert_eq!(code, 0, "{mode}: {out}\n{err}");
         serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{mode}: {e}: {out}\n{err}"))
     };
-    for (mode, version) in [
-        ("legacy", "2025-11-25"),
-        ("auto", "2026-07-28"),
-        ("2026-07-28", "2026-07-28"),
-    ] {
+    // Each mode's first request: initialize (a session), server/discover
+    // (the probe), or none (the version pinned, every request alone).
+    for (n, (mode, version, handshake)) in [
+        ("legacy", "2025-11-25", Some("initialize")),
+        ("auto", "2026-07-28", Some("server/discover")),
+        ("2026-07-28", "2026-07-28", None),
+    ]
+    .into_iter()
+    .enumerate()
+    {
         let file = format!("{}.txt", mode.replace('-', "_"));
         std::fs::write(p.project.join(&file), "alpha\nbeta\ngamma\n").unwrap();
+        let before = served.log().len();
         let answer = run(mode, &file, &format!("delta {mode}"), ALICE);
+        let log = served.wait_for(|log| calls(log, "alice", "edit") == n + 1);
+        let methods: Vec<Value> = log[before..]
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .map(|v| v["method"].clone())
+            .collect();
+        for h in ["initialize", "server/discover"] {
+            assert_eq!(
+                methods.contains(&json!(h)),
+                handshake == Some(h),
+                "{mode}: {methods:?}"
+            );
+        }
         assert_eq!(
             answer["protocol_version"],
             json!(version),
