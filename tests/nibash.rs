@@ -1717,8 +1717,10 @@ async fn a_stopped_zygote_does_not_hang_later_calls() {
 /// What a call's program tries on every other nibash process it can see:
 /// take its fds (pidfd_getfd), read its memory (/proc/PID/mem at a mapped
 /// address, process_vm_readv) and stop it (SIGSTOP, undone at once with
-/// SIGCONT); a line for each that worked. Its own worker (the nearest
-/// `__nibash` ancestor) is left out: it is the call's own.
+/// SIGCONT); then it reads the environment of every other process it sees,
+/// nib's or a program's (another call's proxy token); a line for each that
+/// worked. Its own worker (the nearest `__nibash` ancestor) is left out:
+/// it is the call's own.
 const REACH: &str = r#"
 import ctypes, os, signal
 libc = ctypes.CDLL(None, use_errno=True)
@@ -1774,13 +1776,18 @@ for d in os.listdir("/proc"):
         print(f"REACHED {pid}: stopped")
     except OSError:
         pass
+# Every other process's environment, nib's or a program's (the job's
+# sleep holds that call's own token): none is readable.
+for d in os.listdir("/proc"):
+    if not d.isdigit() or int(d) in (os.getpid(), own):
+        continue
     try:
-        env = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
-        theirs = [e for e in env if e.startswith(b"HTTP_PROXY=")]
-        if theirs and theirs[0].decode() != "HTTP_PROXY=" + os.environ.get("HTTP_PROXY", ""):
-            print(f"REACHED {pid}: another call's proxy token")
+        env = open(f"/proc/{d}/environ", "rb").read().split(b"\0")
     except OSError:
-        pass
+        continue
+    theirs = [e for e in env if e.startswith(b"HTTP_PROXY=")]
+    if theirs and theirs[0].decode() != "HTTP_PROXY=" + os.environ.get("HTTP_PROXY", ""):
+        print(f"REACHED {d}: another call's proxy token")
 print(f"looked at {seen}")
 print("own token", "yes" if "@" in os.environ.get("HTTP_PROXY", "") else "no")
 "#;
@@ -1789,7 +1796,9 @@ print("own token", "yes" if "@" in os.environ.get("HTTP_PROXY", "") else "no")
 /// another call's worker (a background job's, still running): no fd taken
 /// (the zygote's control socket carries every call's fork and proxy
 /// token), no memory read, no signal — so no forged answer can reach the
-/// client — under bubblewrap and with Landlock + seccomp alone, as root.
+/// client — and no other process's environment read (nib's processes hold
+/// the zygote's proxy token, the job's programs their call's), under
+/// bubblewrap and with Landlock + seccomp alone, as root.
 #[tokio::test]
 async fn a_call_cannot_reach_the_zygote_or_another_calls_worker() {
     // With a host allowed, each call's worker holds its own proxy token
@@ -1827,15 +1836,7 @@ async fn a_call_cannot_reach_the_zygote_or_another_calls_worker() {
             out.contains("own token yes"),
             "{env:?}: no token to guard: {out}"
         );
-        // With Landlock alone, as root, another call's environment (its
-        // proxy token) is still readable: SECURITY.md's residual, issue 58
-        // left open on it. Everything else is held in both modes.
-        let landlock_alone = env.contains(&("NIB_SANDBOX_BWRAP", "0"));
-        let reached: Vec<&str> = out
-            .lines()
-            .filter(|l| l.starts_with("REACHED"))
-            .filter(|l| !(landlock_alone && l.ends_with("another call's proxy token")))
-            .collect();
+        let reached: Vec<&str> = out.lines().filter(|l| l.starts_with("REACHED")).collect();
         assert!(reached.is_empty(), "{env:?}: {out}");
         // The session goes on, answered by its own workers.
         let alive = sh(&nib, "echo alive").await;

@@ -646,6 +646,13 @@ fn call_init(
             // SAFETY: _exit ends this forked process.
             unsafe { libc::_exit(125) }
         }
+        if confined && !drop_reading_caps() {
+            let _ = std::io::stderr().write_all(
+                b"nib zygote: the call could not give up CAP_SYS_ADMIN and CAP_PERFMON (they would let its programs read other calls' environments); nothing ran\n",
+            );
+            // SAFETY: _exit ends this forked process.
+            unsafe { libc::_exit(125) }
+        }
         if !token.is_empty() {
             env::retoken(token);
         }
@@ -732,6 +739,52 @@ fn enter_call_domain() -> bool {
     made.ok()
         .and_then(Option::<OwnedFd>::from)
         .is_some_and(|fd| crate::landlock::restrict_self(fd.as_fd()))
+}
+
+/// Gives up, for the calling worker and every program of its call, the
+/// two capabilities that pass `/proc/PID/environ`, `auxv` and `maps` of
+/// any process without asking Landlock: the kernel's `mm_access` lets a
+/// reader that is `perfmon_capable` (CAP_PERFMON or CAP_SYS_ADMIN) read
+/// another process's memory map and environment with no ptrace check (it
+/// is there for profilers), so a root program of a call read the zygote's,
+/// the call inits' and another call's environment — each call's proxy
+/// token — though its nested Landlock domain refuses it `/proc/PID/mem`,
+/// `fd/` and `pidfd_getfd` on the same processes. Measured on 6.18: with
+/// either capability the read passes, with neither (CAP_SYS_PTRACE and
+/// CAP_DAC_READ_SEARCH kept) Landlock refuses it. Under bubblewrap the
+/// program has no capabilities at all.
+///
+/// Both leave the effective, permitted, inheritable and ambient sets, and
+/// the bounding set where this process may change it (root outside
+/// bubblewrap). True when neither is left in the permitted set: with
+/// no_new_privs (set in every confined tree) no exec gains a capability
+/// the process does not hold, root's included — under bubblewrap a root
+/// program keeps a full bounding set and execs with none.
+fn drop_reading_caps() -> bool {
+    use rustix::thread::{
+        CapabilitySet, capabilities, capability_is_in_bounding_set,
+        configure_capability_in_ambient_set, remove_capability_from_bounding_set, set_capabilities,
+    };
+    let gone = [CapabilitySet::SYS_ADMIN, CapabilitySet::PERFMON];
+    for cap in gone {
+        if capability_is_in_bounding_set(cap).unwrap_or(false) {
+            let _ = remove_capability_from_bounding_set(cap);
+        }
+        let _ = configure_capability_in_ambient_set(cap, false);
+    }
+    let all = CapabilitySet::SYS_ADMIN | CapabilitySet::PERFMON;
+    let Ok(mut sets) = capabilities(None) else {
+        return false;
+    };
+    if sets.permitted.intersects(all) || sets.inheritable.intersects(all) {
+        sets.effective.remove(all);
+        sets.permitted.remove(all);
+        sets.inheritable.remove(all);
+        if set_capabilities(None, sets).is_err() {
+            return false;
+        }
+    }
+    capabilities(None).is_ok_and(|s| !s.permitted.intersects(all))
 }
 
 /// Points stdin, stdout and stderr at /dev/null (the call's output must
