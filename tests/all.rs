@@ -25,6 +25,7 @@ mod names;
 mod network;
 mod network_why;
 mod nibash;
+mod nibash_control;
 mod patch_fixtures;
 mod planted;
 mod plugin;

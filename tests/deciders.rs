@@ -441,10 +441,14 @@ async fn summaries_can_be_turned_off_and_on_for_the_session() {
     let long = json!({"command": "seq 1 300"});
     let out = nib.ok("nibash", long.clone()).await;
     assert!(out.contains("<summary>Summary from ok-session."), "{out}");
-    let status = nib.ok("nibash_status", json!({"summaries": false})).await;
+    let switched = nib.ok("nibash_control", json!({"summaries": false})).await;
     assert!(
-        status.contains("summaries off for this session")
-            && status.contains("summaries: ok-session — off for this session"),
+        switched.contains("summaries off for this session"),
+        "{switched}"
+    );
+    let status = nib.ok("nibash_status", json!({})).await;
+    assert!(
+        status.contains("summaries: ok-session — off for this session"),
         "{status}"
     );
     let out = nib.ok("nibash", long.clone()).await;
@@ -452,7 +456,7 @@ async fn summaries_can_be_turned_off_and_on_for_the_session() {
         !out.contains("<summary>") && out.contains("\n299\n300\n"),
         "shown whole, as without summaries: {out}"
     );
-    nib.ok("nibash_status", json!({"summaries": true})).await;
+    nib.ok("nibash_control", json!({"summaries": true})).await;
     let out = nib.ok("nibash", long).await;
     assert!(out.contains("<summary>"), "{out}");
     nib.stop().await;

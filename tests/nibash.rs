@@ -1478,15 +1478,12 @@ async fn the_status_as_json_names_calls_trash_names_usage_and_seen_lines_and_sto
     assert!(doc["names"].is_array(), "{doc}");
     // Stopping the job ends it before it writes.
     let stopped = nib
-        .ok(
-            "nibash_status",
-            json!({"stop": format!("%{id}"), "format": "json"}),
-        )
+        .ok("nibash_control", json!({"stop": format!("%{id}")}))
         .await;
     assert!(stopped.contains(&format!("stopped %{id}")), "{stopped}");
     std::thread::sleep(Duration::from_millis(3500));
     assert!(!dir.path().join("canary").exists(), "a stopped job went on");
-    let again = nib.call("nibash_status", json!({"stop": "%999"})).await;
+    let again = nib.call("nibash_control", json!({"stop": "%999"})).await;
     assert!(
         again.1 && again.0.contains("nothing was stopped"),
         "{again:?}"

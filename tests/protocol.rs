@@ -26,6 +26,7 @@ async fn both_eras_list_annotated_tools() {
                 "write",
                 "nibash",
                 "nibash_status",
+                "nibash_control",
                 "skim"
             ],
             "{era:?}"
@@ -38,6 +39,7 @@ async fn both_eras_list_annotated_tools() {
             );
             assert_eq!(a.read_only_hint, Some(read_only), "{era:?} {}", t.name);
             assert_eq!(a.destructive_hint, Some(!read_only), "{era:?} {}", t.name);
+            assert_eq!(a.idempotent_hint, Some(read_only), "{era:?} {}", t.name);
         }
         nib.stop().await;
     }
@@ -167,7 +169,7 @@ fn malformed_lines_get_json_rpc_errors_and_stdout_stays_protocol_only() {
     raw.send(r#"{"jsonrpc":"2.0","id":8,"method":"tools/list"}"#);
     let list = raw.recv();
     assert_eq!(list["id"], 8, "the server still answers: {list}");
-    assert_eq!(list["result"]["tools"].as_array().map(Vec::len), Some(8));
+    assert_eq!(list["result"]["tools"].as_array().map(Vec::len), Some(9));
 }
 
 #[test]

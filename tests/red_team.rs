@@ -246,10 +246,10 @@ async fn a_trash_restore_never_lands_in_a_git_dir_through_a_linked_folder() {
         )
         .await;
         let (status, _) = nib
-            .call("nibash_status", json!({"restore": "h/post-checkout"}))
+            .call("nibash_control", json!({"restore": "h/post-checkout"}))
             .await;
         let (status2, _) = nib
-            .call("nibash_status", json!({"restore": "c/config"}))
+            .call("nibash_control", json!({"restore": "c/config"}))
             .await;
         assert!(
             !root.join(".git/hooks/post-checkout").exists(),
@@ -269,7 +269,7 @@ async fn a_trash_restore_never_lands_in_a_git_dir_through_a_linked_folder() {
             ),
         )
         .await;
-        let (status, _) = nib.call("nibash_status", json!({"restore": "r"})).await;
+        let (status, _) = nib.call("nibash_control", json!({"restore": "r"})).await;
         assert!(!root.join("r").exists(), "{mode:?}: {made}\n{status}");
         persons_git_runs_nothing(&root, &marker, mode);
         nib.stop().await;

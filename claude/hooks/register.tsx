@@ -11,9 +11,10 @@
 //   first changed lines.
 // - /nib-undo puts back nib's last change (or one from its list).
 //
-// Everything comes from nib itself: its `nibash_status` tool (format json)
-// over MCP, and its command line (`nib undo`) for what only the person may
-// do. This module words and draws; status.ts reads.
+// Everything comes from nib itself: its `nibash_status` tool (format json,
+// read-only) over MCP, `nibash_control` for Stop and Restore, and its
+// command line (`nib undo`) for what only the person may do. This module
+// words and draws; status.ts reads.
 
 import type { EngineInterface, Register } from 'claude-code'
 
@@ -31,6 +32,7 @@ import {
   rangesText,
   runningJobs,
   usageRows,
+  visible,
   age,
   firstLine,
   type Change,
@@ -74,12 +76,16 @@ type Mod = {
   pending: Map<string, number>
 }
 
-/** Calls nib's `nibash_status` by whichever name its server has here. */
-async function callNib($: Dollar, mod: Mod, args: Record<string, unknown>): Promise<string | null> {
+/** nib's tools the mod calls: the status reads, the control stops a job or
+ * restores a trashed path. */
+type NibTool = 'nibash_status' | 'nibash_control'
+
+/** Calls one of nib's tools by whichever name its server has here. */
+async function callNib($: Dollar, mod: Mod, tool: NibTool, args: Record<string, unknown>): Promise<string | null> {
   const order = mod.server === null ? [...SERVERS] : [mod.server, ...SERVERS.filter(s => s !== mod.server)]
   for (const name of order) {
     try {
-      const answer = await $.mcp.call(name, 'nibash_status', args)
+      const answer = await $.mcp.call(name, tool, args)
       mod.server = name
       return answer.content
         .map(block => ('text' in block && typeof block.text === 'string' ? block.text : ''))
@@ -93,7 +99,7 @@ async function callNib($: Dollar, mod: Mod, args: Record<string, unknown>): Prom
 
 /** Reads the status again; toasts jobs that ended; redraws. */
 async function refresh($: Dollar, mod: Mod, args: Record<string, unknown> = {}): Promise<void> {
-  const text = await callNib($, mod, { format: 'json', tail: 8, ...args })
+  const text = await callNib($, mod, 'nibash_status', { format: 'json', tail: 8, ...args })
   const next = text === null ? null : parseStatus(text)
   if (next === null) return
   for (const job of endedSince(mod.running, next)) {
@@ -101,8 +107,15 @@ async function refresh($: Dollar, mod: Mod, args: Record<string, unknown> = {}):
   }
   mod.running = runningJobs(next)
   mod.status = next
-  mod.note = next.done ?? mod.note
   $.ui.invalidate('ui.render')
+}
+
+/** Stops a job or restores a path through `nibash_control`, keeps what nib
+ * said as the pane's note, and reads the status again. */
+async function control($: Dollar, mod: Mod, args: { stop: string } | { restore: string }): Promise<void> {
+  const said = await callNib($, mod, 'nibash_control', args)
+  mod.note = said === null ? 'nib did not answer; nothing was changed.' : visible(said)
+  await refresh($, mod)
 }
 
 /** Runs one of nib's command-line verbs in the project. */
@@ -288,7 +301,7 @@ export const register: Register = on => {
               <Text dimColor>  | {line}</Text>
             ))}
             {c.state === 'job' && (
-              <Button key={`stop-${c.id}`} label={`Stop %${c.id}`} onPress={() => refresh($, mod, { stop: `%${c.id}` })} />
+              <Button key={`stop-${c.id}`} label={`Stop %${c.id}`} onPress={() => control($, mod, { stop: `%${c.id}` })} />
             )}
           </Box>
         ))}
@@ -308,7 +321,7 @@ export const register: Register = on => {
             <Text>
               {t.path} <Text dimColor>{t.deleted}</Text>{' '}
             </Text>
-            <Button key={`restore-${t.path}`} label="Restore" onPress={() => refresh($, mod, { restore: t.path })} />
+            <Button key={`restore-${t.path}`} label="Restore" onPress={() => control($, mod, { restore: t.path })} />
           </Box>
         ))}
       </Box>

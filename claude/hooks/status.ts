@@ -27,7 +27,6 @@ export type Status = {
   names: Name[]
   usage: Usage[]
   seen: SeenFile[]
-  done?: string
 }
 
 const isRecord = (v: unknown): v is Record<string, unknown> =>
@@ -98,7 +97,6 @@ export function parseStatus(raw: string): Status | null {
           .filter(Array.isArray)
           .map(r => [count(r[0]), count(r[1])] as [number, number]),
       })),
-    ...(typeof v.done === 'string' ? { done: v.done } : {}),
   }
 }
 

@@ -2,7 +2,8 @@ import { expect, test } from 'claude-code/testing'
 
 import { bandWith, foldedDiff, parseStatus } from '../hooks/status'
 
-// nib's status as `nibash_status` with format json answers it: a call the
+// nib's status as `nibash_status` with format json answers it (Stop and
+// Restore go to `nibash_control`, which answers plain lines): a call the
 // agent waits for, a job, a job that ended, the trash, names, usage, seen.
 const STATUS = {
   exe: '/opt/nib/bin/nib',
@@ -45,7 +46,8 @@ const PANE = (requestId: string) =>
 
 type Engine = {
   statuses: unknown[]
-  mcp: Record<string, unknown>[]
+  /** Each MCP call the mod made: the tool, then its arguments. */
+  mcp: [string, Record<string, unknown>][]
   runs: string[][]
   toasts: string[]
 }
@@ -67,10 +69,14 @@ function engine(on: any, statuses: unknown[], toolCall?: (...a: any[]) => unknow
     return { value: undefined }
   })
   on('mcp.call', (_: unknown, e: any) => {
-    seen.mcp.push(e.args ?? {})
+    seen.mcp.push([e.tool, e.args ?? {}])
+    if (e.tool === 'nibash_control') {
+      // What nib's control answers: plain lines, control bytes and all.
+      const text = e.args?.stop ? `stopped ${e.args.stop}: npm run dev \u001b[2J\n` : `restored ${e.args?.restore}\n`
+      return { value: { content: [{ type: 'text', text }], isError: false } }
+    }
     const doc = seen.statuses.length > 1 ? seen.statuses.shift() : seen.statuses[0]
-    const done = e.args?.stop ? { done: `stopped ${e.args.stop}: npm run dev\n` } : e.args?.restore ? { done: `restored ${e.args.restore}\n` } : {}
-    return { value: { content: [{ type: 'text', text: JSON.stringify({ ...(doc as object), ...done }) }], isError: false } }
+    return { value: { content: [{ type: 'text', text: JSON.stringify(doc) }], isError: false } }
   })
   on('process.run', (_: unknown, e: any) => {
     const argv: string[] = e.argv
@@ -137,7 +143,12 @@ test('/nibash lists calls with their last lines, and Stop stops the job', async 
   expect((await ui.find({ type: 'Text', text: /%3 job/ }))?.text).toBe('%3 job 1m: npm run dev')
   expect((await ui.find({ type: 'Text', text: /ready on/ }))?.text).toBe('  | ready on :5173')
   await ui.press({ key: 'stop-3' })
-  expect(seen.mcp).toContainEqual({ format: 'json', tail: 8, stop: '%3' })
+  // Stop goes to nibash_control (not the read-only status), then the status is read again.
+  const at = seen.mcp.findIndex(([tool]) => tool === 'nibash_control')
+  expect(seen.mcp[at]).toEqual(['nibash_control', { stop: '%3' }])
+  expect(seen.mcp.slice(at + 1).some(([tool]) => tool === 'nibash_status')).toBe(true)
+  expect(seen.mcp.filter(([tool]) => tool === 'nibash_status').some(([, a]) => 'stop' in a || 'restore' in a)).toBe(false)
+  expect((await ui.find({ type: 'Text', text: /stopped %3/ }))?.text).toBe('stopped %3: npm run dev \\x1b[2J')
   await ui.unmount()
 })
 
@@ -146,7 +157,10 @@ test('/trash lists entries and Restore puts one back', async ($, on) => {
   const ui = await $.ui.mount({ ...PANE('trash'), surface: 'terminal' })
   expect((await ui.find({ type: 'Text', text: /old\/notes\.md/ }))?.text).toContain('old/notes.md')
   await ui.press({ key: 'restore-old/notes.md' })
-  expect(seen.mcp).toContainEqual({ format: 'json', tail: 8, restore: 'old/notes.md' })
+  const at = seen.mcp.findIndex(([tool]) => tool === 'nibash_control')
+  expect(seen.mcp[at]).toEqual(['nibash_control', { restore: 'old/notes.md' }])
+  expect(seen.mcp.slice(at + 1).some(([tool]) => tool === 'nibash_status')).toBe(true)
+  expect((await ui.find({ type: 'Text', text: /restored/ }))?.text).toBe('restored old/notes.md')
   await ui.unmount()
 })
 

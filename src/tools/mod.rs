@@ -1,5 +1,5 @@
 //! The tools nib offers as one table: the file tools (`nib-files`) and the
-//! shell's (nibash, nibash_status, skim), their definitions and one
+//! shell's (nibash, nibash_status, nibash_control, skim), their definitions and one
 //! dispatch function shared by the MCP server and the CLI verbs. It knows
 //! nothing of MCP: `server` wraps the output in a CallToolResult, `cli`
 //! prints it.
@@ -27,15 +27,22 @@ pub const TOOL_NAMES: &[&str] = &[
     "write",
     "nibash",
     "nibash_status",
+    "nibash_control",
     "skim",
 ];
 
 /// The tool definitions offered under this configuration: the shell tools
-/// (nibash, nibash_status, skim) only while the shell is on.
+/// (nibash, nibash_status, nibash_control, skim) only while the shell is on.
 pub fn definitions_for(config: &Config) -> Vec<ToolDef> {
     definitions()
         .into_iter()
-        .filter(|d| config.shell || !matches!(d.name, "nibash" | "nibash_status" | "skim"))
+        .filter(|d| {
+            config.shell
+                || !matches!(
+                    d.name,
+                    "nibash" | "nibash_status" | "nibash_control" | "skim"
+                )
+        })
         .collect()
 }
 
@@ -77,19 +84,31 @@ fn shell_definitions() -> Vec<ToolDef> {
         ToolDef {
             name: "nibash_status",
             description: "List running nibash calls and jobs with their last lines (tail), show one's output \
-                (view: %N), stop a job (stop: %N), restore a trashed path (restore: PATH), and say which sandbox layers are in force.",
+                (view: %N), and say which sandbox layers are in force. Reads only: nibash_control stops a job, \
+                restores a trashed path and switches summaries.",
             schema: json!({
                 "type": "object",
                 "properties": {
                     "tail": {"type": "integer", "minimum": 0, "description": "Last lines shown per call (default 5)."},
                     "view": {"type": "string", "description": "A call or job (%3) whose output to show."},
-                    "restore": {"type": "string", "description": "A path to put back from the trash."},
-                    "summaries": {"type": "boolean", "description": "false turns summaries of long output off for this session, true back on."},
-                    "stop": {"type": "string", "description": "A job (%3) to stop."},
                     "format": {"type": "string", "enum": ["text", "json"], "description": "json: the same status as one JSON document (for a client's own interface)."}
                 }
             }),
             read_only: true,
+        },
+        ToolDef {
+            name: "nibash_control",
+            description: "Stop a nibash job (stop: %N), put a trashed path back (restore: PATH), or turn \
+                summaries of long output off or on for this session (summaries). nibash_status lists the jobs.",
+            schema: json!({
+                "type": "object",
+                "properties": {
+                    "stop": {"type": "string", "description": "A job (%3) to stop."},
+                    "restore": {"type": "string", "description": "A path to put back from the trash."},
+                    "summaries": {"type": "boolean", "description": "false turns summaries of long output off for this session, true back on."}
+                }
+            }),
+            read_only: false,
         },
         ToolDef {
             name: "skim",
@@ -124,6 +143,7 @@ pub fn call(
     match name {
         "nibash" => Ok(nibash::run(Args::new(arguments), ctx, shell, owner)?),
         "nibash_status" => Ok(nibash::status(Args::new(arguments), ctx, shell, owner)?),
+        "nibash_control" => Ok(nibash::control(Args::new(arguments), ctx, shell, owner)?),
         "skim" => Ok(nibash::skim(Args::new(arguments), ctx)?),
         _ if TOOL_NAMES.contains(&name) => call_file_tool(name, arguments, ctx),
         other => Err(CallError::UnknownTool(other.to_string(), TOOL_NAMES)),

@@ -1,6 +1,8 @@
 //! The shell tools' arguments and answers: `nibash` (run a command line),
-//! `nibash_status` (what runs, the sandbox in force) and `skim` (a long file
-//! read for a question). The work is in `crate::nibash`.
+//! `nibash_status` (what runs, the sandbox in force; reads only),
+//! `nibash_control` (stop a job, restore a trashed path, switch summaries)
+//! and `skim` (a long file read for a question). The work is in
+//! `crate::nibash`.
 
 use crate::confinement::Confinement;
 use std::sync::Arc;
@@ -175,19 +177,31 @@ fn network_status(ctx: &Ctx) -> String {
     }
 }
 
-/// Runs `nibash_status` for `owner`: only its own calls and jobs are listed,
-/// shown or stopped, and only its own rows of the usage table.
+/// The arguments that moved from `nibash_status` to `nibash_control`: the
+/// status only reads, and what stops a job, writes a file back or switches
+/// the session is in a tool whose annotations say so.
+const MOVED_TO_CONTROL: [&str; 3] = ["stop", "restore", "summaries"];
+
+/// Runs `nibash_status` for `owner`: reads only. Only its own calls and
+/// jobs are listed or shown, and only its own rows of the usage table.
 pub fn status(
     mut args: Args,
     ctx: &Ctx,
     shell: &Arc<Nibash>,
     owner: &Owner,
 ) -> Result<ToolOutput, ArgError> {
+    let moved: Vec<&str> = MOVED_TO_CONTROL
+        .into_iter()
+        .filter(|k| args.has(k))
+        .collect();
+    if !moved.is_empty() {
+        return Ok(ToolOutput::error(format!(
+            "nibash_status only reads; {} is nibash_control's now (nibash_control {{\"stop\": \"%3\"}}); nothing was stopped, restored or switched\n",
+            moved.join(", ")
+        )));
+    }
     let tail = args.usize("tail")?.unwrap_or(5);
     let view = args.string("view")?;
-    let restore = args.string("restore")?;
-    let summaries = args.bool("summaries")?;
-    let stop = args.string("stop")?;
     let format = args.string("format")?;
     let notes = args.finish();
     let json = match format.as_deref() {
@@ -200,51 +214,11 @@ pub fn status(
         }
     };
     let mut out = String::new();
-    if let Some(v) = stop {
-        let id: Option<u32> = v.trim_start_matches('%').parse().ok();
-        let Some(e) = id.and_then(|id| shell.jobs.get(owner, id)) else {
-            return Ok(ToolOutput::error(format!(
-                "no call or job {v}; nothing was stopped. nibash_status without stop lists them\n"
-            )));
-        };
-        if e.kill() {
-            out.push_str(&format!("stopped %{}: {}\n", e.id, e.command));
-        } else {
-            out.push_str(&format!(
-                "%{} had already ended; nothing was stopped\n",
-                e.id
-            ));
-        }
-    }
-    if let Some(path) = restore {
-        let p = ctx.workspace.resolve(&path);
-        match nib_files::fs::restore_entry(&ctx.scope, &p, false) {
-            Ok(()) => out.push_str(&format!("restored {}\n", ctx.workspace.display(&p))),
-            Err(e) => {
-                return Ok(ToolOutput::error(format!(
-                    "{}: {e}; nothing was restored.\nhint: `trash list` in nibash shows what the trash holds\n",
-                    ctx.workspace.display(&p)
-                )));
-            }
-        }
-    }
-    if let Some(on) = summaries {
-        shell
-            .summaries_off
-            .store(!on, std::sync::atomic::Ordering::Relaxed);
-        out.push_str(if on {
-            "summaries on for this session\n"
-        } else {
-            "summaries off for this session\n"
-        });
-    }
     let nib = shell;
     if json {
-        let mut doc = status_json(ctx, nib, owner, tail);
-        if !out.is_empty() {
-            doc["done"] = serde_json::Value::String(out);
-        }
-        return Ok(ToolOutput::ok(doc.to_string()));
+        return Ok(ToolOutput::ok(
+            status_json(ctx, nib, owner, tail).to_string(),
+        ));
     }
     if let Some(v) = view {
         let id: Option<u32> = v.trim_start_matches('%').parse().ok();
@@ -272,6 +246,67 @@ pub fn status(
     }
     out.push_str(&session_lines(ctx, nib, owner));
     out.push_str(&calls_lines(nib, owner, tail));
+    nib_files::context::push_notes(&mut out, &notes);
+    Ok(ToolOutput::ok(out))
+}
+
+/// Runs `nibash_control` for `owner`: stops one of its jobs (`stop: %N`),
+/// puts a trashed path back (`restore: PATH`), switches summaries for the
+/// session (`summaries`). Each says what it did, or that nothing was done.
+pub fn control(
+    mut args: Args,
+    ctx: &Ctx,
+    shell: &Arc<Nibash>,
+    owner: &Owner,
+) -> Result<ToolOutput, ArgError> {
+    let stop = args.string("stop")?;
+    let restore = args.string("restore")?;
+    let summaries = args.bool("summaries")?;
+    let notes = args.finish();
+    if stop.is_none() && restore.is_none() && summaries.is_none() {
+        return Ok(ToolOutput::error(
+            "nibash_control needs stop (a job, %3), restore (a trashed path) or summaries (true or false); nothing was changed.\nhint: nibash_status lists the jobs; `trash list` in nibash lists the trash\n".to_string(),
+        ));
+    }
+    let mut out = String::new();
+    if let Some(v) = stop {
+        let id: Option<u32> = v.trim_start_matches('%').parse().ok();
+        let Some(e) = id.and_then(|id| shell.jobs.get(owner, id)) else {
+            return Ok(ToolOutput::error(format!(
+                "no call or job {v}; nothing was stopped. nibash_status lists them\n"
+            )));
+        };
+        if e.kill() {
+            out.push_str(&format!("stopped %{}: {}\n", e.id, e.command));
+        } else {
+            out.push_str(&format!(
+                "%{} had already ended; nothing was stopped\n",
+                e.id
+            ));
+        }
+    }
+    if let Some(path) = restore {
+        let p = ctx.workspace.resolve(&path);
+        match nib_files::fs::restore_entry(&ctx.scope, &p, false) {
+            Ok(()) => out.push_str(&format!("restored {}\n", ctx.workspace.display(&p))),
+            Err(e) => {
+                return Ok(ToolOutput::error(format!(
+                    "{out}{}: {e}; nothing was restored.\nhint: `trash list` in nibash shows what the trash holds\n",
+                    ctx.workspace.display(&p)
+                )));
+            }
+        }
+    }
+    if let Some(on) = summaries {
+        shell
+            .summaries_off
+            .store(!on, std::sync::atomic::Ordering::Relaxed);
+        out.push_str(if on {
+            "summaries on for this session\n"
+        } else {
+            "summaries off for this session\n"
+        });
+    }
     nib_files::context::push_notes(&mut out, &notes);
     Ok(ToolOutput::ok(out))
 }

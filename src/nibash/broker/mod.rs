@@ -67,7 +67,7 @@ pub struct Nibash {
     watcher: Mutex<Option<WatcherFor>>,
     /// A walk for changed files stopped at its limit once: do not walk again.
     pub walk_too_big: std::sync::atomic::AtomicBool,
-    /// `nibash_status {"summaries": false}`: no summaries for this session.
+    /// `nibash_control {"summaries": false}`: no summaries for this session.
     pub summaries_off: std::sync::atomic::AtomicBool,
     /// A call has named the sandbox's private /tmp to the agent (once a
     /// session for the zygote's, which later calls share).

@@ -333,7 +333,7 @@ pub fn describe(settings: &Settings, sandbox: bool, off_for_session: bool) -> St
         let state = if sandbox && !settings.decider_sandbox {
             "off under NIB_SANDBOX=1 (NIB_DECIDER_SANDBOX=1 allows them)"
         } else if off_for_session {
-            "off for this session (nibash_status {\"summaries\": true} turns them on)"
+            "off for this session (nibash_control {\"summaries\": true} turns them on)"
         } else {
             "on"
         };
