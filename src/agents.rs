@@ -144,6 +144,10 @@ struct Slot {
 /// Every agent this connection has served.
 pub struct Agents {
     state: PathBuf,
+    /// The nearest folder at or above `state` that existed when nib
+    /// started: once it is gone (a test's home torn down, the person's
+    /// cleanup), saving makes nothing again rather than bring it back.
+    anchor: Option<PathBuf>,
     slots: Mutex<HashMap<AgentKey, Slot>>,
 }
 
@@ -152,6 +156,10 @@ impl Agents {
     pub fn new(state: &Path) -> Agents {
         Agents {
             state: state.to_path_buf(),
+            anchor: state
+                .ancestors()
+                .find(|a| a.is_dir())
+                .map(Path::to_path_buf),
             slots: Mutex::new(HashMap::new()),
         }
     }
@@ -273,7 +281,11 @@ impl Agents {
     pub fn save_all(&self) {
         let slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
         let dir = self.state.join("seen");
-        if std::fs::create_dir_all(&dir).is_err() {
+        // A state folder removed since nib started is not made again, nor
+        // its parents (they would be left behind, in `$TMPDIR` for tests).
+        if self.anchor.as_deref().is_none_or(|a| !a.is_dir())
+            || std::fs::create_dir_all(&dir).is_err()
+        {
             return;
         }
         for (key, slot) in slots.iter().filter(|(k, _)| !k.session.is_empty()) {
@@ -442,5 +454,33 @@ mod tests {
                 .count(),
             0
         );
+    }
+
+    #[test]
+    fn saving_never_makes_a_removed_state_folder_again() {
+        let home = tempfile::tempdir().unwrap();
+        let state = home.path().join("state");
+        let agents = Agents::new(&state);
+        let none = |_: &Path| None;
+        let key = AgentKey {
+            session: "S".into(),
+            agent: "main".into(),
+        };
+        let text = Arc::new(Text::decode(b"a\n"));
+        agents
+            .get(&key, &none)
+            .lock()
+            .unwrap()
+            .seen
+            .record(Path::new("/f"), Tag(1), &text, [1]);
+        // The state folder is made on a first save beneath what existed.
+        agents.save_all();
+        assert!(state.join("seen").is_dir());
+        // The home is removed (a test's teardown): a later save makes
+        // nothing, neither the state folder nor the home above it.
+        let gone = home.path().to_path_buf();
+        drop(home);
+        agents.save_all();
+        assert!(!gone.exists(), "{} was made again", gone.display());
     }
 }

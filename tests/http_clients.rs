@@ -60,6 +60,11 @@ impl Served {
 /// Starts `nib serve --http 127.0.0.1:0` in `project`, its token file (alice
 /// and bob) and state under `home`, outside the project.
 fn serve(project: &Path, home: &Path) -> Served {
+    serve_with(project, home, &[])
+}
+
+/// [`serve`] with more environment (the sandbox's variables).
+fn serve_with(project: &Path, home: &Path, env: &[(&str, &str)]) -> Served {
     let tokens = home.join("nib-tokens");
     std::fs::write(&tokens, format!("alice {ALICE}\nbob {BOB}\n")).unwrap();
     let server_home = home.join("server");
@@ -74,6 +79,9 @@ fn serve(project: &Path, home: &Path) -> Served {
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     for (k, v) in isolated_env(&server_home) {
+        cmd.env(k, v);
+    }
+    for (k, v) in env {
         cmd.env(k, v);
     }
     let mut child = cmd.spawn().unwrap();
@@ -339,72 +347,88 @@ fn python_sdk() -> Option<PathBuf> {
 
 /// The Python SDK's client in each of its modes: `legacy` (initialize and a
 /// session), `auto` (it probes server/discover and takes 2026-07-28) and
-/// the version pinned, `2026-07-28` (sessionless, no probe). Each lists
-/// nib's tools, reads a file and edits it with the read's tag, as alice;
-/// the file on disk changes, and nib's log names alice as the agent.
+/// the version pinned, `2026-07-28` (sessionless, no probe), against nib
+/// unconfined, under bubblewrap, and under Landlock + seccomp alone. Each
+/// lists nib's tools, reads a file, edits it with the read's tag and shows
+/// it with nibash, as alice: the file on disk changes, nibash prints the
+/// new line, and nib's log names alice as the agent.
 #[test]
 fn the_python_sdk_reads_and_edits_over_http_in_each_of_its_modes() {
     let Some(python) = python_sdk() else { return };
-    let p = place();
-    let served = serve(&p.project, &p.home);
     let client =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/http_client/sdk_client.py");
-    let run = |mode: &str, file: &str, new: &str, token: &str| -> Value {
-        let mut c = Command::new(&python);
-        c.arg(&client)
-            .args([served.url.as_str(), mode, file, new])
-            .current_dir(&p.home)
-            .env("NIB_TOKEN", token);
-        let (out, err, code) = output(c);
-        assert_eq!(code, 0, "{mode}: {out}\n{err}");
-        serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{mode}: {e}: {out}\n{err}"))
-    };
-    // Each mode's first request: initialize (a session), server/discover
-    // (the probe), or none (the version pinned, every request alone).
-    for (n, (mode, version, handshake)) in [
-        ("legacy", "2025-11-25", Some("initialize")),
-        ("auto", "2026-07-28", Some("server/discover")),
-        ("2026-07-28", "2026-07-28", None),
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        let file = format!("{}.txt", mode.replace('-', "_"));
-        std::fs::write(p.project.join(&file), "alpha\nbeta\ngamma\n").unwrap();
-        let before = served.log().len();
-        let answer = run(mode, &file, &format!("delta {mode}"), ALICE);
-        let log = served.wait_for(|log| calls(log, "alice", "edit") == n + 1);
-        let methods: Vec<Value> = log[before..]
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .map(|v| v["method"].clone())
-            .collect();
-        for h in ["initialize", "server/discover"] {
+    for sandbox in [
+        &[][..],
+        &[("NIB_SANDBOX", "1")][..],
+        &[("NIB_SANDBOX", "1"), ("NIB_SANDBOX_BWRAP", "0")][..],
+    ] {
+        let p = place();
+        let served = serve_with(&p.project, &p.home, sandbox);
+        let run = |mode: &str, file: &str, new: &str| -> Value {
+            let mut c = Command::new(&python);
+            c.arg(&client)
+                .args([served.url.as_str(), mode, file, new])
+                .current_dir(&p.home)
+                .env("NIB_TOKEN", ALICE);
+            let (out, err, code) = output(c);
+            assert_eq!(code, 0, "{sandbox:?} {mode}: {out}\n{err}");
+            serde_json::from_str(out.trim())
+                .unwrap_or_else(|e| panic!("{sandbox:?} {mode}: {e}: {out}\n{err}"))
+        };
+        // Each mode's first request: initialize (a session), server/discover
+        // (the probe), or none (the version pinned, every request alone).
+        for (n, (mode, version, handshake)) in [
+            ("legacy", "2025-11-25", Some("initialize")),
+            ("auto", "2026-07-28", Some("server/discover")),
+            ("2026-07-28", "2026-07-28", None),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let what = format!("{sandbox:?} {mode}");
+            let file = format!("{}.txt", mode.replace('-', "_"));
+            std::fs::write(p.project.join(&file), "alpha\nbeta\ngamma\n").unwrap();
+            let before = served.log().len();
+            let answer = run(mode, &file, &format!("delta {mode}"));
+            let log = served.wait_for(|log| calls(log, "alice", "nibash") == n + 1);
+            let methods: Vec<Value> = log[before..]
+                .lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .map(|v| v["method"].clone())
+                .collect();
+            for h in ["initialize", "server/discover"] {
+                assert_eq!(
+                    methods.contains(&json!(h)),
+                    handshake == Some(h),
+                    "{what}: {methods:?}"
+                );
+            }
             assert_eq!(
-                methods.contains(&json!(h)),
-                handshake == Some(h),
-                "{mode}: {methods:?}"
+                answer["protocol_version"],
+                json!(version),
+                "{what}: {answer}"
             );
-        }
-        assert_eq!(
-            answer["protocol_version"],
-            json!(version),
-            "{mode}: {answer}"
-        );
-        let tools = answer["tools"].as_array().unwrap();
-        for t in ["read", "edit", "write", "grep", "nibash"] {
+            let tools = answer["tools"].as_array().unwrap();
+            for t in ["read", "edit", "write", "grep", "nibash"] {
+                assert!(
+                    tools.contains(&json!(t)),
+                    "{what}: {t} not listed: {answer}"
+                );
+            }
+            assert_eq!(answer["edit_error"], json!(false), "{what}: {answer}");
+            assert_eq!(
+                std::fs::read_to_string(p.project.join(&file)).unwrap(),
+                format!("alpha\ndelta {mode}\ngamma\n"),
+                "{what}: {answer}"
+            );
             assert!(
-                tools.contains(&json!(t)),
-                "{mode}: {t} not listed: {answer}"
+                answer["nibash"]
+                    .as_str()
+                    .is_some_and(|t| t.contains(&format!("delta {mode}"))),
+                "{what}: {answer}"
             );
         }
-        assert_eq!(answer["edit_error"], json!(false), "{mode}: {answer}");
-        assert_eq!(
-            std::fs::read_to_string(p.project.join(&file)).unwrap(),
-            format!("alpha\ndelta {mode}\ngamma\n"),
-            "{mode}: {answer}"
-        );
+        let log = served.log();
+        assert_eq!(calls(&log, "alice", "edit"), 3, "{sandbox:?}: {log}");
     }
-    let log = served.log();
-    assert_eq!(calls(&log, "alice", "edit"), 3, "{log}");
 }
