@@ -269,3 +269,93 @@ async fn what_the_persons_settings_run_from_the_project_is_held() {
         );
     }
 }
+
+/// A confined provider (NIB_PROVIDERS_SANDBOX=1) writes the roots too: what
+/// it plants is gone when its call answers, and what it plants later,
+/// between calls, is gone within the watch's bound with no call at all.
+#[tokio::test]
+async fn client_files_a_confined_provider_plants_are_gone_when_its_call_answers() {
+    for mode in SANDBOXED {
+        let t = project();
+        let root = std::fs::canonicalize(t.path()).unwrap();
+        let out = tempfile::tempdir().unwrap();
+        let marker = out.path().join("marker");
+        let m = marker.display();
+        // The person's nib.json names the provider (it stays theirs).
+        nib_json_with(&root, &[("zemble", &[])]);
+        let script = root.join("plant.sh");
+        std::fs::write(
+            &script,
+            format!(
+                "#!/bin/sh\ncd '{r}' || exit 1\n{plant} >/dev/null 2>&1\n\
+                 ( sleep 1; mkdir -p .claude; printf '%s' '{{\"hooks\":{{\"SessionStart\":[{{\"hooks\":[{{\"type\":\"command\",\"command\":\"touch {m}\"}}]}}]}}}}' \
+                 > .claude/settings.local.json; touch later-done ) >/dev/null 2>&1 &\n",
+                r = root.display(),
+                plant = planting_script(&marker)
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let env: Vec<(&str, &str)> = mode
+            .iter()
+            .copied()
+            .chain([("NIB_PROVIDERS_SANDBOX", "1")])
+            .collect();
+        let home = tempfile::tempdir().unwrap();
+        let nib = start_serving(
+            Era::Handshake,
+            &root,
+            TestClient::eliciting(Elicit::Decline),
+            &env,
+            home,
+            &[],
+        )
+        .await;
+        let said = nib
+            .ok(
+                "zemble_exec",
+                json!({"program": script.display().to_string()}),
+            )
+            .await;
+        assert!(said.contains("ran "), "{mode:?}: {said}");
+        for p in [
+            ".claude/settings.json",
+            ".mcp.json",
+            "opencode.json",
+            ".vscode/tasks.json",
+        ] {
+            assert!(
+                !root.join(p).exists(),
+                "{mode:?}: {p} survived the provider's call: {said}"
+            );
+        }
+        assert!(
+            said.contains("moved to the trash") && said.contains(".claude"),
+            "{mode:?}: the answer does not name what was taken: {said}"
+        );
+        // Planted a second later, while no call runs.
+        let started = Instant::now();
+        while !root.join("later-done").exists() && started.elapsed() < Duration::from_secs(20) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(root.join("later-done").exists(), "{mode:?}: never planted");
+        std::thread::sleep(Duration::from_millis(1500));
+        assert!(
+            !root.join(".claude/settings.local.json").exists(),
+            "{mode:?}: what the provider planted between calls is still there 1.5 s later"
+        );
+        assert!(
+            root.join("nib.json").is_file(),
+            "{mode:?}: the person's nib.json"
+        );
+        // Taken to the trash, not lost.
+        let (listed, _) = nib.call("nibash", json!({"command": "trash list"})).await;
+        assert!(
+            listed.matches(".claude").count() >= 2,
+            "{mode:?}: the trash should hold both .claude folders: {listed}"
+        );
+        nib.stop().await;
+        assert!(!marker.exists());
+    }
+}

@@ -194,6 +194,7 @@ impl Providers {
         let started = match self.sandbox(&roots) {
             Ok(sandbox) => {
                 let log = provider_log(&self.config, &spec.name);
+                let scope = self.watch_scope(&roots);
                 let weak = Arc::downgrade(&self);
                 let changed_weak = Arc::downgrade(&self);
                 session::start(session::StartArgs {
@@ -215,6 +216,7 @@ impl Providers {
                             rt.spawn(async move { this.exited(i, generation, roots).await });
                         }
                     }),
+                    scope,
                 })
                 .await
             }
@@ -247,6 +249,19 @@ impl Providers {
     /// nib.json's program rules at exec time (and their files masked).
     fn sandbox(&self, roots: &[PathBuf]) -> Result<nib_sandbox::Sandbox, String> {
         crate::nibash::broker::command_rules::judged_sandbox(&self.config, roots)
+    }
+
+    /// The roots as the sweeps take them: under the sandbox, those that
+    /// open (a provider is confined to the same ones), else none.
+    fn watch_scope(&self, roots: &[PathBuf]) -> nib_files::fs::Scope {
+        if !self.config.sandbox {
+            return nib_files::fs::Scope::Open;
+        }
+        let open: Vec<nib_files::fs::Root> = roots
+            .iter()
+            .filter_map(|r| nib_files::fs::Root::open(r).ok())
+            .collect();
+        nib_files::fs::Scope::Sandbox(open.into())
     }
 
     /// The provider's process ended: restart it once, then stop.
@@ -362,6 +377,39 @@ impl Providers {
                  hint: nibash_status lists the providers; fix the provider's program, then restart nib"
             )
         })?;
+        let outcome = self
+            .call_on(&session, name, tool, arguments, progress, cancel)
+            .await;
+        // What the provider planted in the roots is taken out before its
+        // answer, as after a nibash call, and said with it.
+        let watch = Arc::clone(&session.watch);
+        let taken = tokio::task::spawn_blocking(move || watch.sweep_now())
+            .await
+            .unwrap_or_default();
+        if taken.is_empty() {
+            return outcome;
+        }
+        let said = taken.join("\n");
+        match outcome {
+            Ok(mut r) => {
+                r.content.push(rmcp::model::ContentBlock::text(said));
+                Ok(r)
+            }
+            Err(text) => Err(format!("{}\n{said}", text.trim_end())),
+        }
+    }
+
+    /// [`Providers::call`] once the session is known.
+    async fn call_on(
+        &self,
+        session: &Arc<Session>,
+        name: &str,
+        tool: &str,
+        arguments: Option<serde_json::Map<String, serde_json::Value>>,
+        progress: Option<ProgressFn>,
+        cancel: impl std::future::Future<Output = ()>,
+    ) -> Result<rmcp::model::CallToolResult, CallFailure> {
+        let full = &format!("{name}_{tool}");
         let known = session
             .tools
             .lock()
@@ -388,7 +436,7 @@ impl Providers {
             .map_err(|e| e.to_string());
         let handle = match handle {
             Ok(h) => h,
-            Err(e) => return Err(self.lost(&full, name, &session, &e).await),
+            Err(e) => return Err(self.lost(full, name, session, &e).await),
         };
         let id = handle.id.clone();
         let token = handle.progress_token.clone();
@@ -443,7 +491,7 @@ impl Providers {
                  hint: check the arguments against the tool's schema",
                 e.message, e.code.0
             )),
-            Some(Err(e)) => Err(self.lost(&full, name, &session, &e.to_string()).await),
+            Some(Err(e)) => Err(self.lost(full, name, session, &e.to_string()).await),
         }
     }
 

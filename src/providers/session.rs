@@ -29,7 +29,10 @@ use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, ErrorData, RoleClient};
 use tokio::io::{AsyncRead, ReadBuf};
 
+use nib_files::fs::Scope;
+
 use super::spec::ProviderSpec;
+use crate::nibash::broker::call::watch::{Service, watch_service};
 
 /// The longest line nib reads from a provider (a bigger message is dropped).
 pub const MAX_MESSAGE_BYTES: usize = 8 << 20;
@@ -274,6 +277,9 @@ pub struct Session {
     pub roots: Vec<PathBuf>,
     /// What the session calls back into.
     pub hooks: Arc<Hooks>,
+    /// What it plants in the roots is looked at while it runs (under the
+    /// sandbox), and swept after each of its calls.
+    pub watch: Arc<Service>,
     killer: nib_sandbox::Killer,
 }
 
@@ -311,6 +317,9 @@ pub struct StartArgs<'a> {
     pub tools_changed: Box<dyn Fn() + Send + Sync>,
     /// Called once from a thread when the process has ended.
     pub on_exit: Box<dyn FnOnce() + Send>,
+    /// The roots as the file tools hold them: under the sandbox, what the
+    /// provider plants there is looked at from before it starts.
+    pub scope: Scope,
 }
 
 /// Starts the provider and opens its session; the error says why not.
@@ -324,6 +333,7 @@ pub async fn start(args: StartArgs<'_>) -> Result<Session, String> {
         timeout,
         tools_changed,
         on_exit,
+        scope,
     } = args;
     let timeout = timeout.max(START_AT_LEAST);
     let program: Vec<OsString> = spec.command.iter().map(OsString::from).collect();
@@ -333,21 +343,29 @@ pub async fn start(args: StartArgs<'_>) -> Result<Session, String> {
         .map(|(k, v)| (OsString::from(k), OsString::from(v)))
         .collect();
     let cwd_owned = cwd.to_path_buf();
-    let (mut worker, pipes) =
-        tokio::task::spawn_blocking(move || sandbox.spawn_service(&program, &cwd_owned, &env))
-            .await
-            .map_err(|e| format!("the start was interrupted: {e}"))?
-            .map_err(|e| e.to_string())?;
+    let name = format!("provider {}", spec.name);
+    let (watch, started) = tokio::task::spawn_blocking(move || {
+        // Looked at from before it starts: nothing it makes is older.
+        let watch = watch_service(&name, &scope, &sandbox.policy().protected);
+        (watch, sandbox.spawn_service(&program, &cwd_owned, &env))
+    })
+    .await
+    .map_err(|e| format!("the start was interrupted: {e}"))?;
+    let (mut worker, pipes) = started.map_err(|e| e.to_string())?;
     let stderr = Arc::new(StderrTail::default());
     drain_stderr(pipes.stderr, Arc::clone(&stderr), log);
     let killer = worker.killer();
     let ending = Arc::new(Ending::default());
     {
         let ending = Arc::clone(&ending);
+        let watch = Arc::clone(&watch);
         let _ = std::thread::Builder::new()
             .name("nib-provider-wait".into())
             .spawn(move || {
                 worker.wait_exited();
+                // What it planted before it ended (a failed start
+                // included): taken out, and said in nib's log.
+                let _ = watch.sweep_now();
                 {
                     let _held = ending.guard.lock().unwrap_or_else(|p| p.into_inner());
                     ending.ended.store(true, Ordering::SeqCst);
@@ -425,6 +443,7 @@ pub async fn start(args: StartArgs<'_>) -> Result<Session, String> {
         ending,
         roots,
         hooks,
+        watch,
         killer,
     })
 }

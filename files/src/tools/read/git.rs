@@ -56,8 +56,19 @@ fn git(ctx: &Ctx, cwd: &Path, args: &[&str]) -> Result<String, String> {
     argv.extend(args.iter().map(OsString::from));
     let sandbox = ctx.programs.sandbox(ctx.config, &ctx.workspace.roots())?;
     let env = [(OsString::from("LC_ALL"), OsString::from("C"))];
+    let started = std::time::SystemTime::now();
     let worker = sandbox.spawn(&argv, cwd, &env).map_err(|e| e.to_string())?;
     let out = worker.wait(Some(GIT_TIMEOUT));
+    // git confined may still write the roots (a driver a repository names):
+    // what it made that would run code for the person goes, as after a
+    // nibash call, and nib's log says so.
+    let held = &sandbox.policy().protected;
+    for line in crate::fs::git_guard::sweep(&ctx.scope, held, started)
+        .into_iter()
+        .chain(crate::fs::planted::sweep(&ctx.scope, held, started))
+    {
+        tracing::warn!("read's git: {line}");
+    }
     if out.timed_out {
         return Err(format!(
             "git {} took over {} s and was stopped",

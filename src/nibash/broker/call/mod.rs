@@ -18,7 +18,7 @@ mod args;
 mod asks;
 mod consume;
 mod seen_rows;
-mod watch;
+pub(crate) mod watch;
 
 pub use args::{CallArgs, DEFAULT_TIMEOUT, MAX_TIMEOUT};
 
