@@ -60,6 +60,10 @@ const SESSION_HEADER: &str = "mcp-session-id";
 const PRUNE_SESSIONS: usize = 1024;
 /// Shortest token accepted.
 const MIN_TOKEN: usize = 16;
+/// How long `/readyz` keeps the sandbox's last answer before trying again.
+const READY_KEPT: Duration = Duration::from_secs(5);
+/// How long the sandbox's trial program may take before nib is not ready.
+const READY_TRIAL: Duration = Duration::from_secs(10);
 
 /// What `nib serve --http` was given.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -334,6 +338,57 @@ struct Front {
     sessions: std::sync::Mutex<HashMap<String, Arc<str>>>,
     /// rmcp's sessions, to forget the owners of those that ended.
     manager: Arc<LocalSessionManager>,
+    /// Whether the sandbox takes a call, for `/readyz`.
+    sandbox: SandboxReady,
+}
+
+/// Whether the sandbox would take a call now, tried at most every
+/// [`READY_KEPT`] (one trial at a time; the answer is kept meanwhile).
+struct SandboxReady {
+    config: Config,
+    last: tokio::sync::Mutex<Option<(Instant, bool)>>,
+}
+
+impl SandboxReady {
+    async fn ready(&self) -> bool {
+        let mut last = self.last.lock().await;
+        if let Some((at, ready)) = *last
+            && at.elapsed() < READY_KEPT
+        {
+            return ready;
+        }
+        let config = self.config.clone();
+        let ready = tokio::task::spawn_blocking(move || sandbox_takes_a_call(&config))
+            .await
+            .unwrap_or(false);
+        *last = Some((Instant::now(), ready));
+        ready
+    }
+}
+
+/// Unconfined, programs always run. Under NIB_SANDBOX=1: the layers are
+/// chosen (fail closed: none fit, none run), the worker entry is trusted,
+/// and a trial program (`true`) starts in the sandbox of the project and
+/// exits 0 within [`READY_TRIAL`] — what a nibash call needs to start.
+fn sandbox_takes_a_call(config: &Config) -> bool {
+    if !config.sandbox {
+        return true;
+    }
+    let roots = [config.project_dir.clone()];
+    let Ok(sandbox) = crate::nibash::broker::command_rules::judged_sandbox(config, &roots) else {
+        return false;
+    };
+    if !matches!(sandbox.mode(), Ok(Some(_))) {
+        return false;
+    }
+    let trial = [std::ffi::OsString::from("true")];
+    match sandbox.spawn(&trial, &config.project_dir, &[]) {
+        Ok(worker) => worker.wait(Some(READY_TRIAL)).code == Some(0),
+        Err(e) => {
+            tracing::warn!("/readyz: the sandbox cannot start a program: {e}");
+            false
+        }
+    }
 }
 
 /// What one request's log line says.
@@ -416,8 +471,12 @@ fn plain(status: StatusCode, text: &str) -> Response<Body> {
 }
 
 impl Front {
-    fn ready(&self) -> bool {
-        !self.draining.load(Ordering::SeqCst) && self.all.available_permits() > 0
+    /// Ready for a call: not draining, a place free among the calls, and
+    /// the sandbox takes one.
+    async fn ready(&self) -> bool {
+        !self.draining.load(Ordering::SeqCst)
+            && self.all.available_permits() > 0
+            && self.sandbox.ready().await
     }
 
     async fn handle(&self, req: Request<hyper::body::Incoming>) -> Response<Body> {
@@ -446,7 +505,7 @@ impl Front {
         match path {
             "/healthz" if get => return plain(StatusCode::OK, "ok\n"),
             "/readyz" if get => {
-                return if self.ready() {
+                return if self.ready().await {
                     plain(StatusCode::OK, "ready\n")
                 } else {
                     plain(StatusCode::SERVICE_UNAVAILABLE, "not ready\n")
@@ -589,6 +648,10 @@ pub async fn serve(config: Config, options: Options) -> anyhow::Result<()> {
         })?;
     let local = listener.local_addr()?;
     let (state_dir, project_dir) = (config.state_dir.clone(), config.project_dir.clone());
+    let sandbox = SandboxReady {
+        config: config.clone(),
+        last: tokio::sync::Mutex::new(None),
+    };
     let server = NibServer::new(config);
     let _status = crate::statusline::publish(&state_dir, &project_dir, server.nibash());
     let mut hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
@@ -626,6 +689,7 @@ pub async fn serve(config: Config, options: Options) -> anyhow::Result<()> {
         draining: AtomicBool::new(false),
         sessions: std::sync::Mutex::default(),
         manager,
+        sandbox,
     });
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let _ = writeln!(std::io::stderr(), "listening on http://{local}/mcp");

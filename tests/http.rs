@@ -37,10 +37,23 @@ fn serve(dir: &Path, extra: &[&str]) -> Served {
 
 /// [`serve`] with more environment (the sandbox's variables).
 fn serve_with(dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Served {
+    serve_under(&[], dir, extra, env)
+}
+
+/// [`serve_with`], nib started by `wrapper` (a program and its arguments
+/// before nib's path), e.g. under tests/fixtures/hostile_kernel.py.
+fn serve_under(wrapper: &[&str], dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Served {
     let home = tempfile::tempdir().unwrap();
     let tokens = home.path().join("tokens");
     std::fs::write(&tokens, format!("# agents\nalice {ALICE}\nbob {BOB}\n")).unwrap();
-    let mut cmd = Command::new(nib_bin());
+    let mut cmd = match wrapper.split_first() {
+        Some((program, args)) => {
+            let mut c = Command::new(program);
+            c.args(args).arg(nib_bin());
+            c
+        }
+        None => Command::new(nib_bin()),
+    };
     cmd.args(["serve", "--http", "127.0.0.1:0", "--token-file"])
         .arg(&tokens)
         .args(extra)
@@ -824,4 +837,43 @@ fn approvals_travel_in_a_sealed_request_state_that_cannot_be_forged_altered_repl
         &asking_call(&nib.addr, ALICE, "write", args.clone(), retry(&state)),
         "replayed",
     );
+}
+
+#[test]
+fn readiness_follows_the_sandbox_and_health_does_not() {
+    let sandboxed = [("NIB_SANDBOX", "1")];
+    // A sandbox that starts programs: ready.
+    let dir = project();
+    let nib = serve_with(dir.path(), &[], &sandboxed);
+    let a = request(&nib.addr, "GET", "/readyz", &[], b"");
+    assert_eq!(a.status, 200, "{}", a.body);
+    drop(nib);
+    // One that cannot (no Landlock, no user namespaces, no mount, so not
+    // even root's bubblewrap starts, nor Landlock + seccomp): not ready,
+    // still alive, and saying no more.
+    if std::env::consts::ARCH != "x86_64" || !Path::new("/usr/bin/python3").exists() {
+        crate::common::skip("the stand-in filter needs x86_64 and /usr/bin/python3");
+        return;
+    }
+    let helper = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hostile_kernel.py");
+    let helper = helper.to_str().unwrap();
+    for env in [
+        &sandboxed[..],
+        &[("NIB_SANDBOX", "1"), ("NIB_SANDBOX_BWRAP", "0")][..],
+    ] {
+        let nib = serve_under(
+            &["/usr/bin/python3", helper, "--deny-mount", "--"],
+            dir.path(),
+            &[],
+            env,
+        );
+        let a = request(&nib.addr, "GET", "/readyz", &[], b"");
+        assert_eq!(a.status, 503, "{env:?}: {}", a.body);
+        assert!(a.body.len() < 16, "{}", a.body);
+        let a = request(&nib.addr, "GET", "/healthz", &[], b"");
+        assert_eq!(a.status, 200, "{env:?}: {}", a.body);
+        // Calls fail closed there too: the canary is not made.
+        let a = canary_call(&nib.addr, &[("X-Nib-Token", ALICE)]);
+        assert!(!dir.path().join("canary").exists(), "{env:?}: {}", a.body);
+    }
 }
