@@ -1,0 +1,324 @@
+//! nib's own `cat`, `head`, `tail`, `sed -n`, `cut -c`, `wc` and the grep
+//! family (`grep`, `egrep`, `fgrep`, `rg`), inside the worker.
+//!
+//! Each one prints `[PATH#TAG]` blocks of anchored rows — through the read
+//! and grep tools, so the rows are exactly theirs — when its output goes
+//! straight to the model and nib understands every option given. Otherwise
+//! (piped, redirected, inside `$(…)`, reading stdin, an option nib does not
+//! know, a missing file, a log) the system program of the same name runs, so
+//! scripts see the behaviour they expect. Rows printed count as seen: the
+//! lines are reported to the broker, which checks them against the file.
+//!
+//! This file owns the builtin entry, the fall back to the system program,
+//! the [`Call`] a command line becomes and which files nib may show as rows
+//! (not logs, not binary). A command line is read by `lines` (`cat`, `head`,
+//! `tail`, `sed -n`, `cut -c`, `wc`) or `grep` (the grep family and `rg`);
+//! `answer` runs the call with the file tools in this process and reports
+//! the rows shown as seen.
+
+mod answer;
+mod grep;
+mod lines;
+
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+
+use brush_core::commands::{CommandArg, ShellForCommand, SimpleCommand};
+use brush_core::{ExecutionContext, ExecutionResult};
+use serde_json::{Map, Value};
+
+use super::link::Se;
+
+pub use answer::{answer, with_tools};
+
+/// The commands nib answers itself when it can.
+pub const NAMES: &[&str] = &[
+    "cat", "head", "tail", "grep", "egrep", "fgrep", "rg", "sed", "cut", "wc",
+];
+
+pub(crate) type Answer<'a> = Pin<
+    Box<dyn std::future::Future<Output = Result<ExecutionResult, brush_core::Error>> + Send + 'a>,
+>;
+
+/// The builtin entry for every name in [`NAMES`].
+pub fn run(ctx: ExecutionContext<'_, Se>, args: Vec<CommandArg>) -> Answer<'_> {
+    Box::pin(async move {
+        let argv: Vec<String> = args.iter().map(ToString::to_string).collect();
+        let to_model = super::link::to_model(&ctx);
+        if to_model {
+            let cwd = ctx.shell.working_dir().to_path_buf();
+            let name = ctx.command_name.clone();
+            if let Some(call) = plan(&name, argv.get(1..).unwrap_or_default(), &cwd) {
+                let (text, code) = answer(&call);
+                use std::io::Write;
+                let mut out = ctx.stdout();
+                out.write_all(text.as_bytes())?;
+                out.flush()?;
+                return Ok(ExecutionResult::new(code));
+            }
+        }
+        system(ctx, args).await
+    })
+}
+
+/// Runs the system program named like the command, with the same arguments.
+pub async fn system(
+    ctx: ExecutionContext<'_, Se>,
+    args: Vec<CommandArg>,
+) -> Result<ExecutionResult, brush_core::Error> {
+    let name = ctx.command_name.clone();
+    let Some(path) = ctx.shell.find_first_executable_in_path_using_cache(&name) else {
+        use std::io::Write;
+        let _ = writeln!(ctx.stderr(), "nibash: {name}: command not found");
+        return Ok(ExecutionResult::new(127));
+    };
+    let mut cmd = SimpleCommand::new(
+        ShellForCommand::ParentShell(ctx.shell),
+        ctx.params,
+        path.to_string_lossy().into_owned(),
+        args,
+    );
+    cmd.argv0 = Some(name);
+    cmd.use_functions = false;
+    let spawned = cmd.execute().await?;
+    let waited = spawned.wait().await?;
+    Ok(waited.into())
+}
+
+/// What nib runs instead of the system program.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Call {
+    /// The read tool on these `path:A-B` selectors.
+    Read(Vec<String>),
+    /// Counts for `wc` (which counts to print).
+    Count(Vec<PathBuf>, WcWhat),
+    /// `cut -c`: the columns of each line, as `N|TEXT` rows.
+    Columns(PathBuf, Vec<(usize, Option<usize>)>),
+    /// The grep tool with these arguments.
+    Grep(Map<String, Value>),
+}
+
+/// Which counts `wc` prints.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WcWhat {
+    lines: bool,
+    words: bool,
+    bytes: bool,
+    chars: bool,
+}
+
+/// Plans nib's answer for `name args…`, or `None` when the system program
+/// must run (an option nib does not know, stdin, a file it should not show
+/// as rows).
+pub fn plan(name: &str, args: &[String], cwd: &Path) -> Option<Call> {
+    match name {
+        "cat" => lines::plan_cat(args, cwd),
+        "head" | "tail" => lines::plan_head_tail(name == "head", args, cwd),
+        "sed" => lines::plan_sed(args, cwd),
+        "cut" => lines::plan_cut(args, cwd),
+        "wc" => lines::plan_wc(args, cwd),
+        "grep" | "egrep" | "fgrep" => grep::plan_grep(name, args, cwd),
+        "rg" => grep::plan_rg(args, cwd),
+        _ => None,
+    }
+}
+
+/// A regular text file nib may show as rows, with its line count.
+fn text_file(arg: &str, cwd: &Path) -> Option<(PathBuf, usize)> {
+    if arg.is_empty() || arg == "-" {
+        return None;
+    }
+    let path = cwd.join(arg);
+    if is_log(&path) {
+        return None;
+    }
+    let meta = std::fs::metadata(&path).ok()?;
+    if !meta.is_file() || meta.len() > nib_files::context::TEXT_LIMIT {
+        return None;
+    }
+    let bytes = std::fs::read(&path).ok()?;
+    if bytes.iter().take(8192).any(|b| *b == 0) {
+        return None;
+    }
+    let text = nib_text::text::Text::decode(&bytes);
+    Some((path, text.len()))
+}
+
+/// Files that print as plain output through nibash: `*.log`, `*.out`, and
+/// files in a `log`, `logs` or `test-logs` folder that git does not track.
+pub fn is_log(path: &Path) -> bool {
+    let ext = path.extension().and_then(|e| e.to_str());
+    if matches!(ext, Some("log") | Some("out")) {
+        return true;
+    }
+    let in_log_folder = path.components().any(|c| {
+        matches!(
+            c.as_os_str().to_str(),
+            Some("log") | Some("logs") | Some("test-logs")
+        )
+    });
+    in_log_folder && !tracked_by_git(path)
+}
+
+/// Whether git tracks the file (false outside a repository or without git).
+fn tracked_by_git(path: &Path) -> bool {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return false;
+    };
+    let mut git = std::process::Command::new("git");
+    for setting in nib_files::git::NEUTRAL_CONFIG {
+        git.args(["-c", setting]);
+    }
+    git.arg("-C")
+        .arg(dir)
+        .args(["ls-files", "--error-unmatch", "--"])
+        .arg(name)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// The read tool's selector for lines `a` to `b` of `path`.
+fn selector(path: &Path, a: usize, b: usize) -> String {
+    format!("{}:{a}-{b}", path.display())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn strings(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn dir_with(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let d = match tempfile::tempdir() {
+            Ok(d) => d,
+            Err(e) => panic!("tempdir: {e}"),
+        };
+        for (name, body) in files {
+            let p = d.path().join(name);
+            if let Some(parent) = p.parent() {
+                let _ = std::fs::create_dir_all(parent);
+            }
+            let _ = std::fs::write(p, body);
+        }
+        d
+    }
+
+    #[test]
+    fn line_commands_become_read_selectors() {
+        let d = dir_with(&[("a.txt", "1\n2\n3\n4\n5\n")]);
+        let c = d.path();
+        let p = c.join("a.txt").display().to_string();
+        let sel = |s: &str| Some(Call::Read(vec![format!("{p}:{s}")]));
+        assert_eq!(plan("cat", &strings(&["a.txt"]), c), sel("1-5"));
+        assert_eq!(plan("head", &strings(&["-n", "2", "a.txt"]), c), sel("1-2"));
+        assert_eq!(plan("head", &strings(&["-3", "a.txt"]), c), sel("1-3"));
+        assert_eq!(
+            plan("head", &strings(&["-n", "-2", "a.txt"]), c),
+            sel("1-3")
+        );
+        assert_eq!(
+            plan("head", &strings(&["-n", "50", "a.txt"]), c),
+            sel("1-5")
+        );
+        assert_eq!(plan("tail", &strings(&["-n", "2", "a.txt"]), c), sel("4-5"));
+        assert_eq!(
+            plan("tail", &strings(&["-n", "+4", "a.txt"]), c),
+            sel("4-5")
+        );
+        assert_eq!(
+            plan("sed", &strings(&["-n", "2,4p", "a.txt"]), c),
+            sel("2-4")
+        );
+        assert_eq!(plan("sed", &strings(&["-n", "3p", "a.txt"]), c), sel("3-3"));
+        assert_eq!(
+            plan("sed", &strings(&["-n", "2,$p", "a.txt"]), c),
+            sel("2-5")
+        );
+    }
+
+    #[test]
+    fn unknown_options_stdin_and_logs_fall_back_to_the_system_program() {
+        let d = dir_with(&[
+            ("a.txt", "x\n"),
+            ("build.log", "x\n"),
+            ("logs/t.txt", "x\n"),
+        ]);
+        let c = d.path();
+        assert_eq!(plan("cat", &strings(&["-A", "a.txt"]), c), None);
+        assert_eq!(plan("cat", &strings(&[]), c), None);
+        assert_eq!(plan("cat", &strings(&["-"]), c), None);
+        assert_eq!(plan("cat", &strings(&["missing.txt"]), c), None);
+        assert_eq!(plan("cat", &strings(&["build.log"]), c), None);
+        assert_eq!(plan("cat", &strings(&["logs/t.txt"]), c), None);
+        assert_eq!(plan("head", &strings(&["-c", "5", "a.txt"]), c), None);
+        assert_eq!(plan("tail", &strings(&["-f", "a.txt"]), c), None);
+        assert_eq!(plan("sed", &strings(&["s/x/y/", "a.txt"]), c), None);
+        assert_eq!(plan("sed", &strings(&["-n", "/x/p", "a.txt"]), c), None);
+        assert_eq!(plan("grep", &strings(&["-v", "x", "a.txt"]), c), None);
+        assert_eq!(
+            plan("grep", &strings(&["x"]), c),
+            None,
+            "grep without files reads stdin"
+        );
+        assert_eq!(
+            plan("grep", &strings(&["x", "."]), c),
+            None,
+            "a folder without -r"
+        );
+        assert_eq!(plan("wc", &strings(&["-L", "a.txt"]), c), None);
+    }
+
+    #[test]
+    fn files_in_a_log_folder_are_logs_unless_git_tracks_them() {
+        let d = dir_with(&[("logs/run.txt", "x\n"), ("logs/kept.txt", "x\n")]);
+        let git = |args: &[&str]| {
+            std::process::Command::new("git")
+                .args(args)
+                .current_dir(d.path())
+                .output()
+                .is_ok_and(|o| o.status.success())
+        };
+        assert!(
+            is_log(&d.path().join("logs/run.txt")),
+            "no repository: a log"
+        );
+        if git(&["init", "-q"]) && git(&["add", "logs/kept.txt"]) {
+            assert!(
+                !is_log(&d.path().join("logs/kept.txt")),
+                "tracked: not a log"
+            );
+            assert!(is_log(&d.path().join("logs/run.txt")), "untracked: a log");
+        }
+    }
+
+    #[test]
+    fn grep_options_map_onto_the_grep_tool() {
+        let d = dir_with(&[("a.txt", "x\n")]);
+        let c = d.path();
+        let Some(Call::Grep(m)) = plan("grep", &strings(&["-rni", "-C2", "a\\|b", "."]), c) else {
+            panic!("grep -rni was not planned");
+        };
+        assert_eq!(m["pattern"], json!("a|b"));
+        assert_eq!(m["ignoreCase"], json!(true));
+        assert_eq!(
+            (m["before"].clone(), m["after"].clone()),
+            (json!(2), json!(2))
+        );
+        let Some(Call::Grep(m)) = plan("grep", &strings(&["-lw", "-F", "a.b", "a.txt"]), c) else {
+            panic!("grep -lw -F was not planned");
+        };
+        assert_eq!(m["pattern"], json!(r"\b(?:a\.b)\b"));
+        assert_eq!(m["mode"], json!("files"));
+        let Some(Call::Grep(m)) = plan("rg", &strings(&["-g", "*.rs", "fn (a|b)"]), c) else {
+            panic!("rg was not planned");
+        };
+        assert_eq!(m["glob"], json!(["*.rs"]));
+        assert_eq!(m["pattern"], json!("fn (a|b)"));
+    }
+}
