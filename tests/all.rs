@@ -3,6 +3,7 @@
 //! One test binary, so the suite links once.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod architecture;
 mod bash_diff;
 
 mod claude_code;
