@@ -29,9 +29,11 @@ pub trait Confinement {
     fn withheld_vars(&self) -> Vec<String>;
 
     /// The route to nib's proxy when programs reach the network through it
-    /// (NIB_SANDBOX=1 with hosts in NIB_SANDBOX_NETWORK; a project's nib.json
-    /// can only deny some of them); the proxy starts on first use. `None` otherwise —
-    /// or when it cannot start, and then programs get no network.
+    /// (NIB_SANDBOX=1 with hosts in NIB_SANDBOX_NETWORK, or a client that
+    /// can be asked about hosts while NIB_CONFIRM_NETWORK is not `0`; a
+    /// project's nib.json can only deny some of them); the proxy starts on
+    /// first use. `None` otherwise — or when it cannot start, and then
+    /// programs get no network.
     fn proxy_route(&self) -> Option<nib_sandbox::ProxyRoute>;
 
     /// The session's brokered secrets (NIB_SANDBOX=1 with
@@ -178,10 +180,6 @@ impl Confinement for Config {
         withheld
     }
 
-    /// The route to nib's proxy when programs reach the network through it
-    /// (NIB_SANDBOX=1 with hosts in NIB_SANDBOX_NETWORK; a project's nib.json
-    /// can only deny some of them); the proxy starts on first use. `None` otherwise —
-    /// or when it cannot start, and then programs get no network.
     fn proxy_route(&self) -> Option<nib_sandbox::ProxyRoute> {
         if !self.sandbox || self.sandbox_network {
             return None;
@@ -243,8 +241,13 @@ impl Confinement for Config {
             return "network open to every host (NIB_SANDBOX_NETWORK=1)".into();
         }
         let Some(running) = self.proxy_route().and(crate::netproxy::current()) else {
-            return "network off".into();
+            return if self.confirm_network {
+                "network off (no host in NIB_SANDBOX_NETWORK, and no client that can be asked about one)".into()
+            } else {
+                "network off".into()
+            };
         };
+        let asking = self.confirm_network && crate::netproxy::askable();
         let how = match self.confined_mode() {
             Err(_) => return "network off (programs are refused)".into(),
             Ok(nib_sandbox::Mode::Bubblewrap { .. }) => {
@@ -255,15 +258,26 @@ impl Confinement for Config {
             }
             Ok(_) => {
                 return format!(
-                    "network off: hosts are listed ({}), but without bubblewrap or Landlock ABI 4 nothing would hold programs to the proxy",
-                    running.described
+                    "network off: {}, but without bubblewrap or Landlock ABI 4 nothing would hold programs to the proxy",
+                    if running.described.is_empty() {
+                        "hosts would be put to the user".to_string()
+                    } else {
+                        format!("hosts are listed ({})", running.described)
+                    }
                 );
             }
         };
-        format!(
-            "network through nib's proxy: allowed {} ({how})",
-            running.described
-        )
+        let allowed = match running.described.as_str() {
+            "" => "no host listed".to_string(),
+            d if d.starts_with(';') => format!("no host listed{d}"),
+            d => format!("allowed {d}"),
+        };
+        let others = if asking {
+            "; other hosts are put to the user (NIB_CONFIRM_NETWORK=0 refuses them)"
+        } else {
+            ""
+        };
+        format!("network through nib's proxy: {allowed}{others} ({how})")
     }
 
     /// The sandbox mode programs run in, in one phrase (for `nib doctor`

@@ -641,6 +641,25 @@ impl NibServer {
         })
     }
 
+    /// Modern era: a call whose client can be asked (elicitation) makes
+    /// the proxy put unlisted hosts to the user, after the call
+    /// ([`Self::network_question`]), unless NIB_CONFIRM_NETWORK is `0`.
+    fn note_askable(&self, context: &RequestContext<RoleServer>) {
+        if !self.inner.config.confirm_network {
+            return;
+        }
+        let modern = context
+            .meta
+            .protocol_version()
+            .is_some_and(|v| !v.has_initialize());
+        let can_ask = context
+            .client_capabilities()
+            .is_some_and(|c| c.elicitation.is_some());
+        if modern && can_ask {
+            crate::netproxy::note_askable();
+        }
+    }
+
     /// Modern era with NIB_CONFIRM_NETWORK: when a nibash call met hosts
     /// that are not listed (the user cannot be asked while a call runs in
     /// this era), its answer is kept and the user is asked about them.
@@ -915,6 +934,7 @@ impl ServerHandler for NibServer {
             return Ok(answer);
         }
         self.remember_peer(&context);
+        self.note_askable(&context);
         let name = request.name.to_string();
         let arguments = request.arguments.clone();
         let agent = self.agent_for(&context);
@@ -1054,6 +1074,11 @@ impl ServerHandler for NibServer {
                 context.peer.clone(),
                 config.approval_timeout,
             )));
+            // With no host listed, programs now go through the proxy: the
+            // worker made ahead for no network is made anew with the route.
+            if config.sandbox && !config.sandbox_network && config.network_hosts.is_none() {
+                self.prestart_shell();
+            }
         }
         self.fetch_roots(context.peer);
     }

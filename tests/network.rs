@@ -329,6 +329,169 @@ async fn in_the_modern_era_the_user_is_asked_after_the_call_and_the_next_call_ma
     }
 }
 
+/// nib's own default (NIB_CONFIRM_NETWORK unset) under the sandbox, with a
+/// client that answers elicitations `answer`, in sandbox mode `bwrap`: the
+/// canary server's port and requests, the questions asked, and nib.
+async fn by_default(
+    era: Era,
+    bwrap: &str,
+    hosts: Option<&str>,
+    confirm: Option<&str>,
+    answer: Elicit,
+) -> (Nib, u16, Seen, Seen, tempfile::TempDir) {
+    let (port, seen) = server();
+    let dir = project();
+    let mut env = vec![("NIB_SANDBOX", "1"), ("NIB_SANDBOX_BWRAP", bwrap)];
+    if let Some(h) = hosts {
+        env.push(("NIB_SANDBOX_NETWORK", h));
+    }
+    if let Some(c) = confirm {
+        env.push(("NIB_CONFIRM_NETWORK", c));
+    }
+    let client = TestClient::eliciting(answer);
+    let asked = Arc::clone(&client.asked);
+    let nib = start_with(era, dir.path(), client, &env).await;
+    (nib, port, seen, asked, dir)
+}
+
+/// Issue 60: by default (NIB_CONFIRM_NETWORK unset) a host that is not
+/// listed is put to a client that can be asked, in both sandbox modes:
+/// declined, the canary never sees the request and the answer names the
+/// refusal; approved, the request arrives. With no host listed at all the
+/// person is still asked (programs go through the proxy once such a client
+/// is there). `NIB_CONFIRM_NETWORK=0` refuses without asking. (A client that
+/// cannot be asked keeps the network off and the line that says why:
+/// `tests/network_why.rs`.)
+#[tokio::test]
+async fn by_default_an_unlisted_host_is_put_to_a_client_that_can_ask() {
+    let via = "env -u NO_PROXY -u no_proxy git ls-remote";
+    for bwrap in ["1", "0"] {
+        if bwrap == "1" && !nib_sandbox::bwrap_usable()
+            || bwrap == "0" && nib_sandbox::probe().landlock_abi < 4
+        {
+            // Nothing would hold programs to the proxy in this mode.
+            continue;
+        }
+        for (answer, allowed) in [(Elicit::Accept(None), true), (Elicit::Decline, false)] {
+            // 127.0.0.1 listed, localhost (the same server) not.
+            let (nib, port, seen, asked, _dir) = by_default(
+                Era::Handshake,
+                bwrap,
+                Some("127.0.0.1"),
+                None,
+                answer.clone(),
+            )
+            .await;
+            let (text, _) = nib
+                .call(
+                    "nibash",
+                    json!({"command": format!("{via} http://localhost:{port}/asked.git")}),
+                )
+                .await;
+            let questions = asked.lock().unwrap().clone();
+            assert_eq!(questions.len(), 1, "bwrap={bwrap}: {questions:?} {text}");
+            assert!(
+                questions[0].contains(&format!("localhost:{port}")),
+                "bwrap={bwrap}: {questions:?}"
+            );
+            let arrived = seen
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|l| l.contains("/asked.git"));
+            if allowed {
+                assert!(arrived, "bwrap={bwrap}: approved, yet not reached: {text}");
+            } else {
+                assert!(!arrived, "bwrap={bwrap}: declined, the canary saw it");
+                assert!(
+                    text.contains(&format!("[network: blocked localhost:{port} — not in NIB_SANDBOX_NETWORK, and the user did not allow it]")),
+                    "bwrap={bwrap}: {text}"
+                );
+            }
+            nib.stop().await;
+
+            // No host listed at all: asked all the same. A loopback name
+            // stays refused once approved (a private address must be listed
+            // exactly), so the canary sees nothing either way.
+            let (nib, port, seen, asked, _dir) =
+                by_default(Era::Handshake, bwrap, None, None, answer.clone()).await;
+            let status = nib.ok("nibash_status", json!({})).await;
+            assert!(
+                status.contains(
+                    "network through nib's proxy: no host listed; other hosts are put to the user"
+                ),
+                "bwrap={bwrap}: {status}"
+            );
+            let (text, _) = nib
+                .call(
+                    "nibash",
+                    json!({"command": format!("{via} http://localhost:{port}/unlisted.git")}),
+                )
+                .await;
+            let questions = asked.lock().unwrap().clone();
+            assert_eq!(questions.len(), 1, "bwrap={bwrap}: {questions:?} {text}");
+            assert!(questions[0].contains(&format!("localhost:{port}")));
+            assert!(
+                seen.lock().unwrap().is_empty(),
+                "bwrap={bwrap}: the canary saw {:?}",
+                seen.lock().unwrap()
+            );
+            let why = if allowed {
+                "it resolves to 127.0.0.1, a loopback or private address not listed"
+            } else {
+                "not in NIB_SANDBOX_NETWORK, and the user did not allow it"
+            };
+            assert!(
+                text.contains(&format!("[network: blocked localhost:{port} — {why}]")),
+                "bwrap={bwrap}: {text}"
+            );
+            nib.stop().await;
+        }
+        // NIB_CONFIRM_NETWORK=0: the old way, refused and named, nobody asked.
+        let (nib, port, seen, asked, _dir) = by_default(
+            Era::Handshake,
+            bwrap,
+            Some("127.0.0.1"),
+            Some("0"),
+            Elicit::Accept(None),
+        )
+        .await;
+        let (text, _) = nib
+            .call(
+                "nibash",
+                json!({"command": format!("{via} http://localhost:{port}/refused.git")}),
+            )
+            .await;
+        assert!(asked.lock().unwrap().is_empty(), "bwrap={bwrap}: asked");
+        assert!(seen.lock().unwrap().is_empty(), "bwrap={bwrap}: reached");
+        assert!(
+            text.contains(&format!(
+                "[network: blocked localhost:{port} — not in NIB_SANDBOX_NETWORK]"
+            )),
+            "bwrap={bwrap}: {text}"
+        );
+        nib.stop().await;
+    }
+    // The 2026-07-28 era, no host listed: the client that declared
+    // elicitation is asked after the call; the canary sees nothing.
+    let (nib, port, seen, asked, _dir) =
+        by_default(Era::Modern, "1", None, None, Elicit::Decline).await;
+    let (text, _) = nib
+        .call(
+            "nibash",
+            json!({"command": format!("{via} http://localhost:{port}/modern.git")}),
+        )
+        .await;
+    let questions = asked.lock().unwrap().clone();
+    assert_eq!(questions.len(), 1, "{questions:?} {text}");
+    assert!(questions[0].contains(&format!("localhost:{port}")));
+    assert!(
+        text.contains("[network: not allowed; the hosts stay refused]"),
+        "{text}"
+    );
+    assert!(seen.lock().unwrap().is_empty());
+}
+
 #[tokio::test]
 async fn the_proxys_socket_folder_goes_when_nib_exits() {
     let dir = project();

@@ -27,7 +27,7 @@ pub mod tls;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-pub use asker::{Asker, set_asker};
+pub use asker::{Asker, askable, note_askable, set_asker};
 pub use brokering::{Brokered, brokered, brokered_now};
 
 /// The proxy of this process.
@@ -96,16 +96,26 @@ pub fn ignored_allow_note() -> Option<String> {
 }
 
 /// The proxy for `NIB_SANDBOX_NETWORK`'s hosts minus the project's deny
-/// list, started on first call; `Ok(None)` when no host is allowed
-/// (programs get no network). The project's allow list is never added: the
-/// sandbox's limits are the user's ([`ignored_allow_note`] says so once).
-/// The first call's settings hold for the process.
+/// list, started on first call; `Ok(None)` when no host is allowed and
+/// nobody can be asked about one (`confirm` with a client that can be
+/// asked: [`askable`]) — programs then get no network. Until a client that
+/// can be asked is seen, `None` is not kept: a later call may start it.
+/// The project's allow list is never added: the sandbox's limits are the
+/// user's ([`ignored_allow_note`] says so once). Once started, the first
+/// settings hold for the process.
 pub fn running(
     hosts: Option<&str>,
     confirm: bool,
     project: &Path,
     secrets: Option<&str>,
 ) -> Result<Option<&'static Running>, String> {
+    let asking = confirm && askable();
+    if RUNNING.get().is_none() && hosts.is_none() && !asking {
+        // No host listed and nobody to ask, yet: no proxy (the project's
+        // allow list is still read once, for its note).
+        IGNORED_ALLOW.get_or_init(|| project_lists(project).0);
+        return Ok(None);
+    }
     RUNNING
         .get_or_init(|| {
             let (allow, deny) = project_lists(project);
@@ -114,7 +124,7 @@ pub fn running(
             for u in &unread {
                 tracing::warn!("network: {u:?} is not a host name, *.domain or address; left out");
             }
-            if !rules.any() {
+            if !rules.any() && !asking {
                 return Ok(None);
             }
             let brokered = brokered(secrets, Some(&rules), project);

@@ -24,7 +24,12 @@ pub const NIB_SANDBOX: &str = "NIB_SANDBOX";
 /// plugin, npx, a bare `nib`) gets it without writing anything; only
 /// `NIB_SANDBOX=0` (or `false`, `off`, `no`) turns it off.
 pub fn sandbox_on() -> bool {
-    std::env::var(NIB_SANDBOX).map_or(true, |v| {
+    on_unless_off(NIB_SANDBOX)
+}
+
+/// A setting that is on unless set to `0`, `false`, `off` or `no`.
+fn on_unless_off(name: &str) -> bool {
+    std::env::var(name).map_or(true, |v| {
         !["0", "false", "off", "no"].contains(&v.trim().to_ascii_lowercase().as_str())
     })
 }
@@ -35,8 +40,11 @@ pub const NIB_CONFIRM_OUTSIDE_ROOTS: &str = "NIB_CONFIRM_OUTSIDE_ROOTS";
 
 /// `1`: sandboxed programs get the network.
 pub const NIB_SANDBOX_NETWORK: &str = "NIB_SANDBOX_NETWORK";
-/// `1`: a host not in NIB_SANDBOX_NETWORK is put to the user (elicitation)
-/// and allowed for the session when approved.
+/// On unless `0` (or `false`, `off`, `no`): under the sandbox, a host not in
+/// NIB_SANDBOX_NETWORK is put to the user (elicitation) when the client can
+/// be asked, and allowed for the session when approved; a client that
+/// cannot be asked gets it refused and named. `0` refuses such hosts
+/// without asking.
 pub const NIB_CONFIRM_NETWORK: &str = "NIB_CONFIRM_NETWORK";
 
 /// `0`: `NIB_SANDBOX=1` confines with Landlock + seccomp alone, even where
@@ -122,7 +130,8 @@ pub struct Config {
     /// [`NIB_SANDBOX_NETWORK`] names hosts: programs reach them through
     /// nib's proxy (less nib.json's `network.deny`).
     pub network_hosts: Option<String>,
-    /// [`NIB_CONFIRM_NETWORK`]: hosts not listed are put to the user.
+    /// [`NIB_CONFIRM_NETWORK`] is not `0`: hosts not listed are put to the
+    /// user when the client can be asked.
     pub confirm_network: bool,
     /// bubblewrap may be used ([`NIB_SANDBOX_BWRAP`] is not `0`).
     pub sandbox_bwrap: bool,
@@ -241,7 +250,7 @@ impl Config {
                 .map_or(true, |v| v != "0" && !v.eq_ignore_ascii_case("false")),
             confirm_outside_roots: flag(NIB_CONFIRM_OUTSIDE_ROOTS),
             sandbox_network: flag(NIB_SANDBOX_NETWORK),
-            confirm_network: flag(NIB_CONFIRM_NETWORK),
+            confirm_network: on_unless_off(NIB_CONFIRM_NETWORK),
             network_hosts: std::env::var(NIB_SANDBOX_NETWORK).ok().filter(|v| {
                 let v = v.trim();
                 !v.is_empty()

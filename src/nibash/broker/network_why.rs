@@ -39,8 +39,10 @@ pub fn note(config: &Config, output: &str, proxy_named_refusals: bool) -> Option
     if !FAILURE_MARKS.iter().any(|m| lower.contains(m)) {
         return None;
     }
+    let through_proxy = crate::netproxy::current().is_some();
     Some(match &config.network_hosts {
-        None if config.confirm_network => "[network: programs reach no host without the user's approval, and this client cannot be asked while a call runs; the user can allow hosts with NIB_SANDBOX_NETWORK=HOST,… (or every host with NIB_SANDBOX_NETWORK=1)]".to_string(),
+        None if through_proxy => "[network: no host is listed: programs reach a host only through nib's proxy (the HTTPS_PROXY and HTTP_PROXY variables), which puts it to the user first; a program that ignores them, or resolves names itself, fails; the user can allow hosts with NIB_SANDBOX_NETWORK=HOST,… in nib's environment]".to_string(),
+        None if config.confirm_network => "[network: off in the sandbox — programs reach no host, and this client cannot be asked to allow one; the user can allow hosts with NIB_SANDBOX_NETWORK=HOST,… in nib's environment (or every host with NIB_SANDBOX_NETWORK=1)]".to_string(),
         None => "[network: off in the sandbox — programs reach no host, so a name lookup or connection fails; the user can allow hosts with NIB_SANDBOX_NETWORK=HOST,… in nib's environment (or every host with NIB_SANDBOX_NETWORK=1)]".to_string(),
         Some(hosts) => format!(
             "[network: programs reach only {} and only through nib's proxy (the HTTPS_PROXY and HTTP_PROXY variables): a program that ignores them, or resolves names itself, fails; nibash_status lists what was reached and refused]",
@@ -62,6 +64,11 @@ mod tests {
         c.confirm_network = false;
         let curl = "curl: (6) Could not resolve host: example.org\n";
         assert!(note(&c, curl, false).is_some_and(|n| n.contains("NIB_SANDBOX_NETWORK=HOST")));
+        c.confirm_network = true;
+        assert!(note(&c, curl, false).is_some_and(
+            |n| n.contains("cannot be asked") && n.contains("NIB_SANDBOX_NETWORK=HOST")
+        ));
+        c.confirm_network = false;
         assert!(note(&c, "all fine\n", false).is_none());
         assert!(note(&c, curl, true).is_none(), "the proxy already said why");
         c.network_hosts = Some("crates.example".into());
