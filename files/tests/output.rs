@@ -269,3 +269,38 @@ fn an_unknown_tool_names_the_real_ones() {
     let s = project();
     insta::assert_snapshot!("unknown_tool", s.call("frobnicate", json!({})));
 }
+
+#[test]
+fn edits_that_cut_substitute_and_insert_and_a_write_over_a_read_file() {
+    let s = project();
+    let tag = s.tag("notes.txt");
+    let done = s.call(
+        "edit",
+        json!({"input": format!("[notes.txt#{tag}]\nCUT 1\nSUB 3: gamma\n+GAMMA\nPUT >5:\n+zeta\n")}),
+    );
+    insta::assert_snapshot!("edit_cut_sub_insert", done);
+    assert_eq!(s.file("notes.txt"), "beta\nGAMMA\ndelta\nepsilon\nzeta\n");
+    let tag = s.tag("notes.txt");
+    let written = s.call(
+        "write",
+        json!({"path": "notes.txt", "content": "one\n", "tag": tag}),
+    );
+    insta::assert_snapshot!("write_over_read", written);
+    assert_eq!(s.file("notes.txt"), "one\n");
+}
+
+#[test]
+fn read_selectors_for_the_end_and_facts() {
+    let s = project();
+    insta::assert_snapshot!(
+        "read_last_lines",
+        s.call("read", json!({"paths": ["notes.txt:-2"]}))
+    );
+    insta::assert_snapshot!(
+        "read_info",
+        s.call(
+            "read",
+            json!({"paths": ["notes.txt", "src/lib.rs"], "info": true})
+        )
+    );
+}
