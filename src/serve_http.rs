@@ -411,7 +411,8 @@ impl Log {
             "status": self.status,
             "ms": u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX),
         });
-        let _ = writeln!(std::io::stderr(), "{line}");
+        // One write(2): stderr is unbuffered, so writeln! wrote each JSON token apart.
+        let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
     }
 }
 
