@@ -1,7 +1,8 @@
 //! Black-box tests: the built `nib` binary, driven over stdio by rmcp's client
 //! (both protocol eras) or by raw JSON-RPC lines, and as a CLI.
 //! One test binary, so the suite links once.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+// A test is a script of steps: the 150-line rule (clippy.toml) is for product code.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::too_many_lines)]
 
 mod architecture;
 mod bash_diff;
