@@ -433,6 +433,8 @@ fn load_level(
     }
     let before = server.not_ok.load(std::sync::atomic::Ordering::Relaxed);
     let start = Barrier::new(n + 1);
+    let machine0 = machine_ticks();
+    let nib0 = process_ticks(server.child.id());
     let (t0, runs): (Instant, Vec<AgentRun>) = std::thread::scope(|s| {
         let handles: Vec<_> = (0..n)
             .map(|i| {
@@ -455,6 +457,11 @@ fn load_level(
         (t0, runs)
     });
     let wall = t0.elapsed();
+    let machine1 = machine_ticks();
+    let nib1 = process_ticks(server.child.id());
+    let all_ticks = machine1.1.saturating_sub(machine0.1).max(1) as f64;
+    let busy = machine1.0.saturating_sub(machine0.0) as f64 / all_ticks;
+    let nib_share = nib1.saturating_sub(nib0) as f64 / all_ticks;
     let not_ok = server
         .not_ok
         .load(std::sync::atomic::Ordering::Relaxed)
@@ -521,10 +528,82 @@ fn load_level(
             format!(" ({})", wrong_files.join(", "))
         }
     );
+    println!(
+        "|   | CPU | machine {:.0}% busy | nib and its ended workers {:.0}% | of all cores | |",
+        busy * 100.0,
+        nib_share * 100.0
+    );
     for e in errors.iter().take(3) {
         eprintln!("  an error: {e}");
     }
     Ok(out)
+}
+
+/// CPU time a process's threads have had, in ns (`/proc/PID/task/*/schedstat`).
+fn cpu_ns(pid: u32) -> u64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
+}
+
+/// The machine's CPU time so far, busy and in all, in ticks (`/proc/stat`).
+fn machine_ticks() -> (u64, u64) {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let Some(cpu) = stat.lines().next() else {
+        return (0, 0);
+    };
+    let f: Vec<u64> = cpu
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    let total: u64 = f.iter().take(8).sum();
+    // idle and iowait are not busy.
+    let idle = f.get(3).copied().unwrap_or(0) + f.get(4).copied().unwrap_or(0);
+    (total.saturating_sub(idle), total)
+}
+
+/// A process's CPU time with its ended children, in ticks (`/proc/PID/stat`).
+fn process_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The fields after the command's closing parenthesis: utime is the 12th.
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    rest.split_whitespace()
+        .skip(11)
+        .take(4)
+        .filter_map(|n| n.parse::<u64>().ok())
+        .sum()
+}
+
+/// The servers' CPU per call over a measurement (HTTP, stdio), in µs.
+struct Cpu(f64, f64);
+
+impl Cpu {
+    fn print(&self) {
+        let ratio = if self.1 > 0.0 {
+            format!("{:.2}x", self.0 / self.1)
+        } else {
+            "–".into()
+        };
+        println!(
+            "| ↳ the server's CPU per call (all its threads) | {:.0} µs | | stdio {:.0} µs | {ratio} |",
+            self.0, self.1
+        );
+    }
+}
+
+/// Runs `f` and measures both servers' CPU over it (`pids`: HTTP, stdio).
+fn with_cpu<T>(pids: (u32, u32), n: usize, f: impl FnOnce() -> Result<T>) -> Result<(T, Cpu)> {
+    let before = (cpu_ns(pids.0), cpu_ns(pids.1));
+    let v = f()?;
+    let after = (cpu_ns(pids.0), cpu_ns(pids.1));
+    let per = |a: u64, b: u64| a.saturating_sub(b) as f64 / 1000.0 / n.max(1) as f64;
+    Ok((v, Cpu(per(after.0, before.0), per(after.1, before.1))))
 }
 
 /// The `--only http` group.
@@ -558,6 +637,7 @@ pub(crate) fn http_scenarios(nib: &Path, scratch: &Path, n: usize, quick: bool) 
     let mut stdio_tag = tag_of(&stdio.call("read", json!({"paths": ["f300.ts:1-300"]}))?)?;
     agent.call("nibash", json!({"command": "true"}))?;
     stdio.call("nibash", json!({"command": "true"}))?;
+    let pids = (http.child.id(), stdio.child.id());
     let stdio = std::cell::RefCell::new(stdio);
     let agent = std::cell::RefCell::new(agent);
 
@@ -571,7 +651,7 @@ pub(crate) fn http_scenarios(nib: &Path, scratch: &Path, n: usize, quick: bool) 
             "stdio ping".into(),
             Box::new(|| time(|| stdio.borrow_mut().request("ping", json!({}))).map(|(d, _)| d)),
         )];
-        let (s, c, b) = interleave(n, Some(&mut f), &mut bases)?;
+        let ((s, c, b), cpu) = with_cpu(pids, n, || interleave(n, Some(&mut f), &mut bases))?;
         Row {
             scenario: "the transport alone: GET /healthz (HTTP) vs ping (stdio)".into(),
             nib: s,
@@ -579,6 +659,7 @@ pub(crate) fn http_scenarios(nib: &Path, scratch: &Path, n: usize, quick: bool) 
             baselines: b,
         }
         .print();
+        cpu.print();
     }
     {
         let mut f = || -> Result<(Duration, usize)> { time(|| agent.borrow_mut().list()) };
@@ -588,7 +669,7 @@ pub(crate) fn http_scenarios(nib: &Path, scratch: &Path, n: usize, quick: bool) 
                 time(|| stdio.borrow_mut().request("tools/list", json!({}))).map(|(d, _)| d)
             }),
         )];
-        let (s, c, b) = interleave(n, Some(&mut f), &mut bases)?;
+        let ((s, c, b), cpu) = with_cpu(pids, n, || interleave(n, Some(&mut f), &mut bases))?;
         Row {
             scenario: "tools/list (MCP, no tool)".into(),
             nib: s,
@@ -596,6 +677,7 @@ pub(crate) fn http_scenarios(nib: &Path, scratch: &Path, n: usize, quick: bool) 
             baselines: b,
         }
         .print();
+        cpu.print();
     }
     for (label, args) in [
         (
@@ -616,7 +698,7 @@ pub(crate) fn http_scenarios(nib: &Path, scratch: &Path, n: usize, quick: bool) 
             "stdio".into(),
             Box::new(|| time(|| stdio.borrow_mut().call("read", a2.clone())).map(|(d, _)| d)),
         )];
-        let (s, c, b) = interleave(n, Some(&mut f), &mut bases)?;
+        let ((s, c, b), cpu) = with_cpu(pids, n, || interleave(n, Some(&mut f), &mut bases))?;
         Row {
             scenario: label.into(),
             nib: s,
@@ -624,6 +706,7 @@ pub(crate) fn http_scenarios(nib: &Path, scratch: &Path, n: usize, quick: bool) 
             baselines: b,
         }
         .print();
+        cpu.print();
     }
     {
         let mut k = 0u64;
@@ -645,7 +728,7 @@ pub(crate) fn http_scenarios(nib: &Path, scratch: &Path, n: usize, quick: bool) 
                 Ok(d)
             }),
         )];
-        let (s, c, b) = interleave(n, Some(&mut f), &mut bases)?;
+        let ((s, c, b), cpu) = with_cpu(pids, n, || interleave(n, Some(&mut f), &mut bases))?;
         drop(bases);
         Row {
             scenario: "edit: one line, the tag from the last answer".into(),
@@ -654,6 +737,7 @@ pub(crate) fn http_scenarios(nib: &Path, scratch: &Path, n: usize, quick: bool) 
             baselines: b,
         }
         .print();
+        cpu.print();
     }
     {
         let mut f = || -> Result<(Duration, usize)> {
@@ -675,7 +759,7 @@ pub(crate) fn http_scenarios(nib: &Path, scratch: &Path, n: usize, quick: bool) 
                 .map(|(d, _)| d)
             }),
         )];
-        let (s, c, b) = interleave(n, Some(&mut f), &mut bases)?;
+        let ((s, c, b), cpu) = with_cpu(pids, n, || interleave(n, Some(&mut f), &mut bases))?;
         Row {
             scenario: "nibash `true`".into(),
             nib: s,
@@ -683,6 +767,7 @@ pub(crate) fn http_scenarios(nib: &Path, scratch: &Path, n: usize, quick: bool) 
             baselines: b,
         }
         .print();
+        cpu.print();
     }
     drop(agent);
     drop(stdio);
