@@ -56,6 +56,9 @@ nib: hashline file tools for coding agents, as an MCP server or on the command l
 usage:
   nib [--provider NAME=PROGRAM]...    serve MCP on stdio (for a client such as Claude Code),
                                       offering each provider's tools as NAME_TOOL
+  nib serve --http HOST:PORT --token-file FILE [OPTIONS]
+                                      serve MCP over streamable HTTP to agents, each with a
+                                      token of FILE (nib serve --help; docs/http.md)
   nib read [--plain] [--info] [--outline] [--max-line-length N] PATH[:SELECTOR]...
   nib write [--tag TAG] PATH          content on stdin
   nib edit                            a patch on stdin (see the edit tool)
@@ -136,9 +139,6 @@ fn parse_args(args: &[String]) -> Result<Command, UsageError> {
         "hook" => Ok(Command::Hook),
         "statusline" => Ok(Command::Statusline),
         "setup" => parse_setup(rest),
-        "serve" if rest.iter().any(|a| a == "--help" || a == "-h") => {
-            Ok(Command::HelpFor(crate::serve_http::USAGE.into()))
-        }
         "serve" => crate::serve_http::parse(rest)
             .map(Command::ServeHttp)
             .map_err(UsageError),
@@ -276,6 +276,10 @@ fn tool_with_paths(
 /// `nib VERB --help`: the verb's usage, then what it does and what each
 /// option means; `None` for a word that is not a verb.
 pub fn help_page(verb: &str) -> Option<String> {
+    // serve's page is its own usage, every option with its default.
+    if verb == "serve" {
+        return Some(format!("usage:\n  {}", crate::serve_http::USAGE));
+    }
     let usage = verb_usage(verb)?;
     let details = match verb {
         "read" => {

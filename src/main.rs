@@ -57,6 +57,32 @@ async fn serve(config: config::Config) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Runs a server (`work`: MCP on stdio, or `nib serve --http`) on the
+/// runtime both share: two workers (the tools run on blocking threads),
+/// malloc's arenas limited. Blocking tool threads must not keep the process
+/// alive once the server is done, so they get 100 ms. `None` (said on
+/// stderr) when the runtime cannot start.
+fn run_async<F: std::future::Future>(work: F) -> Option<F::Output> {
+    nib_text::malloc::limit_arenas();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "nib: cannot start the async runtime: {e}"
+            );
+            return None;
+        }
+    };
+    let result = runtime.block_on(work);
+    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    Some(result)
+}
+
 fn main() -> std::process::ExitCode {
     // A confined worker: the sandbox re-executes nib to apply its layers.
     let raw: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
@@ -160,23 +186,9 @@ fn main() -> std::process::ExitCode {
             std::process::ExitCode::SUCCESS
         }
         cli::Command::ServeHttp(options) => {
-            nib_text::malloc::limit_arenas();
-            let runtime = match tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-            {
-                Ok(r) => r,
-                Err(e) => {
-                    let _ = writeln!(
-                        std::io::stderr(),
-                        "nib: cannot start the async runtime: {e}"
-                    );
-                    return std::process::ExitCode::FAILURE;
-                }
+            let Some(result) = run_async(nib::serve_http::serve(config, options)) else {
+                return std::process::ExitCode::FAILURE;
             };
-            let result = runtime.block_on(nib::serve_http::serve(config, options));
-            runtime.shutdown_timeout(std::time::Duration::from_millis(100));
             match result {
                 Ok(()) => std::process::ExitCode::SUCCESS,
                 Err(e) => {
@@ -195,24 +207,9 @@ fn main() -> std::process::ExitCode {
                 );
             }
             config.cli_providers = providers;
-            nib_text::malloc::limit_arenas();
-            let runtime = match tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-            {
-                Ok(r) => r,
-                Err(e) => {
-                    let _ = writeln!(
-                        std::io::stderr(),
-                        "nib: cannot start the async runtime: {e}"
-                    );
-                    return std::process::ExitCode::FAILURE;
-                }
+            let Some(result) = run_async(serve(config)) else {
+                return std::process::ExitCode::FAILURE;
             };
-            let result = runtime.block_on(serve(config));
-            // Blocking tool threads must not keep the process alive once stdin is closed.
-            runtime.shutdown_timeout(std::time::Duration::from_millis(100));
             match result {
                 Ok(()) => std::process::ExitCode::SUCCESS,
                 Err(e) => {

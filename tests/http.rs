@@ -877,3 +877,100 @@ fn readiness_follows_the_sandbox_and_health_does_not() {
         assert!(!dir.path().join("canary").exists(), "{env:?}: {}", a.body);
     }
 }
+
+#[test]
+fn nib_help_lists_serve_and_serve_help_shows_its_options() {
+    let dir = project();
+    let run = |args: &[&str]| {
+        let out = Command::new(nib_bin())
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "nib {args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let help = run(&["--help"]);
+    assert!(
+        help.contains("  nib serve --http HOST:PORT --token-file FILE"),
+        "{help}"
+    );
+    for flag in ["--help", "-h"] {
+        let page = run(&["serve", flag]);
+        assert!(page.starts_with("usage:\n  nib serve --http"), "{page}");
+        for option in [
+            "--token-file",
+            "--allow-host",
+            "--allow-origin",
+            "--max-body",
+            "--max-calls ",
+            "--max-calls-per-agent",
+            "--grace",
+            "X-Nib-Token",
+        ] {
+            assert!(page.contains(option), "{option}: {page}");
+        }
+    }
+}
+
+#[test]
+fn the_log_line_names_agent_method_tool_status_and_ms_and_never_an_argument() {
+    let dir = project();
+    let nib = serve(dir.path(), &[]);
+    const SECRET: &str = "sk-live-CANARY0123456789abcdef";
+    let (text, err) = modern_call(
+        &nib.addr,
+        ALICE,
+        "write",
+        json!({"path": "creds.env", "content": format!("API_KEY={SECRET}\n")}),
+    )
+    .tool_text();
+    assert!(!err, "{text}");
+    let (text, err) = modern_call(
+        &nib.addr,
+        BOB,
+        "nibash",
+        json!({"command": format!("echo {SECRET} >/dev/null"), "description": SECRET}),
+    )
+    .tool_text();
+    assert!(!err, "{text}");
+    // A request whose token is a secret that is nobody's: 401, not logged either.
+    let wrong = format!("Bearer {SECRET}");
+    assert_eq!(
+        canary_call(&nib.addr, &[("Authorization", &wrong)]).status,
+        401
+    );
+    let start = Instant::now();
+    let lines = loop {
+        let log = nib.stderr.lock().unwrap().clone();
+        let lines: Vec<Value> = log
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        if lines.len() >= 3 || start.elapsed() > Duration::from_secs(10) {
+            assert!(!log.contains(SECRET), "a secret reached stderr:\n{log}");
+            assert!(!log.contains(ALICE) && !log.contains(BOB), "{log}");
+            break lines;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    for (agent, tool) in [("alice", "write"), ("bob", "nibash")] {
+        assert!(
+            lines.iter().any(|l| l["agent"] == agent
+                && l["method"] == "tools/call"
+                && l["tool"] == tool
+                && l["status"] == 200
+                && l["ms"].is_u64()),
+            "{lines:?}"
+        );
+    }
+    for l in &lines {
+        let keys: Vec<&String> = l.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["agent", "method", "tool", "status", "ms"], "{l}");
+    }
+    assert!(
+        std::fs::read_to_string(dir.path().join("creds.env"))
+            .unwrap()
+            .contains(SECRET)
+    );
+}
