@@ -337,6 +337,8 @@ struct AgentRun {
     errors: Vec<String>,
     /// The rounds whose edit nib took, in order.
     edits: Vec<u64>,
+    /// Characters of the nibash answers, in all.
+    bash_chars: usize,
 }
 
 /// The file each agent edits: 40 lines that name it.
@@ -358,6 +360,7 @@ fn agent_loop(
         times: [Vec::new(), Vec::new(), Vec::new()],
         errors: Vec::new(),
         edits: Vec::new(),
+        bash_chars: 0,
     };
     let mut agent = match HttpAgent::connect(addr, &token(i)) {
         Ok(a) => a,
@@ -402,8 +405,9 @@ fn agent_loop(
         let t = Instant::now();
         let bash = agent.call("nibash", json!({"command": "true"}));
         run.times[2].push(t.elapsed());
-        if let Err(e) = bash {
-            run.errors.push(e);
+        match bash {
+            Ok(text) => run.bash_chars += text.chars().count(),
+            Err(e) => run.errors.push(e),
         }
         if !pause.is_zero() {
             std::thread::sleep(pause);
@@ -434,7 +438,7 @@ fn load_level(
     let before = server.not_ok.load(std::sync::atomic::Ordering::Relaxed);
     let start = Barrier::new(n + 1);
     let machine0 = machine_ticks();
-    let nib0 = process_ticks(server.child.id());
+    let nib0 = tree_ticks(server.child.id());
     let (t0, runs): (Instant, Vec<AgentRun>) = std::thread::scope(|s| {
         let handles: Vec<_> = (0..n)
             .map(|i| {
@@ -451,6 +455,7 @@ fn load_level(
                     times: [Vec::new(), Vec::new(), Vec::new()],
                     errors: vec!["an agent's thread panicked".into()],
                     edits: Vec::new(),
+                    bash_chars: 0,
                 })
             })
             .collect();
@@ -458,7 +463,7 @@ fn load_level(
     });
     let wall = t0.elapsed();
     let machine1 = machine_ticks();
-    let nib1 = process_ticks(server.child.id());
+    let nib1 = tree_ticks(server.child.id());
     let all_ticks = machine1.1.saturating_sub(machine0.1).max(1) as f64;
     let busy = machine1.0.saturating_sub(machine0.0) as f64 / all_ticks;
     let nib_share = nib1.saturating_sub(nib0) as f64 / all_ticks;
@@ -528,10 +533,12 @@ fn load_level(
             format!(" ({})", wrong_files.join(", "))
         }
     );
+    let bash_calls = runs.iter().map(|r| r.times[2].len()).sum::<usize>().max(1);
     println!(
-        "|   | CPU | machine {:.0}% busy | nib and its ended workers {:.0}% | of all cores | |",
+        "|   | CPU | machine {:.0}% busy | nib and its processes {:.0}% | of all cores; a nibash answer {} chars on average | |",
         busy * 100.0,
-        nib_share * 100.0
+        nib_share * 100.0,
+        runs.iter().map(|r| r.bash_chars).sum::<usize>() / bash_calls
     );
     for e in errors.iter().take(3) {
         eprintln!("  an error: {e}");
@@ -568,15 +575,44 @@ fn machine_ticks() -> (u64, u64) {
     (total.saturating_sub(idle), total)
 }
 
-/// A process's CPU time with its ended children, in ticks (`/proc/PID/stat`).
-fn process_ticks(pid: u32) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // The fields after the command's closing parenthesis: utime is the 12th.
-    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
-    rest.split_whitespace()
-        .skip(11)
-        .take(4)
-        .filter_map(|n| n.parse::<u64>().ok())
+/// The CPU time of `pid` and every process below it, with the children
+/// each has reaped, in ticks (`/proc/*/stat`): nib, its zygote and the
+/// workers the zygote forked and reaped.
+fn tree_ticks(pid: u32) -> u64 {
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    // (pid, parent, ticks) of every process.
+    let all: Vec<(u32, u32, u64)> = procs
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|p| {
+            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
+            // The fields after the command's closing parenthesis: the
+            // parent is the 2nd, utime the 12th (then stime, cutime, cstime).
+            let rest: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+            let parent = rest.get(1)?.parse().ok()?;
+            let ticks = rest
+                .get(11..15)?
+                .iter()
+                .filter_map(|n| n.parse::<u64>().ok())
+                .sum();
+            Some((p, parent, ticks))
+        })
+        .collect();
+    let mut tree = vec![pid];
+    let mut k = 0;
+    while let Some(&p) = tree.get(k) {
+        tree.extend(
+            all.iter()
+                .filter(|(_, parent, _)| *parent == p)
+                .map(|(c, _, _)| *c),
+        );
+        k += 1;
+    }
+    all.iter()
+        .filter(|(p, _, _)| tree.contains(p))
+        .map(|(_, _, t)| t)
         .sum()
 }
 
