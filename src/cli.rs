@@ -16,6 +16,8 @@ use crate::tools;
 use nib_files::config::Config;
 use nib_files::context::Ctx;
 use nib_files::seen::Agent;
+use nib_files::tools::FileRequest;
+use nib_files::tools::read::ReadRequest;
 use nib_files::workspace::Workspace;
 
 /// What the command line asked for.
@@ -39,14 +41,39 @@ pub enum Command {
     Statusline,
     /// Register nib with the clients.
     Setup(crate::setup::SetupArgs),
-    /// Run a tool with these arguments.
-    Tool(&'static str, Map<String, Value>),
+    /// Run a tool verb; `json`: print the answer as one JSON object.
+    Tool {
+        /// The call.
+        call: ToolCall,
+        /// `--json` was given.
+        json: bool,
+    },
     /// Shape a saved log as nibash would show it.
     Shape(Shape),
     /// Put a change of nib's back (`None`: list them).
     Undo(Option<usize>),
     /// `nib undo --diff`: the newest change as a diff.
     UndoDiff,
+}
+
+/// A tool verb's call: a file tool's typed request, or a shell tool's
+/// (`sh`, `skim`) arguments as the shell tools read them.
+#[derive(Debug, PartialEq, Eq)]
+pub enum ToolCall {
+    /// read, grep, find, edit or write.
+    File(FileRequest),
+    /// The shell's tools, by name.
+    Shell(&'static str, Map<String, Value>),
+}
+
+impl ToolCall {
+    /// The tool's name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ToolCall::File(r) => r.name(),
+            ToolCall::Shell(name, _) => name,
+        }
+    }
 }
 
 /// Usage text.
@@ -120,10 +147,7 @@ fn parse_args(args: &[String]) -> Result<Command, UsageError> {
     if json {
         let rest: Vec<String> = args.iter().filter(|a| *a != "--json").cloned().collect();
         return match parse_args(&rest)? {
-            Command::Tool(name, mut map) => {
-                map.insert(JSON_FLAG.into(), Value::Bool(true));
-                Ok(Command::Tool(name, map))
-            }
+            Command::Tool { call, .. } => Ok(Command::Tool { call, json: true }),
             other => Ok(other),
         };
     }
@@ -169,7 +193,7 @@ fn parse_args(args: &[String]) -> Result<Command, UsageError> {
             )),
         },
         "edit" => match rest.first() {
-            None => Ok(Command::Tool("edit", Map::new())),
+            None => Ok(shell_tool("edit", Map::new())),
             Some(extra) => Err(UsageError(format!(
                 "edit reads its patch from stdin; got \"{extra}\""
             ))),
@@ -237,7 +261,7 @@ fn parse_sh(rest: &[String]) -> Result<Command, UsageError> {
     }
     let command = command.ok_or_else(|| UsageError("sh needs a COMMAND".into()))?;
     map.insert("command".into(), json!(command));
-    Ok(Command::Tool("nibash", map))
+    Ok(shell_tool("nibash", map))
 }
 
 /// `nib skim [--expect TEXT] PATH...`.
@@ -270,7 +294,23 @@ fn tool_with_paths(
         return Err(UsageError(format!("{verb} needs at least one PATH")));
     }
     map.insert("paths".into(), json!(paths));
-    Ok(Command::Tool(verb, map))
+    Ok(shell_tool(verb, map))
+}
+
+/// A tool verb run as `name` with these arguments.
+fn shell_tool(name: &'static str, map: Map<String, Value>) -> Command {
+    Command::Tool {
+        call: ToolCall::Shell(name, map),
+        json: false,
+    }
+}
+
+/// A file tool verb's typed request.
+fn file_tool(request: FileRequest) -> Command {
+    Command::Tool {
+        call: ToolCall::File(request),
+        json: false,
+    }
 }
 
 /// `nib VERB --help`: the verb's usage, then what it does and what each
@@ -532,35 +572,31 @@ pub fn shape(s: &Shape) -> u8 {
 }
 
 fn parse_read(rest: &[String]) -> Result<Command, UsageError> {
-    let mut map = Map::new();
-    let mut paths = Vec::new();
+    let mut request = ReadRequest::default();
     let mut it = rest.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
-            "--plain" => {
-                map.insert("plain".into(), json!(true));
-            }
-            "--info" => {
-                map.insert("info".into(), json!(true));
-            }
-            "--outline" => {
-                map.insert("outline".into(), json!(true));
-            }
+            "--plain" => request.options.plain = true,
+            "--info" => request.options.info = true,
+            "--outline" => request.options.outline = true,
             "--max-line-length" => {
                 let n = it
                     .next()
-                    .and_then(|v| v.parse::<u64>().ok())
+                    .and_then(|v| v.parse::<usize>().ok())
                     .ok_or_else(|| UsageError("--max-line-length needs a number".into()))?;
-                map.insert("maxLineLength".into(), json!(n));
+                request.max_line_length(n);
             }
-            "--" => paths.extend(it.by_ref().cloned()),
+            "--" => request.paths.extend(it.by_ref().cloned()),
             flag if flag.starts_with("--") => {
                 return Err(UsageError(format!("read has no option {flag}")));
             }
-            path => paths.push(path.to_string()),
+            path => request.paths.push(path.to_string()),
         }
     }
-    tool_with_paths("read", map, paths)
+    if request.paths.is_empty() {
+        return Err(UsageError("read needs at least one PATH".into()));
+    }
+    Ok(file_tool(FileRequest::Read(request)))
 }
 
 fn parse_setup(rest: &[String]) -> Result<Command, UsageError> {
@@ -671,7 +707,7 @@ fn parse_grep(rest: &[String]) -> Result<Command, UsageError> {
     if !globs.is_empty() {
         map.insert("glob".into(), json!(globs));
     }
-    Ok(Command::Tool("grep", map))
+    Ok(shell_tool("grep", map))
 }
 
 fn parse_find(rest: &[String]) -> Result<Command, UsageError> {
@@ -709,7 +745,7 @@ fn parse_find(rest: &[String]) -> Result<Command, UsageError> {
     if !globs.is_empty() {
         map.insert("glob".into(), json!(globs));
     }
-    Ok(Command::Tool("find", map))
+    Ok(shell_tool("find", map))
 }
 
 fn parse_write(rest: &[String]) -> Result<Command, UsageError> {
@@ -737,7 +773,7 @@ fn parse_write(rest: &[String]) -> Result<Command, UsageError> {
     }
     let path = path.ok_or_else(|| UsageError("write needs a PATH".into()))?;
     map.insert("path".into(), json!(path));
-    Ok(Command::Tool("write", map))
+    Ok(shell_tool("write", map))
 }
 
 /// Prints the sandbox layers this machine offers — each tried once, with
@@ -835,10 +871,6 @@ pub fn doctor(config: &Config) -> i32 {
     i32::from(config.sandbox && mode.is_err())
 }
 
-/// The key `parse` sets when a verb asked for `--json` (taken out before
-/// the tool sees its arguments).
-const JSON_FLAG: &str = "__nib_json";
-
 /// The answer as one JSON object for scripts: the text, whether it is an
 /// error, the exit status of a command (`sh`), the files written with their
 /// new tags.
@@ -928,8 +960,8 @@ pub fn undo_diff(config: &Config) -> i32 {
 }
 
 /// Runs a tool verb and returns the process exit status.
-pub fn run_tool(config: Config, name: &str, mut args: Map<String, Value>) -> i32 {
-    let as_json = args.remove(JSON_FLAG).is_some();
+pub fn run_tool(config: Config, mut call: ToolCall, as_json: bool) -> i32 {
+    let name = call.name();
     let stdin_arg = match name {
         "write" => Some("content"),
         "edit" => Some("input"),
@@ -948,7 +980,9 @@ pub fn run_tool(config: Config, name: &str, mut args: Map<String, Value>) -> i32
                 return fail(EMPTY_PATCH);
             }
             Ok(s) => {
-                args.insert(arg.into(), Value::String(s));
+                if let ToolCall::Shell(_, args) = &mut call {
+                    args.insert(arg.into(), Value::String(s));
+                }
             }
             Err(_) => {
                 return fail(&format!(
@@ -980,7 +1014,12 @@ pub fn run_tool(config: Config, name: &str, mut args: Map<String, Value>) -> i32
         live: None,
         programs: &crate::nibash::broker::command_rules::JudgedPrograms,
     };
-    let result = tools::call(name, Some(args), &ctx, &nibash, &std::sync::Arc::from(""));
+    let result = match call {
+        ToolCall::File(request) => nib_files::tools::run_file_request(request, &ctx),
+        ToolCall::Shell(name, args) => {
+            tools::call(name, Some(args), &ctx, &nibash, &std::sync::Arc::from(""))
+        }
+    };
     if matches!(name, "edit" | "grep") {
         let agent = agent.lock().unwrap_or_else(|p| p.into_inner());
         crate::cli_tokens::save(&config.state_dir, &loaded, &agent.tokens);
@@ -1163,13 +1202,12 @@ mod tests {
         );
         assert!(parse(&["--provider".into(), "noequals".into()]).is_err());
         assert_eq!(parse(&s(&["--version"])).unwrap(), Command::Version);
-        let Command::Tool(name, map) = parse(&s(&["read", "--plain", "a:1-2", "b"])).unwrap()
-        else {
-            panic!("not a tool");
-        };
-        assert_eq!(name, "read");
-        assert_eq!(map["paths"], json!(["a:1-2", "b"]));
-        assert_eq!(map["plain"], json!(true));
+        let mut read = ReadRequest::new(s(&["a:1-2", "b"]));
+        read.options.plain = true;
+        assert_eq!(
+            parse(&s(&["read", "--plain", "a:1-2", "b"])).unwrap(),
+            file_tool(FileRequest::Read(read))
+        );
         assert!(parse(&s(&["read"])).is_err());
         assert!(parse(&s(&["write", "a", "b"])).is_err());
         assert!(parse(&s(&["frobnicate"])).is_err());

@@ -177,8 +177,8 @@ fn main() -> std::process::ExitCode {
             let _ = std::io::stdout().write_all(nib::terminal::visible(&out).as_bytes());
             std::process::ExitCode::from(code as u8)
         }
-        cli::Command::Tool(name, map) => {
-            let code = cli::run_tool(config, name, map);
+        cli::Command::Tool { call, json } => {
+            let code = cli::run_tool(config, call, json);
             nib::netproxy::remove_socket_folder();
             std::process::ExitCode::from(code as u8)
         }

@@ -14,6 +14,7 @@ use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::Value;
 
 use nib_files::context::{Ctx, ToolOutput};
+use nib_files::tools::read::ReadRequest;
 
 /// Lines shown for one location at most.
 pub const MAX_LOCATION_LINES: usize = 40;
@@ -229,12 +230,8 @@ fn rows_of(
                 }
             })
             .collect();
-        let mut args = serde_json::Map::new();
-        args.insert(
-            "paths".into(),
-            Value::from(vec![format!("{path}:{}", ranges.join(","))]),
-        );
-        match crate::tools::call_file_tool("read", Some(args), ctx) {
+        let request = ReadRequest::new(vec![format!("{path}:{}", ranges.join(","))]);
+        match nib_files::tools::read::run(request, ctx) {
             Ok(r) if !r.is_error => {
                 let said: Vec<String> = locs
                     .iter()

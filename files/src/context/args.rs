@@ -45,6 +45,11 @@ impl Args {
         self.notes.push(note.into());
     }
 
+    /// Takes the notes made so far (later ones still come from [`Args::finish`]).
+    pub fn take_notes(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notes)
+    }
+
     /// Whether an argument was sent (null counts as absent).
     pub fn has(&self, name: &str) -> bool {
         self.map.get(name).is_some_and(|v| !v.is_null())

@@ -167,9 +167,48 @@ pub fn definitions() -> Vec<ToolDef> {
     ]
 }
 
+/// One file tool's call, typed: what [`call_file_tool`] parses a name and
+/// its arguments into, and what the command line, the worker's own commands
+/// and the providers' locations build themselves. Each tool's request lives
+/// beside the tool and reads the tool's schema leniently.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FileRequest {
+    /// `read`.
+    Read(read::ReadRequest),
+}
+
+impl FileRequest {
+    /// The tool's name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            FileRequest::Read(_) => "read",
+        }
+    }
+
+    /// Parses a file tool's arguments (absent arguments are an empty
+    /// object); `Ok(None)` for a name that is not a typed file tool.
+    pub fn parse(
+        name: &str,
+        arguments: Option<Map<String, Value>>,
+    ) -> Result<Option<FileRequest>, CallError> {
+        let args = Args::new(arguments);
+        Ok(Some(match name {
+            "read" => FileRequest::Read(read::ReadRequest::from_args(args)?),
+            _ => return Ok(None),
+        }))
+    }
+}
+
+/// Runs a typed file tool call.
+pub fn run_file_request(request: FileRequest, ctx: &Ctx) -> Result<ToolOutput, CallError> {
+    match request {
+        FileRequest::Read(r) => Ok(read::run(r, ctx)?),
+    }
+}
+
 /// Runs a file tool by name (read, edit, grep, find, write): the tools that
-/// need nothing of the shell, as the broker's tool table, the worker's own
-/// commands and the providers' locations call them.
+/// need nothing of the shell, as the broker's tool table (the MCP server's
+/// arguments) calls them.
 pub fn call_file_tool(
     name: &str,
     arguments: Option<Map<String, Value>>,
@@ -177,7 +216,7 @@ pub fn call_file_tool(
 ) -> Result<ToolOutput, CallError> {
     let args = Args::new(arguments);
     match name {
-        "read" => Ok(read::run(args, ctx)?),
+        "read" => run_file_request(FileRequest::Read(read::ReadRequest::from_args(args)?), ctx),
         "edit" => Ok(edit::run(args, ctx)?),
         "grep" => Ok(grep::run(args, ctx)?),
         "find" => Ok(find::run(args, ctx)?),
