@@ -974,3 +974,61 @@ fn the_log_line_names_agent_method_tool_status_and_ms_and_never_an_argument() {
             .contains(SECRET)
     );
 }
+
+/// The MCP Python SDK's python (target/mcp-venv, which .ci/run installs), if there.
+fn sdk_python() -> Option<std::path::PathBuf> {
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/mcp-venv/bin/python");
+    let ok = Command::new(&python)
+        .args(["-c", "from mcp.client.client import Client"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if ok {
+        return Some(python);
+    }
+    assert!(
+        std::env::var_os("NIB_REQUIRE_THIRD_PARTY").is_none(),
+        "the MCP Python SDK is not in target/mcp-venv; .ci/run installs it"
+    );
+    crate::common::skip("the MCP Python SDK is not in target/mcp-venv (.ci/run installs it)");
+    None
+}
+
+/// A real client in both eras: the older one is asked over its session
+/// (elicitation/create), the 2026-07-28 one through input_required and a
+/// sealed requestState it echoes; an approval writes, a decline does not.
+#[test]
+fn a_real_client_is_asked_for_approval_in_both_eras() {
+    let Some(python) = sdk_python() else { return };
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/http_client/approve_client.py");
+    let dir = project();
+    let nib = serve_with(dir.path(), &[], &[("NIB_SANDBOX", "1")]);
+    let url = format!("http://{}/mcp", nib.addr);
+    let target = dir.path().join(".mcp.json");
+    for mode in ["legacy", "2026-07-28"] {
+        for answer in ["decline", "accept"] {
+            let _ = std::fs::remove_file(&target);
+            let out = Command::new(&python)
+                .arg(&script)
+                .args([&url, mode, answer, ".mcp.json", "{}\n"])
+                .env("NIB_TOKEN", ALICE)
+                .output()
+                .unwrap();
+            let said = String::from_utf8_lossy(&out.stdout).into_owned();
+            let what = format!(
+                "{mode} {answer}: {said}{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(out.status.success(), "{what}");
+            let v: Value = serde_json::from_str(said.trim()).expect(&what);
+            assert_eq!(v["asked"], 1, "{what}");
+            if answer == "accept" {
+                assert_eq!(v["error"], false, "{what}");
+                assert_eq!(std::fs::read_to_string(&target).unwrap(), "{}\n", "{what}");
+            } else {
+                assert_eq!(v["error"], true, "{what}");
+                assert!(!target.exists(), "{what}");
+            }
+        }
+    }
+}
