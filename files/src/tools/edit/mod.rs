@@ -14,7 +14,8 @@
 //! what a token waives, every section's verdict gathered into one answer,
 //! the commit through the journal, `nib undo`'s record and what the agent
 //! has seen once the files are written. One section's work lies beside it:
-//! `section` plans it (the file read, the tag's base, the anchors checked),
+//! `section` plans it (the tag's base, the anchors checked) on the file as
+//! `current` reads it,
 //! `rebase` finds the base a tag names and moves ops onto the current text,
 //! `imports` turns IMPORT lines into ops, `land` splices the ops and builds
 //! the section's write steps and rows, and `refusal` words a section's
@@ -23,6 +24,7 @@
 //! in [`warnings`] and [`missing_import`].
 
 pub mod apply;
+mod current;
 mod imports;
 pub mod journal;
 mod land;
@@ -45,6 +47,7 @@ use journal::Step;
 use nib_text::text::Text;
 use patch::{Patch, Section};
 use refusal::Refusal;
+use section::Waivers;
 
 pub use rebase::NOT_SHOWN;
 
@@ -56,24 +59,6 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
     let input = args.required_string("input")?;
     let notes = args.finish();
     Ok(edit(&input, ctx, notes))
-}
-
-/// What a token (or the same patch sent again) lets through.
-#[derive(Default)]
-struct Waivers {
-    seen: bool,
-    sub_moves: Vec<(usize, usize)>,
-    versions: Option<Vec<(PathBuf, Arc<Text>)>>,
-}
-
-impl From<&PendingEdit> for Waivers {
-    fn from(p: &PendingEdit) -> Waivers {
-        Waivers {
-            seen: p.waive_seen,
-            sub_moves: p.sub_moves.clone(),
-            versions: Some(p.versions.clone()),
-        }
-    }
 }
 
 /// Applies a patch text.

@@ -9,9 +9,9 @@
 use std::sync::Arc;
 
 use super::apply::Op;
+use super::current::Current;
 use super::patch::Section;
 use super::refusal::{Refusal, around, rows_of};
-use super::section::Current;
 use crate::context::Ctx;
 use crate::seen::SeenLines;
 use nib_text::hashline::{self, Tag};

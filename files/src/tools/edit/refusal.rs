@@ -1,15 +1,13 @@
 //! Why a section of a patch cannot apply, and the file's rows shown with
 //! it: a [`Refusal`] is hard (fix the patch), to confirm (send it again or
-//! REAPPLY) or waiting for a person's approval; [`problem`] words the
-//! planner's [`Problem`]s with the rows they are about. The rows shown are
-//! recorded as seen by the call (`super::apply_sections`); what to refuse
-//! is decided by `section` and `rebase`.
+//! REAPPLY) or waiting for a person's approval, with the rows it shows
+//! ([`rows_of`], [`around`]). The rows shown are recorded as seen by the
+//! call (`super::apply_sections`); what to refuse, and its words, are
+//! decided by `current`, `section`, `rebase` and `land`.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::apply::Problem;
-use super::section::Current;
 use nib_text::hashline::{self, Tag};
 use nib_text::text::Text;
 
@@ -56,72 +54,4 @@ pub(super) fn around(centers: &[usize], radius: usize, len: usize) -> Vec<usize>
         out.extend(lo..=hi);
     }
     out
-}
-
-/// Turns a planning problem into a refusal that quotes the file.
-pub(super) fn problem(p: Problem, shown: &str, cur: Option<&Current>) -> Refusal {
-    let show = |lines: &[usize]| -> (String, Option<Shown>) {
-        match cur {
-            Some(c) => {
-                let (rows, ls) = rows_of(&c.text, lines);
-                (
-                    format!("{}\n{}", hashline::header(shown, c.tag), rows.join("\n")),
-                    Some(c.shown(ls)),
-                )
-            }
-            None => (String::new(), None),
-        }
-    };
-    match p {
-        Problem::OutOfRange {
-            patch_line,
-            line,
-            len,
-        } => {
-            let (rows, s) = show(&around(&[len], 2, len));
-            Refusal::Hard(
-                format!(
-                    "patch line {patch_line}: line {line} is past the end of {shown}, which has {len} lines. Its last lines:\n{rows}"
-                ),
-                s,
-            )
-        }
-        Problem::Mismatch {
-            patch_line,
-            line,
-            expected,
-        } => {
-            let (rows, s) = show(&[line]);
-            Refusal::Hard(
-                format!(
-                    "patch line {patch_line}: line {line} of {shown} does not match \"{expected}\"; it reads:\n{rows}\nhint: check the line numbers against the rows read printed"
-                ),
-                s,
-            )
-        }
-        Problem::SubNotOnLine {
-            patch_line,
-            line,
-            old,
-            on_line,
-            ..
-        } => {
-            let (rows, s) = show(&[line]);
-            let why = if on_line > 1 {
-                format!("occurs {on_line} times on line {line}; SUB needs text that occurs once")
-            } else {
-                format!("is not on line {line}, nor once elsewhere in the file")
-            };
-            Refusal::Hard(
-                format!("patch line {patch_line}: SUB {line}: \"{old}\" {why}:\n{rows}"),
-                s,
-            )
-        }
-        Problem::Overlap { first, second } => Refusal::Hard(
-            format!(
-                "patch lines {first} and {second}: these hunks of {shown} touch the same lines; merge them into one hunk (line numbers never shift between hunks)"
-            ),
-            None,
-        ),
-    }
 }

@@ -1,28 +1,47 @@
-//! One section of a patch planned against its file: the file as it is now
-//! ([`Current`]), an `*** Add File`, a section without a tag (the current
+//! One section of a patch planned against its file as it is now: an
+//! `*** Add File`, a section without a tag (the current
 //! text is the base) or one under a `[PATH#TAG]` header (the base the tag
 //! names, the hunks planned on it, every anchored line checked against what
 //! the agent saw, the ops rebased when the tag is stale). What the planner
 //! does with hunks lives in [`super::apply`], the base and the rebase in
 //! `rebase`, IMPORT lines in `imports`, the splice and the answer's rows in
-//! `land`, the wording of a refusal in `refusal`.
+//! `land`, the file as read in `current`, a refusal's rows in `refusal`;
+//! what a token or a patch sent again waives ([`Waivers`]) is kept here.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::Waivers;
 use super::apply::{self, Op, Problem, SubPolicy};
+use super::current::{Current, read_current};
 use super::imports::with_imports;
 use super::journal::Step;
 use super::land::{Planned, Ready, finish, target};
 use super::patch::{FileOp, Section, SectionKind};
 use super::rebase::{base_of, rebase};
-use super::refusal::{Refusal, Shown, around, problem, rows_of};
-use crate::context::{Ctx, TEXT_LIMIT};
-use crate::fs::{self, FsError, Kind};
-use crate::seen::SeenLines;
+use super::refusal::{Refusal, Shown, around, rows_of};
+use crate::context::Ctx;
+use crate::fs;
+use crate::seen::{PendingEdit, SeenLines};
 use nib_text::hashline::{self, Tag};
 use nib_text::text::Text;
+
+/// What a token (or the same patch sent again) lets through.
+#[derive(Default)]
+pub(super) struct Waivers {
+    seen: bool,
+    sub_moves: Vec<(usize, usize)>,
+    versions: Option<Vec<(PathBuf, Arc<Text>)>>,
+}
+
+impl From<&PendingEdit> for Waivers {
+    fn from(p: &PendingEdit) -> Waivers {
+        Waivers {
+            seen: p.waive_seen,
+            sub_moves: p.sub_moves.clone(),
+            versions: Some(p.versions.clone()),
+        }
+    }
+}
 
 /// Where a SUB may look for its text, and which moves it may make without
 /// asking: two lines from where it was named, onto a line the agent saw.
@@ -52,55 +71,6 @@ impl SubPolicy for AllowSub<'_> {
         self.approved.contains(&(patch_line, found))
             || (named.abs_diff(found) <= 2 && self.seen.contains(found))
     }
-}
-
-/// A file's current state, read for editing.
-pub(super) struct Current {
-    pub(super) text: Arc<Text>,
-    /// The file's bytes as read (MV and CP without hunks copy them as they are).
-    pub(super) bytes: Vec<u8>,
-    pub(super) tag: Tag,
-    pub(super) stat: fs::Stat,
-    pub(super) canonical: PathBuf,
-}
-
-impl Current {
-    /// These lines of the current text, as rows printed in a refusal.
-    pub(super) fn shown(&self, lines: Vec<usize>) -> Shown {
-        Shown {
-            canonical: self.canonical.clone(),
-            tag: self.tag,
-            text: Arc::clone(&self.text),
-            lines,
-        }
-    }
-}
-
-fn read_current(scope: &fs::Scope, path: &Path, shown: &str) -> Result<Option<Current>, Refusal> {
-    let hard = |m: String| Refusal::Hard(m, None);
-    let stat = match fs::stat(scope, path) {
-        Ok(s) => s,
-        Err(FsError::NotFound) => return Ok(None),
-        Err(e) => return Err(hard(format!("{shown}: {e}"))),
-    };
-    match stat.kind {
-        Kind::File => {}
-        Kind::Dir => return Err(hard(format!("{shown} is a folder; edit changes files"))),
-        Kind::Special(k) => return Err(hard(format!("{shown} is a {k}, not a regular file"))),
-    }
-    let file = fs::read_file(scope, path, TEXT_LIMIT).map_err(|e| hard(format!("{shown}: {e}")))?;
-    let head = &file.bytes[..file.bytes.len().min(8192)];
-    if let Some(kind) = nib_text::filekind::binary_kind(path, head) {
-        return Err(hard(format!("{shown} is {kind}; edit changes text files")));
-    }
-    let canonical = fs::canonical(path).map_err(|e| hard(format!("{shown}: {e}")))?;
-    Ok(Some(Current {
-        tag: Tag::of(&file.bytes),
-        text: Arc::new(Text::decode(&file.bytes)),
-        bytes: file.bytes.clone(),
-        stat: file.stat,
-        canonical,
-    }))
 }
 
 pub(super) fn plan_section(
@@ -412,4 +382,72 @@ fn seen_in_current(base_seen: &SeenLines, map: Option<&[Option<usize>]>) -> Seen
         }
     }
     seen_now
+}
+
+/// Turns a planning problem into a refusal that quotes the file.
+fn problem(p: Problem, shown: &str, cur: Option<&Current>) -> Refusal {
+    let show = |lines: &[usize]| -> (String, Option<Shown>) {
+        match cur {
+            Some(c) => {
+                let (rows, ls) = rows_of(&c.text, lines);
+                (
+                    format!("{}\n{}", hashline::header(shown, c.tag), rows.join("\n")),
+                    Some(c.shown(ls)),
+                )
+            }
+            None => (String::new(), None),
+        }
+    };
+    match p {
+        Problem::OutOfRange {
+            patch_line,
+            line,
+            len,
+        } => {
+            let (rows, s) = show(&around(&[len], 2, len));
+            Refusal::Hard(
+                format!(
+                    "patch line {patch_line}: line {line} is past the end of {shown}, which has {len} lines. Its last lines:\n{rows}"
+                ),
+                s,
+            )
+        }
+        Problem::Mismatch {
+            patch_line,
+            line,
+            expected,
+        } => {
+            let (rows, s) = show(&[line]);
+            Refusal::Hard(
+                format!(
+                    "patch line {patch_line}: line {line} of {shown} does not match \"{expected}\"; it reads:\n{rows}\nhint: check the line numbers against the rows read printed"
+                ),
+                s,
+            )
+        }
+        Problem::SubNotOnLine {
+            patch_line,
+            line,
+            old,
+            on_line,
+            ..
+        } => {
+            let (rows, s) = show(&[line]);
+            let why = if on_line > 1 {
+                format!("occurs {on_line} times on line {line}; SUB needs text that occurs once")
+            } else {
+                format!("is not on line {line}, nor once elsewhere in the file")
+            };
+            Refusal::Hard(
+                format!("patch line {patch_line}: SUB {line}: \"{old}\" {why}:\n{rows}"),
+                s,
+            )
+        }
+        Problem::Overlap { first, second } => Refusal::Hard(
+            format!(
+                "patch lines {first} and {second}: these hunks of {shown} touch the same lines; merge them into one hunk (line numbers never shift between hunks)"
+            ),
+            None,
+        ),
+    }
 }

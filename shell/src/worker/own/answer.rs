@@ -10,7 +10,7 @@ use std::sync::Mutex;
 
 use serde_json::{Map, json};
 
-use super::{Call, WcWhat};
+use super::call::{Call, WcWhat};
 use crate::channel::Event;
 use nib_files::context::{Ctx, Programs};
 use nib_files::seen::Agent;

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use serde_json::{Map, json};
 
-use super::{Call, is_log, text_file};
+use super::call::{Call, is_log, text_file};
 
 /// Turns a basic regular expression (grep's default) into the extended
 /// syntax the grep tool reads.

@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use super::{Call, WcWhat, selector, text_file};
+use super::call::{Call, WcWhat, selector, text_file};
 
 /// `cat [-n] FILE…`.
 pub(super) fn plan_cat(args: &[String], cwd: &Path) -> Option<Call> {

@@ -9,27 +9,29 @@
 //! scripts see the behaviour they expect. Rows printed count as seen: the
 //! lines are reported to the broker, which checks them against the file.
 //!
-//! This file owns the builtin entry, the fall back to the system program,
-//! the [`Call`] a command line becomes and which files nib may show as rows
-//! (not logs, not binary). A command line is read by `lines` (`cat`, `head`,
+//! This file owns the builtin entry, the fall back to the system program
+//! and the choice of reader for a command line; the [`Call`] it becomes and
+//! which files nib may show as rows (not logs, not binary) are `call`'s. A
+//! command line is read by `lines` (`cat`, `head`,
 //! `tail`, `sed -n`, `cut -c`, `wc`) or `grep` (the grep family and `rg`);
 //! `answer` runs the call with the file tools in this process and reports
 //! the rows shown as seen.
 
 mod answer;
+mod call;
 mod grep;
 mod lines;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::pin::Pin;
 
 use brush_core::commands::{CommandArg, ShellForCommand, SimpleCommand};
 use brush_core::{ExecutionContext, ExecutionResult};
-use serde_json::{Map, Value};
 
 use super::link::Se;
 
 pub use answer::{answer, with_tools};
+pub use call::{Call, WcWhat, is_log};
 
 /// The commands nib answers itself when it can.
 pub const NAMES: &[&str] = &[
@@ -85,28 +87,6 @@ pub async fn system(
     Ok(waited.into())
 }
 
-/// What nib runs instead of the system program.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Call {
-    /// The read tool on these `path:A-B` selectors.
-    Read(Vec<String>),
-    /// Counts for `wc` (which counts to print).
-    Count(Vec<PathBuf>, WcWhat),
-    /// `cut -c`: the columns of each line, as `N|TEXT` rows.
-    Columns(PathBuf, Vec<(usize, Option<usize>)>),
-    /// The grep tool with these arguments.
-    Grep(Map<String, Value>),
-}
-
-/// Which counts `wc` prints.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct WcWhat {
-    lines: bool,
-    words: bool,
-    bytes: bool,
-    chars: bool,
-}
-
 /// Plans nib's answer for `name args…`, or `None` when the system program
 /// must run (an option nib does not know, stdin, a file it should not show
 /// as rows).
@@ -121,68 +101,6 @@ pub fn plan(name: &str, args: &[String], cwd: &Path) -> Option<Call> {
         "rg" => grep::plan_rg(args, cwd),
         _ => None,
     }
-}
-
-/// A regular text file nib may show as rows, with its line count.
-fn text_file(arg: &str, cwd: &Path) -> Option<(PathBuf, usize)> {
-    if arg.is_empty() || arg == "-" {
-        return None;
-    }
-    let path = cwd.join(arg);
-    if is_log(&path) {
-        return None;
-    }
-    let meta = std::fs::metadata(&path).ok()?;
-    if !meta.is_file() || meta.len() > nib_files::context::TEXT_LIMIT {
-        return None;
-    }
-    let bytes = std::fs::read(&path).ok()?;
-    if bytes.iter().take(8192).any(|b| *b == 0) {
-        return None;
-    }
-    let text = nib_text::text::Text::decode(&bytes);
-    Some((path, text.len()))
-}
-
-/// Files that print as plain output through nibash: `*.log`, `*.out`, and
-/// files in a `log`, `logs` or `test-logs` folder that git does not track.
-pub fn is_log(path: &Path) -> bool {
-    let ext = path.extension().and_then(|e| e.to_str());
-    if matches!(ext, Some("log") | Some("out")) {
-        return true;
-    }
-    let in_log_folder = path.components().any(|c| {
-        matches!(
-            c.as_os_str().to_str(),
-            Some("log") | Some("logs") | Some("test-logs")
-        )
-    });
-    in_log_folder && !tracked_by_git(path)
-}
-
-/// Whether git tracks the file (false outside a repository or without git).
-fn tracked_by_git(path: &Path) -> bool {
-    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
-        return false;
-    };
-    let mut git = std::process::Command::new("git");
-    for setting in nib_files::git::NEUTRAL_CONFIG {
-        git.args(["-c", setting]);
-    }
-    git.arg("-C")
-        .arg(dir)
-        .args(["ls-files", "--error-unmatch", "--"])
-        .arg(name)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-/// The read tool's selector for lines `a` to `b` of `path`.
-fn selector(path: &Path, a: usize, b: usize) -> String {
-    format!("{}:{a}-{b}", path.display())
 }
 
 #[cfg(test)]
