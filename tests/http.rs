@@ -842,12 +842,16 @@ fn approvals_travel_in_a_sealed_request_state_that_cannot_be_forged_altered_repl
 #[test]
 fn readiness_follows_the_sandbox_and_health_does_not() {
     let sandboxed = [("NIB_SANDBOX", "1")];
-    // A sandbox that starts programs: ready.
+    // A sandbox that starts programs (bubblewrap, or Landlock + seccomp alone): ready.
     let dir = project();
-    let nib = serve_with(dir.path(), &[], &sandboxed);
-    let a = request(&nib.addr, "GET", "/readyz", &[], b"");
-    assert_eq!(a.status, 200, "{}", a.body);
-    drop(nib);
+    for env in [
+        &sandboxed[..],
+        &[("NIB_SANDBOX", "1"), ("NIB_SANDBOX_BWRAP", "0")][..],
+    ] {
+        let nib = serve_with(dir.path(), &[], env);
+        let a = request(&nib.addr, "GET", "/readyz", &[], b"");
+        assert_eq!(a.status, 200, "{env:?}: {}", a.body);
+    }
     // One that cannot (no Landlock, no user namespaces, no mount, so not
     // even root's bubblewrap starts, nor Landlock + seccomp): not ready,
     // still alive, and saying no more.
