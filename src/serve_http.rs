@@ -639,9 +639,13 @@ impl Front {
 }
 
 /// Serves MCP over HTTP until SIGTERM (or ctrl+c), then drains and saves.
-pub async fn serve(config: Config, options: Options) -> anyhow::Result<()> {
+pub async fn serve(mut config: Config, options: Options) -> anyhow::Result<()> {
     let tokens =
         Tokens::load(&options.token_file, &config.project_dir).map_err(anyhow::Error::msg)?;
+    // Every agent's token is in that file: the sandbox hides it from every
+    // agent's programs (one agent reading it would become any other).
+    config.sandbox_hide.extend(std::path::absolute(&options.token_file));
+    config.sandbox_hide.extend(std::fs::canonicalize(&options.token_file));
     let listener = tokio::net::TcpListener::bind(&options.addr)
         .await
         .map_err(|e| {

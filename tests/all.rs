@@ -20,6 +20,7 @@ mod git_dirs;
 mod grep;
 mod http;
 mod http_clients;
+mod http_red_team;
 mod lang;
 mod layers;
 mod limits;

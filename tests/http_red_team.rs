@@ -1,0 +1,176 @@
+//! `nib serve --http` attacked as a hostile agent would: one agent's token
+//! and programs reaching for another agent's things. Each test plants a
+//! canary (a token, a marker file) that must stay out of the attacker's
+//! reach, through the built binary over real HTTP/1.1.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::common::{isolated_env, nib_bin, project};
+
+const ALICE: &str = "alice-secret-token-0123456789abcdef";
+const BOB: &str = "bob-token-0123456789abcdef";
+
+/// A running `nib serve --http`.
+struct Served {
+    child: Child,
+    addr: String,
+    /// The folder that holds the token file (`tokens`).
+    etc: PathBuf,
+    _home: tempfile::TempDir,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts nib in `dir` with alice's and bob's tokens in `etc/tokens`, a
+/// folder outside the project that programs may read (as `/etc` is), with
+/// `env` on top (the sandbox's variables).
+fn serve(dir: &Path, env: &[(&str, &str)]) -> Served {
+    let home = tempfile::tempdir().unwrap();
+    let etc = home.path().join("etc");
+    std::fs::create_dir_all(&etc).unwrap();
+    let tokens = etc.join("tokens");
+    std::fs::write(&tokens, format!("alice {ALICE}\nbob {BOB}\n")).unwrap();
+    let mut cmd = Command::new(nib_bin());
+    cmd.args(["serve", "--http", "127.0.0.1:0", "--token-file"])
+        .arg(&tokens)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .env("NIB_LOG", "warn");
+    for (k, v) in isolated_env(home.path()) {
+        cmd.env(k, v);
+    }
+    cmd.env("NIB_SANDBOX_BIND", &etc);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut addr = None;
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        if let Some(rest) = line.strip_prefix("listening on http://") {
+            addr = rest.strip_suffix("/mcp").map(str::to_string);
+            break;
+        }
+    }
+    let addr = addr.expect("nib printed where it listens");
+    std::thread::spawn(move || for _ in lines.map_while(Result::ok) {});
+    Served {
+        child,
+        addr,
+        etc,
+        _home: home,
+    }
+}
+
+/// One request (`Connection: close`): the status and the body.
+fn request(addr: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let mut head = format!("POST /mcp HTTP/1.1\r\nConnection: close\r\nHost: {addr}\r\n");
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
+    s.write_all(head.as_bytes()).unwrap();
+    let _ = s.write_all(body);
+    let mut raw = Vec::new();
+    let _ = s.read_to_end(&mut raw);
+    let text = String::from_utf8_lossy(&raw).to_string();
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = text
+        .split_once("\r\n\r\n")
+        .map_or("", |(_, b)| b)
+        .to_string();
+    (status, body)
+}
+
+/// A 2026-07-28 tools/call as the agent of `token`: the text of its answer
+/// (or the whole body when it is not a tool result).
+fn call(addr: &str, token: &str, tool: &str, args: Value) -> String {
+    let body = json!({
+        "jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": tool, "arguments": args, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "red-team", "version": "1"}
+        }}
+    });
+    let auth = format!("Bearer {token}");
+    let (_, text) = request(
+        addr,
+        &[
+            ("Authorization", &auth),
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", tool),
+        ],
+        body.to_string().as_bytes(),
+    );
+    serde_json::from_str::<Value>(&text)
+        .ok()
+        .and_then(|m| {
+            m["result"]["content"][0]["text"]
+                .as_str()
+                .map(str::to_string)
+        })
+        .unwrap_or(text)
+}
+
+const SANDBOXES: &[&[(&str, &str)]] = &[
+    &[("NIB_SANDBOX", "1")],
+    &[("NIB_SANDBOX", "1"), ("NIB_SANDBOX_BWRAP", "0")],
+];
+
+/// The token file holds every agent's token: bob's programs, and nib's own
+/// commands in his nibash, read the folder it is in but never the file
+/// (reading it would make bob alice).
+#[test]
+fn an_agents_programs_never_read_the_token_file() {
+    for env in SANDBOXES {
+        for attempt in 0..2 {
+            let dir = project();
+            let nib = serve(dir.path(), env);
+            let tokens = nib.etc.join("tokens");
+            let t = tokens.display();
+            let text = call(
+                &nib.addr,
+                BOB,
+                "nibash",
+                json!({"command": format!(
+                    "cat {t}; /bin/cat {t}; base64 {t}; sh -c 'while read a b; do echo $b; done < {t}'; ls {}",
+                    nib.etc.display()
+                )}),
+            );
+            assert!(
+                text.contains("tokens"),
+                "{env:?} #{attempt}: ls ran: {text}"
+            );
+            assert!(
+                !text.contains(ALICE) && !text.contains("YWxpY2Ug"),
+                "{env:?} #{attempt}: bob read alice's token: {text}"
+            );
+            let text = call(&nib.addr, BOB, "read", json!({"paths": [tokens]}));
+            assert!(!text.contains(ALICE), "{env:?} #{attempt}: {text}");
+        }
+    }
+}
