@@ -15,8 +15,10 @@ use serde_json::{Map, Value, json};
 use crate::tools;
 use nib_files::config::Config;
 use nib_files::context::Ctx;
+use nib_files::context::args::ArgError;
 use nib_files::seen::Agent;
 use nib_files::tools::FileRequest;
+use nib_files::tools::grep::{GrepRequest, Mode};
 use nib_files::tools::read::ReadRequest;
 use nib_files::workspace::Workspace;
 
@@ -64,6 +66,9 @@ pub enum ToolCall {
     File(FileRequest),
     /// The shell's tools, by name.
     Shell(&'static str, Map<String, Value>),
+    /// A flag's value the tool cannot use (`--mode lots`): the tool and
+    /// what is wrong, naming the flag; nothing runs.
+    Refused(&'static str, String),
 }
 
 impl ToolCall {
@@ -71,7 +76,7 @@ impl ToolCall {
     pub fn name(&self) -> &'static str {
         match self {
             ToolCall::File(r) => r.name(),
-            ToolCall::Shell(name, _) => name,
+            ToolCall::Shell(name, _) | ToolCall::Refused(name, _) => name,
         }
     }
 }
@@ -301,6 +306,15 @@ fn tool_with_paths(
 fn shell_tool(name: &'static str, map: Map<String, Value>) -> Command {
     Command::Tool {
         call: ToolCall::Shell(name, map),
+        json: false,
+    }
+}
+
+/// A tool verb whose flag's value the tool cannot use: the command line
+/// parsed, and `nib VERB` says what is wrong, naming the flag (exit 2).
+fn refused(verb: &'static str, error: ArgError) -> Command {
+    Command::Tool {
+        call: ToolCall::Refused(verb, error.0),
         json: false,
     }
 }
@@ -642,52 +656,34 @@ fn value<'a>(it: &mut std::slice::Iter<'a, String>, flag: &str) -> Result<&'a St
         .ok_or_else(|| UsageError(format!("{flag} needs a value")))
 }
 
-fn number(it: &mut std::slice::Iter<'_, String>, flag: &str) -> Result<u64, UsageError> {
+fn number(it: &mut std::slice::Iter<'_, String>, flag: &str) -> Result<usize, UsageError> {
     value(it, flag)?
         .parse()
         .map_err(|_| UsageError(format!("{flag} needs a number")))
 }
 
 fn parse_grep(rest: &[String]) -> Result<Command, UsageError> {
-    let mut map = Map::new();
+    let mut request = GrepRequest::new(String::new());
+    let mut mode = None;
     let mut positional = Vec::new();
-    let mut globs = Vec::new();
     let mut it = rest.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
-            "-i" | "--ignore-case" => {
-                map.insert("ignoreCase".into(), json!(true));
-            }
-            "-F" | "--literal" | "--fixed-strings" => {
-                map.insert("literal".into(), json!(true));
-            }
-            "-A" | "--after" => {
-                map.insert("after".into(), json!(number(&mut it, a)?));
-            }
-            "-B" | "--before" => {
-                map.insert("before".into(), json!(number(&mut it, a)?));
-            }
+            "-i" | "--ignore-case" => request.ignore_case = true,
+            "-F" | "--literal" | "--fixed-strings" => request.literal = true,
+            "-A" | "--after" => request.after = number(&mut it, a)?,
+            "-B" | "--before" => request.before = number(&mut it, a)?,
             "-C" | "--context" => {
                 let n = number(&mut it, a)?;
-                map.insert("before".into(), json!(n));
-                map.insert("after".into(), json!(n));
+                request.before = n;
+                request.after = n;
             }
-            "--glob" | "-g" => globs.push(value(&mut it, a)?.clone()),
-            "--mode" => {
-                map.insert("mode".into(), json!(value(&mut it, a)?));
-            }
-            "--no-ignore" => {
-                map.insert("noIgnore".into(), json!(true));
-            }
-            "--skip" => {
-                map.insert("skip".into(), json!(number(&mut it, a)?));
-            }
-            "--replace" | "-r" => {
-                map.insert("replace".into(), json!(value(&mut it, a)?));
-            }
-            "--max-line-length" => {
-                map.insert("maxLineLength".into(), json!(number(&mut it, a)?));
-            }
+            "--glob" | "-g" => request.globs.push(value(&mut it, a)?.clone()),
+            "--mode" => mode = Some(value(&mut it, a)?),
+            "--no-ignore" => request.no_ignore = true,
+            "--skip" => request.skip = number(&mut it, a)?,
+            "--replace" | "-r" => request.replace = Some(value(&mut it, a)?.clone()),
+            "--max-line-length" => request.max_line_length = number(&mut it, a)?,
             "--" => positional.extend(it.by_ref().cloned()),
             flag if flag.starts_with('-') && flag.len() > 1 && positional.is_empty() => {
                 return Err(UsageError(format!("grep has no option {flag}")));
@@ -696,18 +692,17 @@ fn parse_grep(rest: &[String]) -> Result<Command, UsageError> {
         }
     }
     let mut positional = positional.into_iter();
-    let pattern = positional
+    request.pattern = positional
         .next()
         .ok_or_else(|| UsageError("grep needs a PATTERN".into()))?;
-    map.insert("pattern".into(), json!(pattern));
-    let paths: Vec<String> = positional.collect();
-    if !paths.is_empty() {
-        map.insert("paths".into(), json!(paths));
+    request.paths = positional.collect();
+    if let Some(mode) = mode {
+        match Mode::parse(mode, "--mode") {
+            Ok(m) => request.mode = m,
+            Err(e) => return Ok(refused("grep", e)),
+        }
     }
-    if !globs.is_empty() {
-        map.insert("glob".into(), json!(globs));
-    }
-    Ok(shell_tool("grep", map))
+    Ok(file_tool(FileRequest::Grep(request)))
 }
 
 fn parse_find(rest: &[String]) -> Result<Command, UsageError> {
@@ -1019,6 +1014,7 @@ pub fn run_tool(config: Config, mut call: ToolCall, as_json: bool) -> i32 {
         ToolCall::Shell(name, args) => {
             tools::call(name, Some(args), &ctx, &nibash, &std::sync::Arc::from(""))
         }
+        ToolCall::Refused(_, message) => Err(tools::CallError::Args(ArgError(message))),
     };
     if matches!(name, "edit" | "grep") {
         let agent = agent.lock().unwrap_or_else(|p| p.into_inner());

@@ -40,11 +40,126 @@ pub const PAGE_PATHS: usize = 200;
 /// How long the look into ignored files may take when nothing matched.
 pub const IGNORED_LOOK: Duration = Duration::from_secs(3);
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Mode {
+/// What grep prints (`mode`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Mode {
+    /// The matching lines with context (no `mode`).
+    #[default]
     Content,
+    /// The matching files' paths (`files`).
     Files,
+    /// A count per file (`count`).
     Count,
+}
+
+impl Mode {
+    /// Reads a `mode` value; `name` is what the caller calls it in the
+    /// error (`"mode"` in a tool call, `--mode` on the command line).
+    pub fn parse(text: &str, name: &str) -> Result<Mode, ArgError> {
+        match text {
+            "content" => Ok(Mode::Content),
+            "files" | "files_with_matches" => Ok(Mode::Files),
+            "count" => Ok(Mode::Count),
+            other => Err(ArgError(format!(
+                "{name} is \"files\" or \"count\" (or absent for matching lines), not \"{other}\""
+            ))),
+        }
+    }
+}
+
+/// One `grep` call: what the MCP server deserialises its arguments into,
+/// what `nib grep` parses its flags into, and what the worker's own grep
+/// builds. Its arguments are the `grep` schema's, taken leniently
+/// ([`Args`]): aliases (`query`, `regex`, `path`, `case_insensitive`,
+/// `-i`, `-A`, `-B`, `output_mode`, `context`), numbers and booleans as
+/// text, lists as JSON text or one string, each slip noted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GrepRequest {
+    /// The regular expression (or text, with `literal`).
+    pub pattern: String,
+    /// Files or folders, each with an optional line selector (empty: the project).
+    pub paths: Vec<String>,
+    /// File name globs; `!glob` excludes.
+    pub globs: Vec<String>,
+    /// Case-insensitive.
+    pub ignore_case: bool,
+    /// The pattern is plain text.
+    pub literal: bool,
+    /// Context rows before each match.
+    pub before: usize,
+    /// Context rows after each match.
+    pub after: usize,
+    /// What to print.
+    pub mode: Mode,
+    /// Search what ignore rules would skip.
+    pub no_ignore: bool,
+    /// Longer lines print cut (clamped to 1..=[`super::read::MAX_MAX_LINE`]).
+    pub max_line_length: usize,
+    /// Files to skip (paging).
+    pub skip: usize,
+    /// A replacement to preview.
+    pub replace: Option<String>,
+    /// What the lenient parse took or ignored, printed under the answer.
+    pub notes: Vec<String>,
+}
+
+impl GrepRequest {
+    /// A search for `pattern` in the project with the defaults.
+    pub fn new(pattern: String) -> GrepRequest {
+        GrepRequest {
+            pattern,
+            paths: Vec::new(),
+            globs: Vec::new(),
+            ignore_case: false,
+            literal: false,
+            before: 1,
+            after: 1,
+            mode: Mode::Content,
+            no_ignore: false,
+            max_line_length: super::read::DEFAULT_MAX_LINE,
+            skip: 0,
+            replace: None,
+            notes: Vec::new(),
+        }
+    }
+
+    /// Takes a `grep` call's arguments apart.
+    pub fn from_args(mut args: Args) -> Result<GrepRequest, ArgError> {
+        args.alias("query", "pattern");
+        args.alias("regex", "pattern");
+        args.alias("path", "paths");
+        args.alias("case_insensitive", "ignoreCase");
+        args.alias("-i", "ignoreCase");
+        args.alias("-B", "before");
+        args.alias("-A", "after");
+        args.alias("output_mode", "mode");
+        let mut request = GrepRequest::new(args.required_string("pattern")?);
+        request.paths = args.string_list("paths")?.unwrap_or_default();
+        request.globs = args.string_list("glob")?.unwrap_or_default();
+        request.ignore_case = args.bool("ignoreCase")?.unwrap_or(false);
+        request.literal = args.bool("literal")?.unwrap_or(false);
+        let context = args.usize("context")?;
+        request.before = args.usize("before")?.or(context).unwrap_or(1);
+        request.after = args.usize("after")?.or(context).unwrap_or(1);
+        if let Some(mode) = args.string("mode")? {
+            request.mode = Mode::parse(&mode, "\"mode\"")?;
+        }
+        request.no_ignore = args.bool("noIgnore")?.unwrap_or(false);
+        if let Some(n) = args.usize("maxLineLength")? {
+            request.max_line_length = n;
+        }
+        request.skip = args.usize("skip")?.unwrap_or(0);
+        request.replace = args.string("replace")?;
+        request.notes = args.finish();
+        Ok(request)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for GrepRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<GrepRequest, D::Error> {
+        let map = serde_json::Map::deserialize(d)?;
+        GrepRequest::from_args(Args::new(Some(map))).map_err(serde::de::Error::custom)
+    }
 }
 
 /// A path to search, with its line selector.
@@ -104,41 +219,23 @@ fn pattern_error(pattern: &str, ignore_case: bool, matcher_error: &str) -> Strin
 }
 
 /// Runs `grep`.
-pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
-    args.alias("query", "pattern");
-    args.alias("regex", "pattern");
-    args.alias("path", "paths");
-    args.alias("case_insensitive", "ignoreCase");
-    args.alias("-i", "ignoreCase");
-    args.alias("-B", "before");
-    args.alias("-A", "after");
-    args.alias("output_mode", "mode");
-    let pattern_text = args.required_string("pattern")?;
-    let paths = args.string_list("paths")?.unwrap_or_default();
-    let globs = args.string_list("glob")?.unwrap_or_default();
-    let ignore_case = args.bool("ignoreCase")?.unwrap_or(false);
-    let literal = args.bool("literal")?.unwrap_or(false);
-    let context = args.usize("context")?;
-    let before = args.usize("before")?.or(context).unwrap_or(1);
-    let after = args.usize("after")?.or(context).unwrap_or(1);
-    let mode = match args.string("mode")?.as_deref() {
-        None | Some("content") => Mode::Content,
-        Some("files") | Some("files_with_matches") => Mode::Files,
-        Some("count") => Mode::Count,
-        Some(other) => {
-            return Err(ArgError(format!(
-                "\"mode\" is \"files\" or \"count\" (or absent for matching lines), not \"{other}\""
-            )));
-        }
-    };
-    let no_ignore = args.bool("noIgnore")?.unwrap_or(false);
-    let max_line = args
-        .usize("maxLineLength")?
-        .unwrap_or(super::read::DEFAULT_MAX_LINE)
-        .clamp(1, super::read::MAX_MAX_LINE);
-    let skip = args.usize("skip")?.unwrap_or(0);
-    let replace = args.string("replace")?;
-    let mut notes = args.finish();
+pub fn run(request: GrepRequest, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
+    let GrepRequest {
+        pattern: pattern_text,
+        paths,
+        globs,
+        ignore_case,
+        literal,
+        before,
+        after,
+        mode,
+        no_ignore,
+        max_line_length,
+        skip,
+        replace,
+        mut notes,
+    } = request;
+    let max_line = max_line_length.clamp(1, super::read::MAX_MAX_LINE);
 
     let pattern = match Pattern::new(
         &pattern_text,

@@ -175,6 +175,8 @@ pub fn definitions() -> Vec<ToolDef> {
 pub enum FileRequest {
     /// `read`.
     Read(read::ReadRequest),
+    /// `grep`.
+    Grep(grep::GrepRequest),
 }
 
 impl FileRequest {
@@ -182,6 +184,7 @@ impl FileRequest {
     pub fn name(&self) -> &'static str {
         match self {
             FileRequest::Read(_) => "read",
+            FileRequest::Grep(_) => "grep",
         }
     }
 
@@ -194,6 +197,7 @@ impl FileRequest {
         let args = Args::new(arguments);
         Ok(Some(match name {
             "read" => FileRequest::Read(read::ReadRequest::from_args(args)?),
+            "grep" => FileRequest::Grep(grep::GrepRequest::from_args(args)?),
             _ => return Ok(None),
         }))
     }
@@ -203,6 +207,7 @@ impl FileRequest {
 pub fn run_file_request(request: FileRequest, ctx: &Ctx) -> Result<ToolOutput, CallError> {
     match request {
         FileRequest::Read(r) => Ok(read::run(r, ctx)?),
+        FileRequest::Grep(r) => Ok(grep::run(r, ctx)?),
     }
 }
 
@@ -218,7 +223,7 @@ pub fn call_file_tool(
     match name {
         "read" => run_file_request(FileRequest::Read(read::ReadRequest::from_args(args)?), ctx),
         "edit" => Ok(edit::run(args, ctx)?),
-        "grep" => Ok(grep::run(args, ctx)?),
+        "grep" => run_file_request(FileRequest::Grep(grep::GrepRequest::from_args(args)?), ctx),
         "find" => Ok(find::run(args, ctx)?),
         "write" => Ok(write::run(args, ctx)?),
         other => Err(CallError::UnknownTool(other.to_string(), FILE_TOOL_NAMES)),

@@ -1,5 +1,6 @@
 //! A planned [`Call`] run with the file tools in this process: read and
-//! grep through [`nib_files::tools::call_file_tool`], `wc` and `cut -c`
+//! grep with their typed requests ([`nib_files::tools::read::run`],
+//! [`nib_files::tools::grep::run`]), `wc` and `cut -c`
 //! here; the rows the tools showed are reported to the broker as seen
 //! ([`Event::Seen`]). The worker's sandbox confines this process, so the
 //! tools run unconfined ([`AlreadyConfined`]). Which command lines become a
@@ -8,7 +9,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use serde_json::{Map, json};
+use nib_files::tools::read::ReadRequest;
+use nib_files::tools::read::versions::Collapse;
 
 use super::call::{Call, WcWhat};
 use crate::channel::Event;
@@ -110,15 +112,14 @@ impl Programs for AlreadyConfined {
 fn answer_with(call: &Call, ctx: &Ctx, workspace: &Workspace) -> (String, u8) {
     let (text, code) = match call {
         Call::Read(sels) => {
-            let mut m = Map::new();
-            m.insert("paths".into(), json!(sels));
-            m.insert("full".into(), json!(true));
-            match tools::call_file_tool("read", Some(m), ctx) {
+            let mut request = ReadRequest::new(sels.clone());
+            request.options.collapse = Collapse::Off;
+            match tools::read::run(request, ctx) {
                 Ok(out) => (out.text, u8::from(out.is_error)),
                 Err(e) => (format!("nibash: {e}\n"), 2),
             }
         }
-        Call::Grep(m) => match tools::call_file_tool("grep", Some(m.clone()), ctx) {
+        Call::Grep(request) => match tools::grep::run(request.clone(), ctx) {
             Ok(out) if out.is_error => (out.text, 2),
             Ok(out) => {
                 let none = out.text.starts_with("no matches");

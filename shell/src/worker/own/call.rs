@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{Map, Value};
+use nib_files::tools::grep::GrepRequest;
 
 /// What nib runs instead of the system program.
 #[derive(Clone, Debug, PartialEq)]
@@ -16,8 +16,8 @@ pub enum Call {
     Count(Vec<PathBuf>, WcWhat),
     /// `cut -c`: the columns of each line, as `N|TEXT` rows.
     Columns(PathBuf, Vec<(usize, Option<usize>)>),
-    /// The grep tool with these arguments.
-    Grep(Map<String, Value>),
+    /// The grep tool's request.
+    Grep(GrepRequest),
 }
 
 /// Which counts `wc` prints.

@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use serde_json::{Map, json};
+use nib_files::tools::grep::{GrepRequest, Mode};
 
 use super::call::{Call, is_log, text_file};
 
@@ -42,7 +42,7 @@ pub(super) fn plan_grep(name: &str, args: &[String], cwd: &Path) -> Option<Call>
     let mut literal = name == "fgrep";
     let (mut ignore_case, mut recursive, mut word, mut line) = (false, false, false, false);
     let (mut before, mut after) = (0usize, 0usize);
-    let mut mode: Option<&str> = None;
+    let mut mode = Mode::Content;
     let mut pattern: Option<String> = None;
     let mut globs: Vec<String> = Vec::new();
     let mut operands: Vec<&str> = Vec::new();
@@ -85,8 +85,8 @@ pub(super) fn plan_grep(name: &str, args: &[String], cwd: &Path) -> Option<Call>
                 "--extended-regexp" => extended = true,
                 "--word-regexp" => word = true,
                 "--line-regexp" => line = true,
-                "--files-with-matches" => mode = Some("files"),
-                "--count" => mode = Some("count"),
+                "--files-with-matches" => mode = Mode::Files,
+                "--count" => mode = Mode::Count,
                 _ => return None,
             }
         } else {
@@ -103,8 +103,8 @@ pub(super) fn plan_grep(name: &str, args: &[String], cwd: &Path) -> Option<Call>
                     'P' => extended = true,
                     'w' => word = true,
                     'x' => line = true,
-                    'l' => mode = Some("files"),
-                    'c' => mode = Some("count"),
+                    'l' => mode = Mode::Files,
+                    'c' => mode = Mode::Count,
                     c @ ('A' | 'B' | 'C') => {
                         let rest: String = flags[k + 1..].iter().collect();
                         let n: usize = if rest.is_empty() {
@@ -197,7 +197,7 @@ fn escape_regex(text: &str) -> String {
 }
 
 /// What a grep-family command line asks the grep tool for.
-struct GrepAsk<'a> {
+struct GrepAsk {
     pattern: String,
     paths: Vec<String>,
     globs: Vec<String>,
@@ -205,11 +205,11 @@ struct GrepAsk<'a> {
     literal: bool,
     before: usize,
     after: usize,
-    mode: Option<&'a str>,
+    mode: Mode,
 }
 
 /// The grep tool call for `ask`.
-fn grep_call(ask: GrepAsk<'_>) -> Option<Call> {
+fn grep_call(ask: GrepAsk) -> Option<Call> {
     let GrepAsk {
         pattern,
         paths,
@@ -220,27 +220,22 @@ fn grep_call(ask: GrepAsk<'_>) -> Option<Call> {
         after,
         mode,
     } = ask;
-    let mut m = Map::new();
-    m.insert("pattern".into(), json!(pattern));
-    m.insert("paths".into(), json!(paths));
-    if !globs.is_empty() {
-        m.insert("glob".into(), json!(globs));
-    }
-    m.insert("ignoreCase".into(), json!(ignore_case));
-    m.insert("literal".into(), json!(literal));
-    m.insert("before".into(), json!(before));
-    m.insert("after".into(), json!(after));
-    if let Some(mode) = mode {
-        m.insert("mode".into(), json!(mode));
-    }
-    Some(Call::Grep(m))
+    let mut request = GrepRequest::new(pattern);
+    request.paths = paths;
+    request.globs = globs;
+    request.ignore_case = ignore_case;
+    request.literal = literal;
+    request.before = before;
+    request.after = after;
+    request.mode = mode;
+    Some(Call::Grep(request))
 }
 
 /// `rg` and its options.
 pub(super) fn plan_rg(args: &[String], cwd: &Path) -> Option<Call> {
     let (mut ignore_case, mut literal, mut word) = (false, false, false);
     let (mut before, mut after) = (0usize, 0usize);
-    let mut mode: Option<&str> = None;
+    let mut mode = Mode::Content;
     let mut globs = Vec::new();
     let mut operands: Vec<&str> = Vec::new();
     let mut pattern: Option<String> = None;
@@ -258,8 +253,8 @@ pub(super) fn plan_rg(args: &[String], cwd: &Path) -> Option<Call> {
             "-w" | "--word-regexp" => word = true,
             "-n" | "--line-number" | "--hidden" | "-." => {}
             "-u" | "--no-ignore" => no_ignore = true,
-            "-l" | "--files-with-matches" => mode = Some("files"),
-            "-c" | "--count" => mode = Some("count"),
+            "-l" | "--files-with-matches" => mode = Mode::Files,
+            "-c" | "--count" => mode = Mode::Count,
             "-g" | "--glob" => globs.push(next()?),
             "-e" | "--regexp" => pattern = Some(next()?),
             "-A" => after = next()?.parse().ok()?,
@@ -307,8 +302,8 @@ pub(super) fn plan_rg(args: &[String], cwd: &Path) -> Option<Call> {
         after,
         mode,
     })?;
-    if no_ignore && let Call::Grep(m) = &mut call {
-        m.insert("noIgnore".into(), json!(true));
+    if let Call::Grep(request) = &mut call {
+        request.no_ignore = no_ignore;
     }
     Some(call)
 }

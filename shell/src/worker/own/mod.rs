@@ -106,7 +106,7 @@ pub fn plan(name: &str, args: &[String], cwd: &Path) -> Option<Call> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use nib_files::tools::grep::Mode;
 
     fn strings(a: &[&str]) -> Vec<String> {
         a.iter().map(|s| s.to_string()).collect()
@@ -222,21 +222,18 @@ mod tests {
         let Some(Call::Grep(m)) = plan("grep", &strings(&["-rni", "-C2", "a\\|b", "."]), c) else {
             panic!("grep -rni was not planned");
         };
-        assert_eq!(m["pattern"], json!("a|b"));
-        assert_eq!(m["ignoreCase"], json!(true));
-        assert_eq!(
-            (m["before"].clone(), m["after"].clone()),
-            (json!(2), json!(2))
-        );
+        assert_eq!(m.pattern, "a|b");
+        assert!(m.ignore_case);
+        assert_eq!((m.before, m.after), (2, 2));
         let Some(Call::Grep(m)) = plan("grep", &strings(&["-lw", "-F", "a.b", "a.txt"]), c) else {
             panic!("grep -lw -F was not planned");
         };
-        assert_eq!(m["pattern"], json!(r"\b(?:a\.b)\b"));
-        assert_eq!(m["mode"], json!("files"));
+        assert_eq!(m.pattern, r"\b(?:a\.b)\b");
+        assert_eq!(m.mode, Mode::Files);
         let Some(Call::Grep(m)) = plan("rg", &strings(&["-g", "*.rs", "fn (a|b)"]), c) else {
             panic!("rg was not planned");
         };
-        assert_eq!(m["glob"], json!(["*.rs"]));
-        assert_eq!(m["pattern"], json!("fn (a|b)"));
+        assert_eq!(m.globs, ["*.rs"]);
+        assert_eq!(m.pattern, "fn (a|b)");
     }
 }
