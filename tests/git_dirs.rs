@@ -641,3 +641,95 @@ async fn a_planted_gitmodules_registers_only_a_url_and_active() {
         );
     }
 }
+
+/// A local submodule `m` (from `upstream/`, ignored) registered and checked
+/// out by the person at the first of upstream's two commits, which the
+/// project records. Returns (recorded, other).
+fn checked_out_submodule(root: &Path) -> (String, String) {
+    let up = root.join("upstream");
+    std::fs::create_dir_all(&up).unwrap();
+    git(&up, &["init", "-q", "-b", "main"]);
+    let head = |dir: &Path| {
+        let out = std::process::Command::new("git")
+            .args(["rev-parse", "HEAD"])
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    std::fs::write(up.join("s.txt"), "one\n").unwrap();
+    git(&up, &["add", "-A"]);
+    git(&up, &["commit", "-qm", "one"]);
+    let recorded = head(&up);
+    std::fs::write(up.join("s.txt"), "two\n").unwrap();
+    git(&up, &["commit", "-qam", "two"]);
+    let other = head(&up);
+    std::fs::write(root.join(".gitignore"), "upstream/\n").unwrap();
+    git(
+        root,
+        &[
+            "-c",
+            "protocol.file.allow=always",
+            "submodule",
+            "add",
+            "-q",
+            "./upstream",
+            "m",
+        ],
+    );
+    git(&root.join("m"), &["checkout", "-q", &recorded]);
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-qm", "with m"]);
+    assert_eq!(head(&root.join("m")), recorded);
+    (recorded, other)
+}
+
+#[tokio::test]
+async fn a_submodule_already_checked_out_is_updated_inside_the_sandbox() {
+    for mode in SANDBOXED {
+        let (_t, root, _o, global, marker) = person_setup();
+        let (recorded, other) = checked_out_submodule(&root);
+        let config = root.join(".git/modules/m/config");
+        let before = std::fs::read(&config).unwrap();
+        let nib = sandboxed(&root, mode).await;
+        let m = marker.display();
+        let out = sh(
+            &nib,
+            &format!(
+                "git -c protocol.file.allow=always submodule update --init -q && echo FIRST; \
+                 git -c protocol.file.allow=always submodule update --init -q && echo SECOND; \
+                 git -C m checkout -q {other} && git submodule update -q && echo THIRD; \
+                 printf '\\tfsmonitor = touch {m}\\n' >> .git/modules/m/config; \
+                 mkdir -p .git/modules/m/hooks; printf '#!/bin/sh\\ntouch {m}\\n' > .git/modules/m/hooks/post-checkout; \
+                 chmod +x .git/modules/m/hooks/post-checkout; git -C m rev-parse HEAD"
+            ),
+        )
+        .await;
+        for step in ["FIRST", "SECOND", "THIRD"] {
+            assert!(out.contains(step), "{mode:?}: {step} failed: {out}");
+        }
+        assert!(
+            out.contains(&recorded),
+            "{mode:?}: m is not at the recorded commit: {out}"
+        );
+        nib.stop().await;
+        assert_eq!(
+            std::fs::read(&config).unwrap(),
+            before,
+            "{mode:?}: the submodule's config changed: {out}"
+        );
+        // The person's own git, outside any sandbox, runs nothing planted.
+        persons_git(&root, &global, &["status"]);
+        persons_git(&root.join("m"), &global, &["status"]);
+        persons_git(&root.join("m"), &global, &["checkout", "-q", &other]);
+        persons_git(
+            &root,
+            &global,
+            &["-c", "protocol.file.allow=always", "submodule", "update"],
+        );
+        assert!(
+            !marker.exists(),
+            "{mode:?}: the person's git ran the model's command: {out}"
+        );
+    }
+}

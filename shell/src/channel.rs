@@ -158,6 +158,18 @@ pub enum Ask {
         /// `--recursive`: also those of submodules already checked out.
         recursive: bool,
     },
+    /// Before `git submodule update`: take the `core.worktree` line git
+    /// would rewrite (and cannot: the config is read-only for programs)
+    /// out of the configs of the submodules at `paths`, until
+    /// [`Ask::RestoreWorktrees`] or the call's end.
+    HideWorktrees {
+        /// The work tree (absolute).
+        top: PathBuf,
+        /// The submodules' paths, relative to `top`.
+        paths: Vec<String>,
+    },
+    /// After that git: write back what [`Ask::HideWorktrees`] took out.
+    RestoreWorktrees,
     /// `kill [-SIG] %N…`.
     Kill {
         /// Job numbers.

@@ -372,6 +372,187 @@ fn append(scope: &Scope, path: &Path, bytes: &[u8]) -> Result<(), FsError> {
     Ok(())
 }
 
+/// A submodule's config whose `core.worktree` line the broker took out
+/// for the length of a `git submodule update` ([`hide_worktrees`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hidden {
+    /// The config (`.git/modules/NAME/config`).
+    pub config: PathBuf,
+    /// Its bytes before.
+    pub original: Vec<u8>,
+    /// Its bytes without the line, as written.
+    pub written: Vec<u8>,
+}
+
+/// The bytes of `config` without its `core.worktree` line, when there is
+/// exactly one, in the plain form git writes (`worktree = VALUE`, no
+/// quotes, backslashes or comments, the line before not continued) and
+/// naming `worktree` from the git dir `git_dir`; otherwise none.
+fn without_worktree(config: &[u8], git_dir: &Path, worktree: &Path) -> Option<Vec<u8>> {
+    let text = std::str::from_utf8(config).ok()?;
+    let mut section = String::new();
+    let mut found = None;
+    let mut start = 0;
+    let mut continued = false;
+    for line in text.split_inclusive('\n') {
+        let here = start;
+        start += line.len();
+        let t = line.trim();
+        let was_continued = continued;
+        continued = t.ends_with('\\');
+        if let Some(h) = t.strip_prefix('[') {
+            section = h
+                .split(']')
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_ascii_lowercase();
+            continue;
+        }
+        if section != "core" || was_continued {
+            continue;
+        }
+        let Some((k, v)) = t.split_once('=') else {
+            continue;
+        };
+        if !k.trim().eq_ignore_ascii_case("worktree") {
+            continue;
+        }
+        let v = v.trim();
+        if found.is_some()
+            || v.is_empty()
+            || v.contains(['"', '\\', ';', '#'])
+            || v.chars().any(char::is_control)
+        {
+            return None;
+        }
+        let named = lexical(&git_dir.join(v));
+        if named != lexical(worktree) {
+            return None;
+        }
+        found = Some(here..start);
+    }
+    let r = found?;
+    let mut out = config[..r.start].to_vec();
+    out.extend_from_slice(&config[r.end..]);
+    Some(out)
+}
+
+/// `path` with `.` left out and `..` taken lexically.
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Before `git submodule update` in the work tree `top`: git (2.47)
+/// rewrites `core.worktree` in the config of each submodule already
+/// checked out whenever the setting is there (a new file renamed onto it,
+/// which fails on the read-only bind), and writes nothing when it is not,
+/// finding the work tree through the submodule's `.git` file as usual.
+/// So for each of `paths` (relative to `top`) whose `.git` file names a
+/// git dir below `top`'s git dir's `modules/`, whose config's only
+/// `core.worktree` names that very submodule, that line is taken out in
+/// place (same inode). The broker writes back each returned config's
+/// original bytes when git is done ([`restore_worktrees`]). Nothing is
+/// added to a config, so nothing a program wrote there gains anything.
+/// Under any scope but the sandbox's nothing is done.
+pub fn hide_worktrees(scope: &Scope, top: &Path, paths: &[String]) -> Vec<Hidden> {
+    let mut hidden = Vec::new();
+    if !matches!(scope, Scope::Sandbox(_)) {
+        return hidden;
+    }
+    let Some(own) = git_dir_of(scope, top) else {
+        return hidden;
+    };
+    let modules = lexical(&own.join("modules"));
+    for path in paths {
+        let work = lexical(&top.join(path));
+        if !work.starts_with(top) {
+            continue;
+        }
+        let Ok(Kind::File) = super::stat(scope, &work.join(".git")).map(|m| m.kind) else {
+            continue;
+        };
+        let Some(git_dir) = git_dir_of(scope, &work).map(|d| lexical(&d)) else {
+            continue;
+        };
+        if !git_dir.starts_with(&modules) || git_dir == modules {
+            continue;
+        }
+        let config = git_dir.join("config");
+        let Ok(f) = super::read_file(scope, &config, LIMIT) else {
+            continue;
+        };
+        let Some(written) = without_worktree(&f.bytes, &git_dir, &work) else {
+            continue;
+        };
+        if rewrite(scope, &config, &written).is_ok() {
+            hidden.push(Hidden {
+                config,
+                original: f.bytes,
+                written,
+            });
+        }
+    }
+    hidden
+}
+
+/// Writes back what [`hide_worktrees`] took out, where the config still
+/// holds what it wrote; says what could not be.
+pub fn restore_worktrees(scope: &Scope, hidden: &[Hidden]) -> Vec<String> {
+    let mut failed = Vec::new();
+    for h in hidden {
+        let now = super::read_file(scope, &h.config, LIMIT).map(|f| f.bytes);
+        if now.as_deref().ok() != Some(h.written.as_slice()) {
+            continue;
+        }
+        if let Err(e) = rewrite(scope, &h.config, &h.original) {
+            failed.push(format!(
+                "{}: its core.worktree could not be written back ({e}); git finds the submodule's \
+                 work tree through its .git file without it",
+                h.config.display()
+            ));
+        }
+    }
+    failed
+}
+
+/// Replaces the content of the regular file at `path` beneath the roots
+/// in place (the same inode), refusing a link or a file with other names.
+fn rewrite(scope: &Scope, path: &Path, bytes: &[u8]) -> Result<(), FsError> {
+    let Scope::Sandbox(roots) = scope else {
+        return Err(FsError::Io(std::io::Error::other(
+            "a submodule's config is written back only under the sandbox",
+        )));
+    };
+    let (fd, _, _) = beneath::open(
+        roots,
+        path,
+        OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    let st = super::fstat(&fd)?;
+    if st.kind != Kind::File || st.nlink != 1 {
+        return Err(FsError::Io(std::io::Error::other(
+            "it is not a regular file with one name",
+        )));
+    }
+    let mut f = std::fs::File::from(fd);
+    f.set_len(0)?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -434,5 +615,32 @@ mod tests {
         assert!(is_wanted("lib/m", &["lib".into()]));
         assert!(is_wanted("lib/m", &["lib/m/".into()]));
         assert!(!is_wanted("lib/m", &["li".into()]));
+    }
+
+    #[test]
+    fn only_a_plain_worktree_naming_the_submodule_is_taken_out() {
+        let gd = Path::new("/p/.git/modules/m");
+        let wt = Path::new("/p/m");
+        let c =
+            b"[core]\n\tbare = false\n\tworktree = ../../../m\n[remote \"origin\"]\n\turl = /u\n";
+        assert_eq!(
+            without_worktree(c, gd, wt).as_deref(),
+            Some(&b"[core]\n\tbare = false\n[remote \"origin\"]\n\turl = /u\n"[..])
+        );
+        // Another folder, quotes, two of them, a continued line, none.
+        for odd in [
+            &b"[core]\n\tworktree = ../../../n\n"[..],
+            b"[core]\n\tworktree = \"../../../m\"\n",
+            b"[core]\n\tworktree = ../../../m\n\tworktree = ../../../m\n",
+            b"[core]\n\tx = a \\\n\tworktree = ../../../m\n",
+            b"[core]\n\tbare = false\n",
+        ] {
+            assert_eq!(
+                without_worktree(odd, gd, wt),
+                None,
+                "{}",
+                String::from_utf8_lossy(odd)
+            );
+        }
     }
 }

@@ -64,11 +64,17 @@ pub fn git(ctx: ExecutionContext<'_, Se>, args: Vec<CommandArg>) -> Answer<'_> {
             }
             _ => {
                 super::submodules::register(&ctx, rest);
+                let hidden = super::submodules::hide(&ctx, rest);
                 let to_model = super::link::to_model(&ctx);
-                match nib_files::git::plan(rest).filter(|_| to_model) {
+                let stderr = ctx.stderr();
+                let ran = match nib_files::git::plan(rest).filter(|_| to_model) {
                     Some(plan) => Ok(super::git::reshaped(&ctx, &argv, &plan)),
                     None => super::own::system(ctx, args).await,
+                };
+                if hidden {
+                    super::submodules::restore(stderr);
                 }
+                ran
             }
         }
     })

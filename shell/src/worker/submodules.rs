@@ -50,6 +50,18 @@ const PLAIN_GLOBAL: &[&str] = &[
 /// The registration `git ARGS` (started in `cwd`) needs, if it is
 /// `git submodule init` or `git submodule update --init`.
 fn wanted(cwd: &Path, args: &[String]) -> Option<Wanted> {
+    parsed(cwd, args).and_then(|(w, init, _)| init.then_some(w))
+}
+
+/// The submodules `git ARGS` updates, if it is `git submodule update`
+/// (with `--init` or not).
+fn updated(cwd: &Path, args: &[String]) -> Option<Wanted> {
+    parsed(cwd, args).and_then(|(w, _, update)| update.then_some(w))
+}
+
+/// A recognised `git submodule init|update` line: what it names, whether
+/// it registers (`init`, `--init`) and whether it updates.
+fn parsed(cwd: &Path, args: &[String]) -> Option<(Wanted, bool, bool)> {
     let mut dir = cwd.to_path_buf();
     let mut i = 0;
     loop {
@@ -62,6 +74,25 @@ fn wanted(cwd: &Path, args: &[String]) -> Option<Wanted> {
             "-c" => i += 2,
             _ if PLAIN_GLOBAL.contains(&a) => i += 1,
             "submodule" => break,
+            // `git pull --recurse-submodules` ends with `git submodule
+            // update` of every submodule.
+            "pull" => {
+                let recurse = args.get(i + 1..).unwrap_or_default().iter().any(|a| {
+                    matches!(
+                        a.as_str(),
+                        "--recurse-submodules"
+                            | "--recurse-submodules=yes"
+                            | "--recurse-submodules=true"
+                            | "--recurse-submodules=on-demand"
+                    )
+                });
+                let wanted = Wanted {
+                    dir,
+                    paths: Vec::new(),
+                    recursive: false,
+                };
+                return recurse.then_some((wanted, false, true));
+            }
             _ => return None,
         }
     }
@@ -93,11 +124,15 @@ fn wanted(cwd: &Path, args: &[String]) -> Option<Wanted> {
             j += 1;
         }
     }
-    init.then_some(Wanted {
-        dir,
-        paths,
-        recursive,
-    })
+    Some((
+        Wanted {
+            dir,
+            paths,
+            recursive,
+        },
+        init,
+        sub == "update",
+    ))
 }
 
 /// `path` without `.` and with `..` taken lexically.
@@ -139,6 +174,29 @@ fn gitlinks(listed: &[u8], named: &[String]) -> Vec<String> {
     out
 }
 
+/// Before `git ARGS` runs: when it updates submodules, asks the broker to
+/// take out the `core.worktree` git would rewrite in the configs of those
+/// already checked out (read-only here; see
+/// `nib_files::fs::submodules::hide_worktrees`). Returns whether it asked:
+/// then [`restore`] once git is done.
+pub fn hide(ctx: &ExecutionContext<'_, Se>, args: &[String]) -> bool {
+    let Some(w) = updated(ctx.shell.working_dir(), args) else {
+        return false;
+    };
+    let Some((top, paths)) = submodules_named(ctx, &w) else {
+        return false;
+    };
+    let _ = ask(Ask::HideWorktrees { top, paths });
+    true
+}
+
+/// After a `git submodule update` [`hide`] asked for: the broker writes
+/// back what it took out, and what it could not is said on `stderr`.
+pub fn restore(mut stderr: impl Write) {
+    let r = ask(Ask::RestoreWorktrees);
+    let _ = stderr.write_all(r.err.as_bytes());
+}
+
 /// Before `git ARGS` runs: when it registers submodules, asks the broker
 /// to register them (the config is read-only here) and prints what the
 /// broker left out. git runs afterwards in any case and says the rest.
@@ -146,8 +204,22 @@ pub fn register(ctx: &ExecutionContext<'_, Se>, args: &[String]) {
     let Some(w) = wanted(ctx.shell.working_dir(), args) else {
         return;
     };
-    let Ok(dir) = std::fs::canonicalize(&w.dir) else {
+    let Some((top, paths)) = submodules_named(ctx, &w) else {
         return;
+    };
+    let r = ask(Ask::RegisterSubmodules {
+        top,
+        paths,
+        recursive: w.recursive,
+    });
+    let _ = ctx.stderr().write_all(r.err.as_bytes());
+}
+
+/// The work tree `w` names and the gitlinks (submodules) in it that it
+/// names, as git takes them; none when git would refuse the line itself.
+fn submodules_named(ctx: &ExecutionContext<'_, Se>, w: &Wanted) -> Option<(PathBuf, Vec<String>)> {
+    let Ok(dir) = std::fs::canonicalize(&w.dir) else {
+        return None;
     };
     let top = match super::git::run(
         ctx,
@@ -159,7 +231,7 @@ pub fn register(ctx: &ExecutionContext<'_, Se>, args: &[String]) {
         ],
     ) {
         Ok((0, out, _)) => PathBuf::from(String::from_utf8_lossy(&out).trim_end_matches('\n')),
-        _ => return,
+        _ => return None,
     };
     let named: Vec<String> = w
         .paths
@@ -173,7 +245,7 @@ pub fn register(ctx: &ExecutionContext<'_, Se>, args: &[String]) {
         .collect();
     if named.len() < w.paths.len() {
         // A path outside the work tree: git refuses it itself.
-        return;
+        return None;
     }
     // As git: only submodules the index records (gitlinks) are registered.
     let Ok((0, listed, _)) = super::git::run(
@@ -186,18 +258,10 @@ pub fn register(ctx: &ExecutionContext<'_, Se>, args: &[String]) {
             "-z".into(),
         ],
     ) else {
-        return;
+        return None;
     };
     let paths = gitlinks(&listed, &named);
-    if paths.is_empty() {
-        return;
-    }
-    let r = ask(Ask::RegisterSubmodules {
-        top,
-        paths,
-        recursive: w.recursive,
-    });
-    let _ = ctx.stderr().write_all(r.err.as_bytes());
+    (!paths.is_empty()).then_some((top, paths))
 }
 
 #[cfg(test)]
@@ -231,6 +295,18 @@ mod tests {
             })
         );
         assert_eq!(got("submodule update"), None);
+        assert_eq!(
+            updated(cwd, &words("submodule update -- m")),
+            Some(Wanted {
+                dir: "/p".into(),
+                paths: vec!["m".into()],
+                recursive: false
+            })
+        );
+        assert_eq!(updated(cwd, &words("submodule init")), None);
+        assert!(updated(cwd, &words("-C c pull -q --recurse-submodules")).is_some());
+        assert_eq!(updated(cwd, &words("pull --recurse-submodules=no")), None);
+        assert_eq!(wanted(cwd, &words("pull --recurse-submodules")), None);
         assert_eq!(got("submodule status"), None);
         assert_eq!(got("--git-dir=/x submodule init"), None);
         assert_eq!(got("status"), None);

@@ -22,6 +22,19 @@ pub(super) struct Asker {
     pub(super) owner: crate::nibash::broker::jobs::Owner,
     pub(super) workspace: Workspace,
     pub(super) trashed: Vec<PathBuf>,
+    /// Submodule configs whose `core.worktree` is out for a `git
+    /// submodule update` of this call: written back when it asks, and at
+    /// the latest when the call ends (this is dropped).
+    pub(super) hidden: Vec<nib_files::fs::submodules::Hidden>,
+}
+
+impl Drop for Asker {
+    fn drop(&mut self) {
+        let hidden = std::mem::take(&mut self.hidden);
+        for line in nib_files::fs::submodules::restore_worktrees(&self.scope, &hidden) {
+            tracing::warn!("nibash: {line}");
+        }
+    }
 }
 
 /// Whether `name` may name a folder (what `hash -d name=dir` accepts).
@@ -119,6 +132,27 @@ impl Asker {
                 paths,
                 recursive,
             } => self.register_submodules(&top, &paths, recursive),
+            Ask::HideWorktrees { top, paths } => {
+                if self.is_folder(&top) {
+                    self.hidden
+                        .extend(nib_files::fs::submodules::hide_worktrees(
+                            &self.scope,
+                            &top,
+                            &paths,
+                        ));
+                }
+                Reply::default()
+            }
+            Ask::RestoreWorktrees => {
+                let hidden = std::mem::take(&mut self.hidden);
+                Reply {
+                    err: nib_files::fs::submodules::restore_worktrees(&self.scope, &hidden)
+                        .iter()
+                        .map(|l| format!("nib: {l}\n"))
+                        .collect(),
+                    ..Reply::default()
+                }
+            }
             Ask::Kill { jobs, signal: _ } => {
                 let mut r = Reply::default();
                 for id in jobs {

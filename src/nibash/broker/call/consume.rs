@@ -613,6 +613,7 @@ mod forged {
                 owner: Arc::clone(&entry.owner),
                 workspace,
                 trashed: Vec::new(),
+                hidden: Vec::new(),
             },
             seen: Vec::new(),
             wholes: Vec::new(),

@@ -111,6 +111,7 @@ pub fn run(ctx: &Ctx, nib: &Arc<Nibash>, owner: &Owner, args: CallArgs) -> ToolO
             owner: Arc::clone(owner),
             workspace: Workspace::sharing_names(cwd.clone(), ctx.workspace),
             trashed: Vec::new(),
+            hidden: Vec::new(),
         },
         seen: Vec::new(),
         wholes: Vec::new(),
