@@ -699,6 +699,9 @@ pub async fn serve(mut config: Config, options: Options) -> anyhow::Result<()> {
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let _ = writeln!(std::io::stderr(), "listening on http://{local}/mcp");
     let accept = |stream: tokio::net::TcpStream| {
+        // No Nagle: a streamed answer's last small chunk would wait for the
+        // client's delayed ACK (40 ms a call in the older era's sessions).
+        let _ = stream.set_nodelay(true);
         let front = Arc::clone(&front);
         tokio::spawn(async move {
             let service = hyper::service::service_fn(move |req| {
