@@ -733,3 +733,85 @@ async fn a_submodule_already_checked_out_is_updated_inside_the_sandbox() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_nested_submodule_already_checked_out_is_updated_with_recursive() {
+    for mode in SANDBOXED {
+        let (_t, root, _o, _global, _marker) = person_setup();
+        // `inner` (ignored) is a submodule `n` of `upstream`, itself the
+        // project's submodule `m`; the person checked both out.
+        let inner = root.join("inner");
+        std::fs::create_dir_all(&inner).unwrap();
+        git(&inner, &["init", "-q", "-b", "main"]);
+        std::fs::write(inner.join("i.txt"), "i\n").unwrap();
+        git(&inner, &["add", "-A"]);
+        git(&inner, &["commit", "-qm", "i"]);
+        let up = root.join("upstream");
+        std::fs::create_dir_all(&up).unwrap();
+        git(&up, &["init", "-q", "-b", "main"]);
+        std::fs::write(up.join("s.txt"), "s\n").unwrap();
+        let inner_url = inner.display().to_string();
+        git(
+            &up,
+            &[
+                "-c",
+                "protocol.file.allow=always",
+                "submodule",
+                "add",
+                "-q",
+                &inner_url,
+                "n",
+            ],
+        );
+        git(&up, &["add", "-A"]);
+        git(&up, &["commit", "-qm", "s"]);
+        std::fs::write(root.join(".gitignore"), "upstream/\ninner/\n").unwrap();
+        git(
+            &root,
+            &[
+                "-c",
+                "protocol.file.allow=always",
+                "submodule",
+                "add",
+                "-q",
+                "./upstream",
+                "m",
+            ],
+        );
+        git(&root, &["add", "-A"]);
+        git(&root, &["commit", "-qm", "with m"]);
+        git(
+            &root,
+            &[
+                "-c",
+                "protocol.file.allow=always",
+                "submodule",
+                "update",
+                "--init",
+                "--recursive",
+                "-q",
+            ],
+        );
+        let nested = root.join(".git/modules/m/modules/n/config");
+        let before = std::fs::read(&nested).unwrap();
+        assert!(String::from_utf8_lossy(&before).contains("worktree"));
+        let nib = sandboxed(&root, mode).await;
+        let out = sh(
+            &nib,
+            "git -c protocol.file.allow=always submodule update --init --recursive -q && echo FIRST; \
+             git -c protocol.file.allow=always submodule update --init --recursive -q && echo SECOND",
+        )
+        .await;
+        assert!(
+            out.contains("FIRST") && out.contains("SECOND"),
+            "{mode:?}: {out}"
+        );
+        assert!(root.join("m/n/i.txt").is_file(), "{mode:?}: {out}");
+        nib.stop().await;
+        assert_eq!(
+            std::fs::read(&nested).unwrap(),
+            before,
+            "{mode:?}: the nested submodule's config changed: {out}"
+        );
+    }
+}

@@ -167,6 +167,8 @@ pub enum Ask {
         top: PathBuf,
         /// The submodules' paths, relative to `top`.
         paths: Vec<String>,
+        /// `--recursive`: also the submodules nested in those.
+        recursive: bool,
     },
     /// After that git: write back what [`Ask::HideWorktrees`] took out.
     RestoreWorktrees,

@@ -464,14 +464,27 @@ fn lexical(path: &Path) -> PathBuf {
 /// place (same inode). The broker writes back each returned config's
 /// original bytes when git is done ([`restore_worktrees`]). Nothing is
 /// added to a config, so nothing a program wrote there gains anything.
-/// Under any scope but the sandbox's nothing is done.
-pub fn hide_worktrees(scope: &Scope, top: &Path, paths: &[String]) -> Vec<Hidden> {
+/// With `recursive`, the same for the submodules each one's `.gitmodules`
+/// declares, nested (git's `--recursive` updates those too). Under any
+/// scope but the sandbox's nothing is done.
+pub fn hide_worktrees(scope: &Scope, top: &Path, paths: &[String], recursive: bool) -> Vec<Hidden> {
     let mut hidden = Vec::new();
-    if !matches!(scope, Scope::Sandbox(_)) {
-        return hidden;
+    if matches!(scope, Scope::Sandbox(_)) {
+        hide_in(scope, top, paths, recursive, DEPTH, &mut hidden);
     }
+    hidden
+}
+
+fn hide_in(
+    scope: &Scope,
+    top: &Path,
+    paths: &[String],
+    recursive: bool,
+    depth: usize,
+    hidden: &mut Vec<Hidden>,
+) {
     let Some(own) = git_dir_of(scope, top) else {
-        return hidden;
+        return;
     };
     let modules = lexical(&own.join("modules"));
     for path in paths {
@@ -489,21 +502,25 @@ pub fn hide_worktrees(scope: &Scope, top: &Path, paths: &[String]) -> Vec<Hidden
             continue;
         }
         let config = git_dir.join("config");
-        let Ok(f) = super::read_file(scope, &config, LIMIT) else {
-            continue;
-        };
-        let Some(written) = without_worktree(&f.bytes, &git_dir, &work) else {
-            continue;
-        };
-        if rewrite(scope, &config, &written).is_ok() {
+        if let Ok(f) = super::read_file(scope, &config, LIMIT)
+            && let Some(written) = without_worktree(&f.bytes, &git_dir, &work)
+            && rewrite(scope, &config, &written).is_ok()
+        {
             hidden.push(Hidden {
                 config,
                 original: f.bytes,
                 written,
             });
         }
+        if recursive && depth > 0 {
+            let nested: Vec<String> = read(scope, &work.join(".gitmodules"))
+                .map(|t| declared(&t).into_iter().filter_map(|d| d.path).collect())
+                .unwrap_or_default();
+            if !nested.is_empty() {
+                hide_in(scope, &work, &nested, true, depth - 1, hidden);
+            }
+        }
     }
-    hidden
 }
 
 /// Writes back what [`hide_worktrees`] took out, where the config still

@@ -89,7 +89,7 @@ fn parsed(cwd: &Path, args: &[String]) -> Option<(Wanted, bool, bool)> {
                 let wanted = Wanted {
                     dir,
                     paths: Vec::new(),
-                    recursive: false,
+                    recursive: true,
                 };
                 return recurse.then_some((wanted, false, true));
             }
@@ -186,7 +186,11 @@ pub fn hide(ctx: &ExecutionContext<'_, Se>, args: &[String]) -> bool {
     let Some((top, paths)) = submodules_named(ctx, &w) else {
         return false;
     };
-    let _ = ask(Ask::HideWorktrees { top, paths });
+    let _ = ask(Ask::HideWorktrees {
+        top,
+        paths,
+        recursive: w.recursive,
+    });
     true
 }
 

@@ -132,13 +132,18 @@ impl Asker {
                 paths,
                 recursive,
             } => self.register_submodules(&top, &paths, recursive),
-            Ask::HideWorktrees { top, paths } => {
+            Ask::HideWorktrees {
+                top,
+                paths,
+                recursive,
+            } => {
                 if self.is_folder(&top) {
                     self.hidden
                         .extend(nib_files::fs::submodules::hide_worktrees(
                             &self.scope,
                             &top,
                             &paths,
+                            recursive,
                         ));
                 }
                 Reply::default()
