@@ -6,8 +6,9 @@
 //! `TcpStream` per agent (`TCP_NODELAY`, the request written in one piece,
 //! `Content-Length` or chunked answers read), so what is timed is the server
 //! and the loopback, as the stdio rows time the server and a pipe. Requests
-//! are of the 2026-07-28 era: no session, the version and the method in
-//! headers and `_meta`.
+//! are of the 2026-07-28 era (no session, the version and the method in
+//! headers and `_meta`), except the rows of the older era: `initialize`, then
+//! each request in the session nib opened (`Mcp-Session-Id`).
 
 use super::*;
 
@@ -115,6 +116,9 @@ pub(crate) struct HttpAgent {
     next_id: u64,
     out: Vec<u8>,
     body: Vec<u8>,
+    /// The older era: the session nib opened at `initialize` (then requests
+    /// carry it and no per-request `_meta`).
+    session: Option<String>,
 }
 
 /// The `_meta` of a 2026-07-28 request.
@@ -137,7 +141,83 @@ impl HttpAgent {
             next_id: 1,
             out: Vec::with_capacity(4096),
             body: Vec::with_capacity(16 * 1024),
+            session: None,
         })
+    }
+
+    /// Opens an older-era session: `initialize` (2025-06-18), then
+    /// `notifications/initialized`; later requests carry the session.
+    pub(crate) fn open_session(&mut self) -> Result<()> {
+        let (status, m) = self.request(
+            "initialize",
+            None,
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "nib-bench", "version": "0"}}),
+        )?;
+        if status != 200 || m.get("error").is_some() {
+            return Err(format!("initialize: HTTP {status}: {m}"));
+        }
+        if self.session.is_none() {
+            return Err("initialize: nib answered without an Mcp-Session-Id".into());
+        }
+        self.send(None, "notifications/initialized", None, &json!({}))?;
+        let (status, _) = self.read_answer()?;
+        if !(200..300).contains(&status) {
+            return Err(format!("notifications/initialized: HTTP {status}"));
+        }
+        Ok(())
+    }
+
+    /// The `_meta` a request carries: the 2026-07-28 era's, none in a session.
+    fn meta(&self) -> Value {
+        if self.session.is_some() {
+            json!({})
+        } else {
+            modern_meta()
+        }
+    }
+
+    /// Writes one JSON-RPC message (a request when `id` is given).
+    fn send(
+        &mut self,
+        id: Option<u64>,
+        method: &str,
+        name: Option<&str>,
+        params: &Value,
+    ) -> Result<()> {
+        let body = match id {
+            Some(id) => json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+            None => json!({"jsonrpc": "2.0", "method": method}),
+        }
+        .to_string();
+        self.out.clear();
+        write!(
+            self.out,
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: {}\r\n\
+             Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n",
+            self.addr, self.auth
+        )
+        .map_err(|e| e.to_string())?;
+        match &self.session {
+            Some(sid) => write!(
+                self.out,
+                "MCP-Protocol-Version: 2025-06-18\r\nMcp-Session-Id: {sid}\r\n"
+            ),
+            None if method == "initialize" => Ok(()),
+            None => write!(
+                self.out,
+                "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: {method}\r\n"
+            ),
+        }
+        .map_err(|e| e.to_string())?;
+        if let (Some(n), None) = (name, &self.session) {
+            write!(self.out, "Mcp-Name: {n}\r\n").map_err(|e| e.to_string())?;
+        }
+        write!(self.out, "Content-Length: {}\r\n\r\n{body}", body.len())
+            .map_err(|e| e.to_string())?;
+        self.writer
+            .write_all(&self.out)
+            .map_err(|e| format!("writing to nib over HTTP: {e}"))
     }
 
     fn open(addr: &str) -> Result<(BufReader<TcpStream>, TcpStream)> {
@@ -153,25 +233,7 @@ impl HttpAgent {
     fn request(&mut self, method: &str, name: Option<&str>, params: Value) -> Result<(u16, Value)> {
         let id = self.next_id;
         self.next_id += 1;
-        let body =
-            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string();
-        self.out.clear();
-        write!(
-            self.out,
-            "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: {}\r\n\
-             Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
-             MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: {method}\r\n",
-            self.addr, self.auth
-        )
-        .map_err(|e| e.to_string())?;
-        if let Some(n) = name {
-            write!(self.out, "Mcp-Name: {n}\r\n").map_err(|e| e.to_string())?;
-        }
-        write!(self.out, "Content-Length: {}\r\n\r\n{body}", body.len())
-            .map_err(|e| e.to_string())?;
-        self.writer
-            .write_all(&self.out)
-            .map_err(|e| format!("writing to nib over HTTP: {e}"))?;
+        self.send(Some(id), method, name, &params)?;
         let (status, close) = self.read_answer()?;
         if close {
             let (r, w) = Self::open(&self.addr)?;
@@ -232,6 +294,8 @@ impl HttpAgent {
                 chunked = v.to_ascii_lowercase().contains("chunked");
             } else if k.eq_ignore_ascii_case("connection") {
                 close = v.eq_ignore_ascii_case("close");
+            } else if k.eq_ignore_ascii_case("mcp-session-id") {
+                self.session = Some(v.to_string());
             }
         }
         self.body.clear();
@@ -278,7 +342,7 @@ impl HttpAgent {
         let (status, m) = self.request(
             "tools/call",
             Some(tool),
-            json!({"name": tool, "arguments": args, "_meta": modern_meta()}),
+            json!({"name": tool, "arguments": args, "_meta": self.meta()}),
         )?;
         if status != 200 {
             return Err(format!("{tool}: HTTP {status}: {m}"));
@@ -322,7 +386,8 @@ impl HttpAgent {
 
     /// `tools/list`: MCP without a tool call.
     fn list(&mut self) -> Result<usize> {
-        let (status, m) = self.request("tools/list", None, json!({"_meta": modern_meta()}))?;
+        let meta = self.meta();
+        let (status, m) = self.request("tools/list", None, json!({"_meta": meta}))?;
         if status != 200 || m.get("error").is_some() {
             return Err(format!("tools/list: HTTP {status}: {m}"));
         }
@@ -805,6 +870,44 @@ pub(crate) fn http_scenarios(nib: &Path, scratch: &Path, n: usize, quick: bool) 
         .print();
         cpu.print();
     }
+    // The older era: initialize, then every request in the session (as
+    // Claude Code's `http` servers and the Python SDK's legacy mode speak).
+    let session = {
+        let mut a = HttpAgent::connect(&http.addr, &token(1))?;
+        a.open_session()?;
+        a.call("read", json!({"paths": ["f300.ts:1-300"]}))?;
+        std::cell::RefCell::new(a)
+    };
+    for (label, args) in [
+        (
+            "read 60 lines, older era (a session)",
+            json!({"paths": ["f300.ts:1-60"], "full": true}),
+        ),
+        (
+            "read a whole 300-line file, older era (a session)",
+            json!({"paths": ["f300.ts:1-300"], "full": true}),
+        ),
+    ] {
+        let a2 = args.clone();
+        let mut f = || -> Result<(Duration, usize)> {
+            let (d, text) = time(|| session.borrow_mut().call("read", args.clone()))?;
+            Ok((d, text.chars().count()))
+        };
+        let mut bases: Baselines<'_> = vec![(
+            "stdio".into(),
+            Box::new(|| time(|| stdio.borrow_mut().call("read", a2.clone())).map(|(d, _)| d)),
+        )];
+        let ((s, c, b), cpu) = with_cpu(pids, n, || interleave(n, Some(&mut f), &mut bases))?;
+        Row {
+            scenario: label.into(),
+            nib: s,
+            chars: c,
+            baselines: b,
+        }
+        .print();
+        cpu.print();
+    }
+    drop(session);
     drop(agent);
     drop(stdio);
     drop(http);
