@@ -83,6 +83,9 @@ struct Inner {
     /// unlisted hosts, kept while the user is asked about those hosts
     /// (by id: the answer and the `host:port`s).
     network_asks: Mutex<std::collections::HashMap<String, (ToolOutput, Vec<String>)>>,
+    /// Hosts an agent's person declined (agent label, `host:port`): not
+    /// put to them again, so a program cannot ask on every call.
+    network_declined: Mutex<std::collections::HashSet<(String, String)>>,
     /// Other MCP servers whose tools nib offers (`None` outside a runtime).
     providers: Option<Arc<crate::providers::Providers>>,
     /// Seals the request states of `input_required` answers (`None`: the
@@ -155,6 +158,7 @@ impl NibServer {
             nibash: Arc::default(),
             peer: Mutex::new(None),
             network_asks: Mutex::default(),
+            network_declined: Mutex::default(),
             channel_client: std::sync::atomic::AtomicBool::new(false),
             providers: crate::providers::Providers::new(&config),
             sealer: crate::request_state::Sealer::new(),
@@ -376,6 +380,8 @@ const APPROVE_STATE: &str = "nib-approve-v1:";
 
 /// The state of a modern-era question about hosts a nibash call met.
 const NETWORK_STATE: &str = "nib-network-v1:";
+/// Declined hosts remembered at most (past it, they may be asked again).
+const MAX_DECLINED_HOSTS: usize = 4096;
 /// Writes in one call that may each ask for approval.
 const MAX_APPROVALS_PER_CALL: usize = 8;
 
@@ -680,12 +686,20 @@ impl NibServer {
             return None;
         }
         let not_listed = crate::netproxy::hosts::Refusal::NotAllowed.to_string();
+        let label = self.agent_label(context);
+        let declined = self
+            .inner
+            .network_declined
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         let hosts: Vec<String> = out
             .network_refused
             .iter()
             .filter(|(_, why)| *why == not_listed)
             .map(|(host, _)| host.clone())
+            .filter(|host| !declined.contains(&(label.clone(), host.clone())))
             .collect();
+        drop(declined);
         let params = network_params(&hosts.join(", ")).ok()?;
         if hosts.is_empty() {
             return None;
@@ -707,7 +721,7 @@ impl NibServer {
 
     /// The kept answer of a nibash call, with what the user said about the
     /// hosts it met (approved: allowed for the session).
-    fn network_answer(&self, id: &str, answer: Option<ElicitResult>) -> ToolOutput {
+    fn network_answer(&self, id: &str, agent: &str, answer: Option<ElicitResult>) -> ToolOutput {
         let kept = self
             .inner
             .network_asks
@@ -733,8 +747,19 @@ impl NibServer {
                 if hosts.len() == 1 { "it" } else { "them" }
             ));
         } else {
-            out.text
-                .push_str("[network: not allowed; the hosts stay refused]\n");
+            let mut declined = self
+                .inner
+                .network_declined
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            for h in &hosts {
+                if declined.len() < MAX_DECLINED_HOSTS {
+                    declined.insert((agent.to_string(), h.clone()));
+                }
+            }
+            out.text.push_str(
+                "[network: not allowed; the hosts stay refused]\n[network: nib will not ask about them again]\n",
+            );
         }
         out
     }
@@ -964,7 +989,8 @@ impl ServerHandler for NibServer {
                 .as_ref()
                 .and_then(|r| r.get(APPROVE_INPUT))
                 .and_then(|v| serde_json::from_value::<ElicitResult>(v.clone()).ok());
-            return Ok(result(self.network_answer(id, answer)).into());
+            let label = self.agent_label(&context);
+            return Ok(result(self.network_answer(id, &label, answer)).into());
         }
         if let Some(providers) = &self.inner.providers
             && let Some((provider, tool)) = providers.owner(&name)

@@ -174,3 +174,84 @@ fn an_agents_programs_never_read_the_token_file() {
         }
     }
 }
+
+/// A 2026-07-28 tools/call from a client that can be asked (elicitation),
+/// with `extra` params (a retry's requestState and inputResponses): the
+/// JSON-RPC answer.
+fn asking_call(addr: &str, token: &str, tool: &str, args: &Value, extra: Value) -> Value {
+    let mut params = json!({"name": tool, "arguments": args, "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+        "io.modelcontextprotocol/clientInfo": {"name": "red-team", "version": "1"}
+    }});
+    if let (Some(p), Some(e)) = (params.as_object_mut(), extra.as_object()) {
+        p.extend(e.clone());
+    }
+    let body = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": params});
+    let auth = format!("Bearer {token}");
+    let (status, text) = request(
+        addr,
+        &[
+            ("Authorization", &auth),
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", tool),
+        ],
+        body.to_string().as_bytes(),
+    );
+    assert_eq!(status, 200, "{text}");
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+/// A host the person declined is not put to them again: a program that
+/// tries it on every call cannot make every call a question. Another
+/// agent's person is still asked (a decline is the agent's own).
+#[test]
+fn a_declined_host_is_not_asked_again() {
+    for env in SANDBOXES {
+        for attempt in 0..2 {
+            let dir = project();
+            let nib = serve(dir.path(), env);
+            let args =
+                json!({"command": "curl -s -m 5 http://nag-me.example/ -o /dev/null; echo tried"});
+            let asked = asking_call(&nib.addr, BOB, "nibash", &args, json!({}));
+            let result = &asked["result"];
+            assert_eq!(
+                result["resultType"], "input_required",
+                "{env:?} #{attempt}: {asked}"
+            );
+            assert!(asked.to_string().contains("nag-me.example"), "{asked}");
+            let state = result["requestState"].as_str().unwrap().to_string();
+            let declined = asking_call(
+                &nib.addr,
+                BOB,
+                "nibash",
+                &args,
+                json!({"requestState": state, "inputResponses": {"approve": {"action": "decline"}}}),
+            );
+            assert!(
+                declined.to_string().contains("not allowed"),
+                "{env:?} #{attempt}: {declined}"
+            );
+            for again in 0..3 {
+                let next = asking_call(&nib.addr, BOB, "nibash", &args, json!({}));
+                assert_eq!(
+                    next["result"]["resultType"], "complete",
+                    "{env:?} #{attempt}: bob's person is asked again about a declined host (call {again}): {next}"
+                );
+                let text = next["result"]["content"][0]["text"].as_str().unwrap_or("");
+                assert!(
+                    text.contains("tried") && text.contains("nag-me.example"),
+                    "{env:?} #{attempt}: the refusal is named: {text}"
+                );
+            }
+            let alice = asking_call(&nib.addr, ALICE, "nibash", &args, json!({}));
+            assert_eq!(
+                alice["result"]["resultType"], "input_required",
+                "{env:?} #{attempt}: alice's person is still asked: {alice}"
+            );
+        }
+    }
+}
