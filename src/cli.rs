@@ -18,8 +18,11 @@ use nib_files::context::Ctx;
 use nib_files::context::args::ArgError;
 use nib_files::seen::Agent;
 use nib_files::tools::FileRequest;
+use nib_files::tools::edit::EditRequest;
+use nib_files::tools::find::{self, FindRequest, Sort};
 use nib_files::tools::grep::{GrepRequest, Mode};
 use nib_files::tools::read::ReadRequest;
+use nib_files::tools::write::WriteRequest;
 use nib_files::workspace::Workspace;
 
 /// What the command line asked for.
@@ -198,7 +201,7 @@ fn parse_args(args: &[String]) -> Result<Command, UsageError> {
             )),
         },
         "edit" => match rest.first() {
-            None => Ok(shell_tool("edit", Map::new())),
+            None => Ok(file_tool(FileRequest::Edit(EditRequest::default()))),
             Some(extra) => Err(UsageError(format!(
                 "edit reads its patch from stdin; got \"{extra}\""
             ))),
@@ -240,10 +243,13 @@ fn parse_sh(rest: &[String]) -> Result<Command, UsageError> {
     let mut map = Map::new();
     let mut it = rest.iter();
     let mut command = None;
+    let mut timeout = None;
     while let Some(a) = it.next() {
         match a.as_str() {
             "--timeout" => {
-                map.insert("timeout".into(), json!(value(&mut it, "--timeout")?));
+                let t = value(&mut it, "--timeout")?;
+                timeout = Some(t);
+                map.insert("timeout".into(), json!(t));
             }
             "--background" => {
                 return Err(UsageError(
@@ -266,6 +272,9 @@ fn parse_sh(rest: &[String]) -> Result<Command, UsageError> {
     }
     let command = command.ok_or_else(|| UsageError("sh needs a COMMAND".into()))?;
     map.insert("command".into(), json!(command));
+    if let Some(Err(e)) = timeout.map(|t| tools::nibash::timeout_arg(t, "--timeout")) {
+        return Ok(refused("nibash", e));
+    }
     Ok(shell_tool("nibash", map))
 }
 
@@ -706,45 +715,44 @@ fn parse_grep(rest: &[String]) -> Result<Command, UsageError> {
 }
 
 fn parse_find(rest: &[String]) -> Result<Command, UsageError> {
-    let mut map = Map::new();
-    let mut paths = Vec::new();
-    let mut globs = Vec::new();
+    let mut request = FindRequest::default();
+    let (mut min_size, mut newer, mut sort) = (None, None, None);
     let mut it = rest.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
-            "--glob" | "-g" => globs.push(value(&mut it, a)?.clone()),
-            "--min-size" => {
-                map.insert("minSize".into(), json!(value(&mut it, a)?));
-            }
-            "--newer" => {
-                map.insert("newer".into(), json!(value(&mut it, a)?));
-            }
-            "--sort" => {
-                map.insert("sort".into(), json!(value(&mut it, a)?));
-            }
-            "--no-ignore" => {
-                map.insert("noIgnore".into(), json!(true));
-            }
-            "--skip" => {
-                map.insert("skip".into(), json!(number(&mut it, a)?));
-            }
+            "--glob" | "-g" => request.globs.push(value(&mut it, a)?.clone()),
+            "--min-size" => min_size = Some(value(&mut it, a)?),
+            "--newer" => newer = Some(value(&mut it, a)?),
+            "--sort" => sort = Some(value(&mut it, a)?),
+            "--no-ignore" => request.no_ignore = true,
+            "--skip" => request.skip = Some(number(&mut it, a)?),
             flag if flag.starts_with("--") => {
                 return Err(UsageError(format!("find has no option {flag}")));
             }
-            p => paths.push(p.to_string()),
+            p => request.paths.push(p.to_string()),
         }
     }
-    if !paths.is_empty() {
-        map.insert("paths".into(), json!(paths));
+    // Checked in the tool's order, each error naming the flag typed.
+    let checked = (|| {
+        if let Some(s) = min_size {
+            request.min_size = Some(find::min_size_arg(s, "--min-size")?);
+        }
+        if let Some(s) = newer {
+            request.newer = Some(find::newer_arg(s, "--newer")?);
+        }
+        if let Some(s) = sort {
+            request.sort = Sort::parse(s, "--sort")?;
+        }
+        Ok(())
+    })();
+    match checked {
+        Ok(()) => Ok(file_tool(FileRequest::Find(request))),
+        Err(e) => Ok(refused("find", e)),
     }
-    if !globs.is_empty() {
-        map.insert("glob".into(), json!(globs));
-    }
-    Ok(shell_tool("find", map))
 }
 
 fn parse_write(rest: &[String]) -> Result<Command, UsageError> {
-    let mut map = Map::new();
+    let mut request = WriteRequest::default();
     let mut path = None;
     let mut it = rest.iter();
     while let Some(a) = it.next() {
@@ -753,7 +761,7 @@ fn parse_write(rest: &[String]) -> Result<Command, UsageError> {
                 let t = it
                     .next()
                     .ok_or_else(|| UsageError("--tag needs a value".into()))?;
-                map.insert("tag".into(), json!(t));
+                request.tag = Some(t.clone());
             }
             flag if flag.starts_with("--") => {
                 return Err(UsageError(format!("write has no option {flag}")));
@@ -766,9 +774,8 @@ fn parse_write(rest: &[String]) -> Result<Command, UsageError> {
             }
         }
     }
-    let path = path.ok_or_else(|| UsageError("write needs a PATH".into()))?;
-    map.insert("path".into(), json!(path));
-    Ok(shell_tool("write", map))
+    request.path = path.ok_or_else(|| UsageError("write needs a PATH".into()))?;
+    Ok(file_tool(FileRequest::Write(request)))
 }
 
 /// Prints the sandbox layers this machine offers — each tried once, with
@@ -957,9 +964,10 @@ pub fn undo_diff(config: &Config) -> i32 {
 /// Runs a tool verb and returns the process exit status.
 pub fn run_tool(config: Config, mut call: ToolCall, as_json: bool) -> i32 {
     let name = call.name();
-    let stdin_arg = match name {
-        "write" => Some("content"),
-        "edit" => Some("input"),
+    // write's content and edit's patch come on stdin.
+    let stdin_arg = match &mut call {
+        ToolCall::File(FileRequest::Write(w)) => Some(&mut w.content),
+        ToolCall::File(FileRequest::Edit(e)) => Some(&mut e.input),
         _ => None,
     };
     if let Some(arg) = stdin_arg {
@@ -974,11 +982,7 @@ pub fn run_tool(config: Config, mut call: ToolCall, as_json: bool) -> i32 {
             Ok(s) if name == "edit" && s.trim().is_empty() => {
                 return fail(EMPTY_PATCH);
             }
-            Ok(s) => {
-                if let ToolCall::Shell(_, args) = &mut call {
-                    args.insert(arg.into(), Value::String(s));
-                }
-            }
+            Ok(s) => *arg = s,
             Err(_) => {
                 return fail(&format!(
                     "nib {name}: stdin is not UTF-8 text; nothing was written"
@@ -1072,7 +1076,7 @@ pub fn run_tool(config: Config, mut call: ToolCall, as_json: bool) -> i32 {
         }
         Err(e) => {
             let verb = if name == "nibash" { "sh" } else { name };
-            fail(&format!("nib {verb}: {}", as_flags(&e.to_string())))
+            fail(&format!("nib {verb}: {e}"))
         }
     }
 }
@@ -1131,32 +1135,6 @@ fn cli_wording(name: &str, text: &str) -> String {
     }
 }
 
-/// A tool's argument error in the command line's words: `"minSize"`
-/// becomes `--min-size`, the flag the person typed.
-fn as_flags(message: &str) -> String {
-    const FLAGS: &[(&str, &str)] = &[
-        ("minSize", "--min-size"),
-        ("noIgnore", "--no-ignore"),
-        ("maxLineLength", "--max-line-length"),
-        ("ignoreCase", "-i"),
-        ("literal", "-F"),
-        ("before", "-B"),
-        ("after", "-A"),
-        ("glob", "--glob"),
-        ("mode", "--mode"),
-        ("skip", "--skip"),
-        ("replace", "--replace"),
-        ("newer", "--newer"),
-        ("sort", "--sort"),
-        ("timeout", "--timeout"),
-        ("expect", "--expect"),
-        ("tag", "--tag"),
-    ];
-    FLAGS.iter().fold(message.to_string(), |text, (arg, flag)| {
-        text.replace(&format!("\"{arg}\""), flag)
-    })
-}
-
 fn fail(message: &str) -> i32 {
     let mut stderr = std::io::stderr().lock();
     let tty = std::io::IsTerminal::is_terminal(&stderr);
@@ -1174,11 +1152,23 @@ mod tests {
 
     #[test]
     fn argument_errors_name_the_flag_the_person_typed() {
+        let refusal = |args: &[&str]| match parse(&s(args)) {
+            Ok(Command::Tool {
+                call: ToolCall::Refused(_, message),
+                ..
+            }) => message,
+            other => panic!("not refused: {other:?}"),
+        };
         assert_eq!(
-            as_flags(r#""minSize" is a size such as 20k or 1.5M, not "lots""#),
+            refusal(&["find", "--min-size", "lots"]),
             r#"--min-size is a size such as 20k or 1.5M, not "lots""#
         );
-        assert_eq!(as_flags("no such file"), "no such file");
+        assert!(refusal(&["find", "--sort", "name"]).starts_with("--sort is path, size"));
+        assert!(refusal(&["find", "--newer", "soon"]).starts_with("--newer is an age"));
+        assert!(refusal(&["grep", "--mode", "lines", "x"]).starts_with("--mode is \"files\""));
+        assert!(
+            refusal(&["sh", "--timeout", "forever", "true"]).starts_with("--timeout is seconds")
+        );
     }
 
     #[test]

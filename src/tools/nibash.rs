@@ -14,6 +14,17 @@ use crate::nibash::broker::jobs::{Owner, ending_words};
 use nib_files::context::args::{ArgError, Args};
 use nib_files::context::{Ctx, ToolOutput};
 
+/// Reads a `timeout` value ([`parse_timeout`]); `name` is what the caller
+/// calls it in the error (`"timeout"` in a tool call, `--timeout` on the
+/// command line).
+pub fn timeout_arg(text: &str, name: &str) -> Result<Duration, ArgError> {
+    parse_timeout(text).ok_or_else(|| {
+        ArgError(format!(
+            "{name} is seconds (at most 600), or milliseconds when over 600, or text like 90s or 5m; not \"{text}\""
+        ))
+    })
+}
+
 /// Reads a timeout: seconds, or milliseconds when over 600 (as other
 /// agents' shell tools take), or text such as `90s`, `5m`, `1500ms`.
 pub fn parse_timeout(v: &str) -> Option<Duration> {
@@ -50,11 +61,7 @@ pub fn run(
     let expect = args.string("expect")?;
     let timeout = match args.number_or_text("timeout")? {
         None => call::DEFAULT_TIMEOUT,
-        Some(t) => parse_timeout(&t).ok_or_else(|| {
-            ArgError(format!(
-                "\"timeout\" is seconds (at most 600), or milliseconds when over 600, or text like 90s or 5m; not \"{t}\""
-            ))
-        })?,
+        Some(t) => timeout_arg(&t, "\"timeout\"")?,
     };
     let background = args.bool("background")?.unwrap_or(false);
     let notes = args.finish();

@@ -21,11 +21,117 @@ use nib_text::readable;
 /// Files per page.
 pub const PAGE: usize = 200;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Sort {
+/// The order of the listing (`sort`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Sort {
+    /// By path, grouped by folder (the default).
+    #[default]
     Path,
+    /// Largest first.
     Size,
+    /// Newest first.
     Modified,
+}
+
+impl Sort {
+    /// Reads a `sort` value; `name` is what the caller calls it in the
+    /// error (`"sort"` in a tool call, `--sort` on the command line).
+    pub fn parse(text: &str, name: &str) -> Result<Sort, ArgError> {
+        match text {
+            "path" => Ok(Sort::Path),
+            "size" => Ok(Sort::Size),
+            "modified" | "mtime" | "time" => Ok(Sort::Modified),
+            other => Err(ArgError(format!(
+                "{name} is path, size or modified, not \"{other}\""
+            ))),
+        }
+    }
+}
+
+/// Reads a `minSize` value (`20k`, `1.5M`) as bytes; `name` is what the
+/// caller calls it in the error.
+pub fn min_size_arg(text: &str, name: &str) -> Result<u64, ArgError> {
+    parse_size(text).ok_or_else(|| {
+        ArgError(format!(
+            "{name} is a size such as 20k or 1.5M, not \"{text}\""
+        ))
+    })
+}
+
+/// Reads a `newer` value (`30m`, `2h`, `3d`); `name` is what the caller
+/// calls it in the error.
+pub fn newer_arg(text: &str, name: &str) -> Result<Duration, ArgError> {
+    parse_age(text).ok_or_else(|| {
+        ArgError(format!(
+            "{name} is an age such as 30m, 2h or 3d, not \"{text}\""
+        ))
+    })
+}
+
+/// One `find` call: what the MCP server deserialises its arguments into
+/// and what `nib find` parses its flags into. Its arguments are the `find`
+/// schema's, taken leniently ([`Args`]): aliases (`path`, `pattern` for
+/// `glob`), numbers and booleans as text, lists as JSON text or one
+/// string, each slip noted.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FindRequest {
+    /// Files or folders to list (empty: the project).
+    pub paths: Vec<String>,
+    /// File name globs; `!glob` excludes.
+    pub globs: Vec<String>,
+    /// Only files of at least this many bytes.
+    pub min_size: Option<u64>,
+    /// Only files modified within this age.
+    pub newer: Option<Duration>,
+    /// The order.
+    pub sort: Sort,
+    /// List what ignore rules would skip.
+    pub no_ignore: bool,
+    /// Files to skip (paging); `None`: a large listing shows folders.
+    pub skip: Option<usize>,
+    /// What the lenient parse took or ignored, printed under the answer.
+    pub notes: Vec<String>,
+}
+
+impl FindRequest {
+    /// Takes a `find` call's arguments apart.
+    pub fn from_args(mut args: Args) -> Result<FindRequest, ArgError> {
+        args.alias("path", "paths");
+        args.alias("pattern", "glob");
+        let paths = args.string_list("paths")?.unwrap_or_default();
+        let globs = args.string_list("glob")?.unwrap_or_default();
+        let min_size = match args.string("minSize")? {
+            None => None,
+            Some(s) => Some(min_size_arg(&s, "\"minSize\"")?),
+        };
+        let newer = match args.string("newer")? {
+            None => None,
+            Some(s) => Some(newer_arg(&s, "\"newer\"")?),
+        };
+        let sort = match args.string("sort")? {
+            None => Sort::Path,
+            Some(s) => Sort::parse(&s, "\"sort\"")?,
+        };
+        let no_ignore = args.bool("noIgnore")?.unwrap_or(false);
+        let skip = args.usize("skip")?;
+        Ok(FindRequest {
+            paths,
+            globs,
+            min_size,
+            newer,
+            sort,
+            no_ignore,
+            skip,
+            notes: args.finish(),
+        })
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for FindRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<FindRequest, D::Error> {
+        let map = serde_json::Map::deserialize(d)?;
+        FindRequest::from_args(Args::new(Some(map))).map_err(serde::de::Error::custom)
+    }
 }
 
 /// `20k`, `1.5M`, `300`, `2G` → bytes.
@@ -59,31 +165,17 @@ pub fn parse_age(s: &str) -> Option<Duration> {
 }
 
 /// Runs `find`.
-pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
-    args.alias("path", "paths");
-    args.alias("pattern", "glob");
-    let paths = args.string_list("paths")?.unwrap_or_default();
-    let globs = args.string_list("glob")?.unwrap_or_default();
-    let min_size = match args.string("minSize")? {
-        None => None,
-        Some(s) => Some(parse_size(&s).ok_or_else(|| {
-            ArgError(format!(
-                "\"minSize\" is a size such as 20k or 1.5M, not \"{s}\""
-            ))
-        })?),
-    };
-    let newer = match args.string("newer")? {
-        None => None,
-        Some(s) => Some(parse_age(&s).ok_or_else(|| {
-            ArgError(format!(
-                "\"newer\" is an age such as 30m, 2h or 3d, not \"{s}\""
-            ))
-        })?),
-    };
-    let sort = parse_sort(args.string("sort")?.as_deref())?;
-    let no_ignore = args.bool("noIgnore")?.unwrap_or(false);
-    let skip = args.usize("skip")?;
-    let notes = args.finish();
+pub fn run(request: FindRequest, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
+    let FindRequest {
+        paths,
+        globs,
+        min_size,
+        newer,
+        sort,
+        no_ignore,
+        skip,
+        notes,
+    } = request;
 
     let globs = match GlobFilter::new(&globs) {
         Ok(g) => g,
@@ -198,18 +290,6 @@ pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
     }
     crate::context::push_notes(&mut out, &notes);
     Ok(ToolOutput::ok(out))
-}
-
-/// The `sort` argument: path (the default), size or modified.
-fn parse_sort(sort: Option<&str>) -> Result<Sort, ArgError> {
-    match sort {
-        None | Some("path") => Ok(Sort::Path),
-        Some("size") => Ok(Sort::Size),
-        Some("modified") | Some("mtime") | Some("time") => Ok(Sort::Modified),
-        Some(other) => Err(ArgError(format!(
-            "\"sort\" is path, size or modified, not \"{other}\""
-        ))),
-    }
 }
 
 /// A page of files, each with its facts; sorted by path, grouped under

@@ -3,10 +3,13 @@
 //! server and CLI (through its tool table, which adds the shell's tools)
 //! and by nibash's own commands inside the sandbox.
 //!
-//! A tool takes lenient [`crate::context::args::Args`] and a [`Ctx`]
+//! A tool takes its typed request ([`FileRequest`]: `ReadRequest`,
+//! `GrepRequest`, … beside each tool, read leniently from a client's
+//! arguments through [`crate::context::args::Args`]) and a [`Ctx`]
 //! (workspace and what the agent has seen) and returns a [`ToolOutput`] —
 //! both from [`crate::context`], the layer beneath every tool. It knows
-//! nothing of MCP and nothing of the shell.
+//! nothing of MCP and nothing of the shell: the parts of the process that
+//! call a tool build its request, never a JSON map.
 
 pub mod edit;
 pub mod find;
@@ -177,6 +180,12 @@ pub enum FileRequest {
     Read(read::ReadRequest),
     /// `grep`.
     Grep(grep::GrepRequest),
+    /// `find`.
+    Find(find::FindRequest),
+    /// `edit`.
+    Edit(edit::EditRequest),
+    /// `write`.
+    Write(write::WriteRequest),
 }
 
 impl FileRequest {
@@ -185,47 +194,131 @@ impl FileRequest {
         match self {
             FileRequest::Read(_) => "read",
             FileRequest::Grep(_) => "grep",
+            FileRequest::Find(_) => "find",
+            FileRequest::Edit(_) => "edit",
+            FileRequest::Write(_) => "write",
         }
     }
 
     /// Parses a file tool's arguments (absent arguments are an empty
-    /// object); `Ok(None)` for a name that is not a typed file tool.
+    /// object) into its request.
     pub fn parse(
         name: &str,
         arguments: Option<Map<String, Value>>,
-    ) -> Result<Option<FileRequest>, CallError> {
+    ) -> Result<FileRequest, CallError> {
         let args = Args::new(arguments);
-        Ok(Some(match name {
+        Ok(match name {
             "read" => FileRequest::Read(read::ReadRequest::from_args(args)?),
             "grep" => FileRequest::Grep(grep::GrepRequest::from_args(args)?),
-            _ => return Ok(None),
-        }))
+            "find" => FileRequest::Find(find::FindRequest::from_args(args)?),
+            "edit" => FileRequest::Edit(edit::EditRequest::from_args(args)?),
+            "write" => FileRequest::Write(write::WriteRequest::from_args(args)?),
+            other => return Err(CallError::UnknownTool(other.to_string(), FILE_TOOL_NAMES)),
+        })
     }
 }
 
 /// Runs a typed file tool call.
 pub fn run_file_request(request: FileRequest, ctx: &Ctx) -> Result<ToolOutput, CallError> {
-    match request {
-        FileRequest::Read(r) => Ok(read::run(r, ctx)?),
-        FileRequest::Grep(r) => Ok(grep::run(r, ctx)?),
-    }
+    Ok(match request {
+        FileRequest::Read(r) => read::run(r, ctx)?,
+        FileRequest::Grep(r) => grep::run(r, ctx)?,
+        FileRequest::Find(r) => find::run(r, ctx)?,
+        FileRequest::Edit(r) => edit::run(r, ctx)?,
+        FileRequest::Write(r) => write::run(r, ctx)?,
+    })
 }
 
-/// Runs a file tool by name (read, edit, grep, find, write): the tools that
-/// need nothing of the shell, as the broker's tool table (the MCP server's
-/// arguments) calls them.
+/// Runs a file tool by name with a client's arguments, as the broker's
+/// tool table (the MCP server's `tools/call`) calls it: the arguments are
+/// parsed into the tool's request ([`FileRequest::parse`]), then run.
 pub fn call_file_tool(
     name: &str,
     arguments: Option<Map<String, Value>>,
     ctx: &Ctx,
 ) -> Result<ToolOutput, CallError> {
-    let args = Args::new(arguments);
-    match name {
-        "read" => run_file_request(FileRequest::Read(read::ReadRequest::from_args(args)?), ctx),
-        "edit" => Ok(edit::run(args, ctx)?),
-        "grep" => run_file_request(FileRequest::Grep(grep::GrepRequest::from_args(args)?), ctx),
-        "find" => Ok(find::run(args, ctx)?),
-        "write" => Ok(write::run(args, ctx)?),
-        other => Err(CallError::UnknownTool(other.to_string(), FILE_TOOL_NAMES)),
+    run_file_request(FileRequest::parse(name, arguments)?, ctx)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A value of the schema's type for each property, as a client sends it.
+    fn example(schema: &Value) -> Value {
+        match (schema["type"].as_str(), schema["enum"].as_array()) {
+            (_, Some(values)) => values[0].clone(),
+            (Some("array"), _) => json!(["a.txt"]),
+            (Some("integer"), _) => json!(3),
+            (Some("boolean"), _) => json!(true),
+            _ => json!("x"),
+        }
+    }
+
+    #[test]
+    fn every_schema_property_is_read_by_its_request() {
+        for def in definitions() {
+            let Some(props) = def.schema["properties"].as_object() else {
+                panic!("{} has no properties", def.name);
+            };
+            let mut args = Map::new();
+            for (name, schema) in props {
+                let v = match (def.name, name.as_str()) {
+                    ("find", "minSize") => json!("20k"),
+                    ("find", "newer") => json!("2h"),
+                    _ => example(schema),
+                };
+                args.insert(name.clone(), v);
+            }
+            let request = match FileRequest::parse(def.name, Some(args)) {
+                Ok(r) => r,
+                Err(e) => panic!("{}: {e}", def.name),
+            };
+            assert_eq!(request.name(), def.name);
+            let notes = match request {
+                FileRequest::Read(r) => r.notes,
+                FileRequest::Grep(r) => r.notes,
+                FileRequest::Find(r) => r.notes,
+                FileRequest::Edit(r) => r.notes,
+                FileRequest::Write(r) => r.notes,
+            };
+            assert!(notes.is_empty(), "{}: {notes:?}", def.name);
+        }
+    }
+
+    #[test]
+    fn lenient_forms_build_the_same_request_as_the_typed_ones() {
+        let parse = |v: Value| FileRequest::parse("grep", v.as_object().cloned());
+        let Ok(FileRequest::Grep(lenient)) = parse(json!({
+            "query": "fn", "path": "src", "-A": "2", "case_insensitive": "true",
+            "output_mode": "files_with_matches", "glob": "[\"*.rs\"]"
+        })) else {
+            panic!("the lenient grep was refused");
+        };
+        let mut typed = grep::GrepRequest::new("fn".into());
+        typed.paths = vec!["src".into()];
+        typed.after = 2;
+        typed.ignore_case = true;
+        typed.mode = grep::Mode::Files;
+        typed.globs = vec!["*.rs".into()];
+        assert_eq!(lenient.notes.len(), 9, "{:?}", lenient.notes);
+        typed.notes = lenient.notes.clone();
+        assert_eq!(lenient, typed);
+        let Ok(FileRequest::Read(read)) = FileRequest::parse(
+            "read",
+            json!({"file_path": "a.rs", "offset": "10", "limit": 5, "full": "yes"})
+                .as_object()
+                .cloned(),
+        ) else {
+            panic!("the lenient read was refused");
+        };
+        assert_eq!(read.paths, ["a.rs:10-14"]);
+        assert_eq!(read.options.collapse, read::versions::Collapse::Off);
+        let bad = FileRequest::parse("find", json!({"minSize": "lots"}).as_object().cloned());
+        assert!(matches!(bad, Err(CallError::Args(e)) if e.0.starts_with("\"minSize\" is a size")));
+        assert!(matches!(
+            FileRequest::parse("nibash", None),
+            Err(CallError::UnknownTool(..))
+        ));
     }
 }

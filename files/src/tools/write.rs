@@ -25,18 +25,59 @@ const MAP_ROWS: usize = 60;
 /// Characters at most of one sparse-map row.
 const MAP_WIDTH: usize = 200;
 
+/// One `write` call: what the MCP server deserialises its arguments into
+/// and what `nib write` parses its flags (and stdin) into. Its arguments
+/// are the `write` schema's, taken leniently ([`Args`]): aliases
+/// (`file_path`, `filePath`, `file`; `contents`, `text`, `file_text`), a
+/// number or boolean as text, each slip noted.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WriteRequest {
+    /// The file to write.
+    pub path: String,
+    /// The whole new content.
+    pub content: String,
+    /// The file's current tag, required to overwrite it.
+    pub tag: Option<String>,
+    /// What the lenient parse took or ignored, printed under the answer.
+    pub notes: Vec<String>,
+}
+
+impl WriteRequest {
+    /// Takes a `write` call's arguments apart.
+    pub fn from_args(mut args: Args) -> Result<WriteRequest, ArgError> {
+        for alias in ["file_path", "filePath", "file"] {
+            args.alias(alias, "path");
+        }
+        for alias in ["contents", "text", "file_text"] {
+            args.alias(alias, "content");
+        }
+        let path = args.required_string("path")?;
+        let content = args.required_string("content")?;
+        let tag = args.string("tag")?;
+        Ok(WriteRequest {
+            path,
+            content,
+            tag,
+            notes: args.finish(),
+        })
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for WriteRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<WriteRequest, D::Error> {
+        let map = serde_json::Map::deserialize(d)?;
+        WriteRequest::from_args(Args::new(Some(map))).map_err(serde::de::Error::custom)
+    }
+}
+
 /// Runs `write`.
-pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
-    for alias in ["file_path", "filePath", "file"] {
-        args.alias(alias, "path");
-    }
-    for alias in ["contents", "text", "file_text"] {
-        args.alias(alias, "content");
-    }
-    let path_arg = args.required_string("path")?;
-    let content = args.required_string("content")?;
-    let tag_arg = args.string("tag")?;
-    let mut notes = args.finish();
+pub fn run(request: WriteRequest, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
+    let WriteRequest {
+        path: path_arg,
+        content,
+        tag: tag_arg,
+        mut notes,
+    } = request;
 
     let ws = ctx.workspace;
     let path = ws.resolve(&path_arg);

@@ -51,14 +51,42 @@ use section::Waivers;
 
 pub use rebase::NOT_SHOWN;
 
-/// Runs `edit`.
-pub fn run(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
-    for alias in ["patch", "diff", "edits"] {
-        args.alias(alias, "input");
+/// One `edit` call: what the MCP server deserialises its arguments into
+/// and what `nib edit` reads from stdin. Its one argument is the `edit`
+/// schema's `input`, taken leniently ([`Args`]): aliases (`patch`, `diff`,
+/// `edits`), a number or boolean as text, each slip noted.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EditRequest {
+    /// The patch, or `REAPPLY TOKEN`.
+    pub input: String,
+    /// What the lenient parse took or ignored, printed under the answer.
+    pub notes: Vec<String>,
+}
+
+impl EditRequest {
+    /// Takes an `edit` call's arguments apart.
+    pub fn from_args(mut args: Args) -> Result<EditRequest, ArgError> {
+        for alias in ["patch", "diff", "edits"] {
+            args.alias(alias, "input");
+        }
+        let input = args.required_string("input")?;
+        Ok(EditRequest {
+            input,
+            notes: args.finish(),
+        })
     }
-    let input = args.required_string("input")?;
-    let notes = args.finish();
-    Ok(edit(&input, ctx, notes))
+}
+
+impl<'de> serde::Deserialize<'de> for EditRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<EditRequest, D::Error> {
+        let map = serde_json::Map::deserialize(d)?;
+        EditRequest::from_args(Args::new(Some(map))).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Runs `edit`.
+pub fn run(request: EditRequest, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
+    Ok(edit(&request.input, ctx, request.notes))
 }
 
 /// Applies a patch text.
