@@ -8,11 +8,12 @@
 
 use crate::confinement::Confinement;
 use std::io::{Read, Write};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::tools;
+use crate::tools::nibash::{NibashRequest, SkimRequest};
 use nib_files::config::Config;
 use nib_files::context::Ctx;
 use nib_files::context::args::ArgError;
@@ -61,14 +62,16 @@ pub enum Command {
     UndoDiff,
 }
 
-/// A tool verb's call: a file tool's typed request, or a shell tool's
-/// (`sh`, `skim`) arguments as the shell tools read them.
+/// A tool verb's call: the tool's typed request, as the MCP server parses
+/// a client's arguments into it.
 #[derive(Debug, PartialEq, Eq)]
 pub enum ToolCall {
     /// read, grep, find, edit or write.
     File(FileRequest),
-    /// The shell's tools, by name.
-    Shell(&'static str, Map<String, Value>),
+    /// `nib sh`: the nibash tool.
+    Nibash(NibashRequest),
+    /// `nib skim`.
+    Skim(SkimRequest),
     /// A flag's value the tool cannot use (`--mode lots`): the tool and
     /// what is wrong, naming the flag; nothing runs.
     Refused(&'static str, String),
@@ -79,7 +82,9 @@ impl ToolCall {
     pub fn name(&self) -> &'static str {
         match self {
             ToolCall::File(r) => r.name(),
-            ToolCall::Shell(name, _) | ToolCall::Refused(name, _) => name,
+            ToolCall::Nibash(_) => "nibash",
+            ToolCall::Skim(_) => "skim",
+            ToolCall::Refused(name, _) => name,
         }
     }
 }
@@ -240,17 +245,11 @@ fn parse_serve(args: &[String]) -> Result<Command, UsageError> {
 
 /// `nib sh [--timeout T] [--background] 'COMMAND'`.
 fn parse_sh(rest: &[String]) -> Result<Command, UsageError> {
-    let mut map = Map::new();
     let mut it = rest.iter();
-    let mut command = None;
-    let mut timeout = None;
+    let (mut command, mut timeout, mut expect) = (None, None, None);
     while let Some(a) = it.next() {
         match a.as_str() {
-            "--timeout" => {
-                let t = value(&mut it, "--timeout")?;
-                timeout = Some(t);
-                map.insert("timeout".into(), json!(t));
-            }
+            "--timeout" => timeout = Some(value(&mut it, "--timeout")?),
             "--background" => {
                 return Err(UsageError(
                     "sh has no --background: nib sh keeps no server, so a job it started would end \
@@ -259,9 +258,7 @@ fn parse_sh(rest: &[String]) -> Result<Command, UsageError> {
                         .into(),
                 ));
             }
-            "--expect" => {
-                map.insert("expect".into(), json!(value(&mut it, "--expect")?));
-            }
+            "--expect" => expect = Some(value(&mut it, "--expect")?.clone()),
             _ if command.is_none() => command = Some(a.clone()),
             extra => {
                 return Err(UsageError(format!(
@@ -271,52 +268,41 @@ fn parse_sh(rest: &[String]) -> Result<Command, UsageError> {
         }
     }
     let command = command.ok_or_else(|| UsageError("sh needs a COMMAND".into()))?;
-    map.insert("command".into(), json!(command));
-    if let Some(Err(e)) = timeout.map(|t| tools::nibash::timeout_arg(t, "--timeout")) {
-        return Ok(refused("nibash", e));
+    let mut request = NibashRequest::new(command);
+    request.expect = expect;
+    if let Some(t) = timeout {
+        match tools::nibash::timeout_arg(t, "--timeout") {
+            Ok(t) => request.timeout = t,
+            Err(e) => return Ok(refused("nibash", e)),
+        }
     }
-    Ok(shell_tool("nibash", map))
+    Ok(Command::Tool {
+        call: ToolCall::Nibash(request),
+        json: false,
+    })
 }
 
 /// `nib skim [--expect TEXT] PATH...`.
 fn parse_skim(rest: &[String]) -> Result<Command, UsageError> {
-    let mut map = Map::new();
-    let mut paths = Vec::new();
+    let mut request = SkimRequest::new(Vec::new());
     let mut it = rest.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
-            "--expect" => {
-                map.insert("expect".into(), json!(value(&mut it, "--expect")?));
-            }
-            "--" => paths.extend(it.by_ref().cloned()),
+            "--expect" => request.expect = value(&mut it, "--expect")?.clone(),
+            "--" => request.paths.extend(it.by_ref().cloned()),
             flag if flag.starts_with("--") => {
                 return Err(UsageError(format!("skim has no option {flag}")));
             }
-            path => paths.push(path.to_string()),
+            path => request.paths.push(path.to_string()),
         }
     }
-    tool_with_paths("skim", map, paths)
-}
-
-/// A tool verb that needs at least one PATH, with its paths.
-fn tool_with_paths(
-    verb: &'static str,
-    mut map: Map<String, Value>,
-    paths: Vec<String>,
-) -> Result<Command, UsageError> {
-    if paths.is_empty() {
-        return Err(UsageError(format!("{verb} needs at least one PATH")));
+    if request.paths.is_empty() {
+        return Err(UsageError("skim needs at least one PATH".into()));
     }
-    map.insert("paths".into(), json!(paths));
-    Ok(shell_tool(verb, map))
-}
-
-/// A tool verb run as `name` with these arguments.
-fn shell_tool(name: &'static str, map: Map<String, Value>) -> Command {
-    Command::Tool {
-        call: ToolCall::Shell(name, map),
+    Ok(Command::Tool {
+        call: ToolCall::Skim(request),
         json: false,
-    }
+    })
 }
 
 /// A tool verb whose flag's value the tool cannot use: the command line
@@ -1015,8 +1001,10 @@ pub fn run_tool(config: Config, mut call: ToolCall, as_json: bool) -> i32 {
     };
     let result = match call {
         ToolCall::File(request) => nib_files::tools::run_file_request(request, &ctx),
-        ToolCall::Shell(name, args) => {
-            tools::call(name, Some(args), &ctx, &nibash, &std::sync::Arc::from(""))
+        ToolCall::Nibash(request) => tools::nibash::run(request, &ctx, &nibash, &Arc::from(""))
+            .map_err(tools::CallError::Args),
+        ToolCall::Skim(request) => {
+            tools::nibash::skim(request, &ctx).map_err(tools::CallError::Args)
         }
         ToolCall::Refused(_, message) => Err(tools::CallError::Args(ArgError(message))),
     };

@@ -141,10 +141,16 @@ pub fn call(
     owner: &Owner,
 ) -> Result<ToolOutput, CallError> {
     match name {
-        "nibash" => Ok(nibash::run(Args::new(arguments), ctx, shell, owner)?),
+        "nibash" => {
+            let request = nibash::NibashRequest::from_args(Args::new(arguments))?;
+            Ok(nibash::run(request, ctx, shell, owner)?)
+        }
         "nibash_status" => Ok(nibash::status(Args::new(arguments), ctx, shell, owner)?),
         "nibash_control" => Ok(nibash::control(Args::new(arguments), ctx, shell, owner)?),
-        "skim" => Ok(nibash::skim(Args::new(arguments), ctx)?),
+        "skim" => Ok(nibash::skim(
+            nibash::SkimRequest::from_args(Args::new(arguments))?,
+            ctx,
+        )?),
         _ if TOOL_NAMES.contains(&name) => call_file_tool(name, arguments, ctx),
         other => Err(CallError::UnknownTool(other.to_string(), TOOL_NAMES)),
     }

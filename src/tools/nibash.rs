@@ -47,24 +47,111 @@ pub fn parse_timeout(v: &str) -> Option<Duration> {
     Some(Duration::from_secs_f64(secs).min(call::MAX_TIMEOUT))
 }
 
+/// One `nibash` call: what the MCP server's arguments are parsed into and
+/// what `nib sh` parses its flags into. Its arguments are the `nibash`
+/// schema's, taken leniently ([`Args`]): aliases (`cmd`,
+/// `run_in_background`), `timeout` as a number or text, booleans as text,
+/// each slip noted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NibashRequest {
+    /// The command line.
+    pub command: String,
+    /// What it is for, in a few words.
+    pub description: Option<String>,
+    /// What the caller wants to learn from it.
+    pub expect: Option<String>,
+    /// When it turns into a job.
+    pub timeout: Duration,
+    /// Start it as a job at once.
+    pub background: bool,
+    /// What the lenient parse took or ignored, printed under the answer.
+    pub notes: Vec<String>,
+}
+
+impl NibashRequest {
+    /// A call of `command` with the defaults.
+    pub fn new(command: String) -> NibashRequest {
+        NibashRequest {
+            command,
+            description: None,
+            expect: None,
+            timeout: call::DEFAULT_TIMEOUT,
+            background: false,
+            notes: Vec::new(),
+        }
+    }
+
+    /// Takes a `nibash` call's arguments apart.
+    pub fn from_args(mut args: Args) -> Result<NibashRequest, ArgError> {
+        args.alias("cmd", "command");
+        args.alias("run_in_background", "background");
+        let mut request = NibashRequest::new(args.required_string("command")?);
+        request.description = args.string("description")?;
+        request.expect = args.string("expect")?;
+        if let Some(t) = args.number_or_text("timeout")? {
+            request.timeout = timeout_arg(&t, "\"timeout\"")?;
+        }
+        request.background = args.bool("background")?.unwrap_or(false);
+        request.notes = args.finish();
+        Ok(request)
+    }
+}
+
+/// One `skim` call: what the MCP server's arguments are parsed into and
+/// what `nib skim` parses its flags into. Its arguments are the `skim`
+/// schema's, taken leniently ([`Args`]): aliases (`path`, `file_path`),
+/// a list as JSON text or one string, each slip noted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SkimRequest {
+    /// The files to skim.
+    pub paths: Vec<String>,
+    /// What to look for.
+    pub expect: String,
+    /// What the lenient parse took or ignored, printed under the answer.
+    pub notes: Vec<String>,
+}
+
+/// What skim looks for when `expect` is absent.
+const SKIM_EXPECT: &str = "did it pass; if not, what failed and why";
+
+impl SkimRequest {
+    /// A skim of `paths` for the default question.
+    pub fn new(paths: Vec<String>) -> SkimRequest {
+        SkimRequest {
+            paths,
+            expect: SKIM_EXPECT.into(),
+            notes: Vec::new(),
+        }
+    }
+
+    /// Takes a `skim` call's arguments apart.
+    pub fn from_args(mut args: Args) -> Result<SkimRequest, ArgError> {
+        args.alias("path", "paths");
+        args.alias("file_path", "paths");
+        let mut request = SkimRequest::new(args.string_list("paths")?.unwrap_or_default());
+        if let Some(expect) = args.string("expect")? {
+            request.expect = expect;
+        }
+        request.notes = args.finish();
+        Ok(request)
+    }
+}
+
 /// Runs `nibash` as `owner` (whose jobs its `jobs`, `wait` and `kill` reach).
 pub fn run(
-    mut args: Args,
+    request: NibashRequest,
     ctx: &Ctx,
     shell: &Arc<Nibash>,
     owner: &Owner,
 ) -> Result<ToolOutput, ArgError> {
-    args.alias("cmd", "command");
-    args.alias("run_in_background", "background");
-    let command = args.required_string("command")?;
-    let description = args.string("description")?;
-    let expect = args.string("expect")?;
-    let timeout = match args.number_or_text("timeout")? {
-        None => call::DEFAULT_TIMEOUT,
-        Some(t) => timeout_arg(&t, "\"timeout\"")?,
-    };
-    let background = args.bool("background")?.unwrap_or(false);
-    let notes = args.finish();
+    let NibashRequest {
+        command,
+        description,
+        expect,
+        timeout,
+        background,
+        notes,
+    } = request;
     if !ctx.config.shell {
         return Ok(ToolOutput::error(
             "nibash is off (NIB_SHELL=0); nothing ran.\nhint: start nib without NIB_SHELL=0 to use the shell\n".into(),
@@ -551,14 +638,12 @@ fn status_json(ctx: &Ctx, nib: &Nibash, owner: &str, tail: usize) -> serde_json:
 }
 
 /// Runs `skim`.
-pub fn skim(mut args: Args, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
-    args.alias("path", "paths");
-    args.alias("file_path", "paths");
-    let paths = args.string_list("paths")?.unwrap_or_default();
-    let expect = args
-        .string("expect")?
-        .unwrap_or_else(|| "did it pass; if not, what failed and why".into());
-    let notes = args.finish();
+pub fn skim(request: SkimRequest, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
+    let SkimRequest {
+        paths,
+        expect,
+        notes,
+    } = request;
     if paths.is_empty() {
         return Err(ArgError(
             "\"paths\" names the files to skim (logs, test reports)".into(),
