@@ -638,14 +638,36 @@ impl Front {
     }
 }
 
+/// Connections held at once: half of the descriptors nib may open
+/// (RLIMIT_NOFILE; `unlimited` reads as the most), so the tools (files,
+/// pipes, sandboxed programs) keep the other half however many
+/// connections clients open.
+fn max_connections() -> usize {
+    // /proc/self/limits: `Max open files  SOFT  HARD  files`.
+    let soft = std::fs::read_to_string("/proc/self/limits")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find_map(|l| l.strip_prefix("Max open files"))
+                .and_then(|rest| rest.split_whitespace().next())
+                .map(|n| n.parse::<usize>().unwrap_or(usize::MAX))
+        })
+        .unwrap_or(1024);
+    (soft / 2).clamp(16, 65_536)
+}
+
 /// Serves MCP over HTTP until SIGTERM (or ctrl+c), then drains and saves.
 pub async fn serve(mut config: Config, options: Options) -> anyhow::Result<()> {
     let tokens =
         Tokens::load(&options.token_file, &config.project_dir).map_err(anyhow::Error::msg)?;
     // Every agent's token is in that file: the sandbox hides it from every
     // agent's programs (one agent reading it would become any other).
-    config.sandbox_hide.extend(std::path::absolute(&options.token_file));
-    config.sandbox_hide.extend(std::fs::canonicalize(&options.token_file));
+    config
+        .sandbox_hide
+        .extend(std::path::absolute(&options.token_file));
+    config
+        .sandbox_hide
+        .extend(std::fs::canonicalize(&options.token_file));
     let listener = tokio::net::TcpListener::bind(&options.addr)
         .await
         .map_err(|e| {
@@ -698,12 +720,19 @@ pub async fn serve(mut config: Config, options: Options) -> anyhow::Result<()> {
     });
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let _ = writeln!(std::io::stderr(), "listening on http://{local}/mcp");
+    let places = Arc::new(Semaphore::new(max_connections()));
     let accept = |stream: tokio::net::TcpStream| {
+        // Past the bound a connection is closed at once: idle connections
+        // never take the descriptors the tools need.
+        let Ok(place) = Arc::clone(&places).try_acquire_owned() else {
+            return;
+        };
         // No Nagle: a streamed answer's last small chunk would wait for the
         // client's delayed ACK (40 ms a call in the older era's sessions).
         let _ = stream.set_nodelay(true);
         let front = Arc::clone(&front);
         tokio::spawn(async move {
+            let _place = place;
             let service = hyper::service::service_fn(move |req| {
                 let front = Arc::clone(&front);
                 async move { Ok::<_, Infallible>(front.handle(req).await) }
@@ -724,7 +753,12 @@ pub async fn serve(mut config: Config, options: Options) -> anyhow::Result<()> {
         tokio::select! {
             got = listener.accept() => match got {
                 Ok((stream, _)) => accept(stream),
-                Err(e) => tracing::warn!("accepting a connection failed: {e}"),
+                Err(e) => {
+                    // Out of descriptors (EMFILE) accept fails at once until
+                    // one is freed: wait, rather than spin and flood the log.
+                    tracing::warn!("accepting a connection failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
             },
             _ = term.recv() => break,
             _ = tokio::signal::ctrl_c() => break,

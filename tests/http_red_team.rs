@@ -22,6 +22,8 @@ struct Served {
     addr: String,
     /// The folder that holds the token file (`tokens`).
     etc: PathBuf,
+    /// What nib wrote to stderr (its first MiB).
+    stderr: std::sync::Arc<std::sync::Mutex<String>>,
     _home: tempfile::TempDir,
 }
 
@@ -36,12 +38,25 @@ impl Drop for Served {
 /// folder outside the project that programs may read (as `/etc` is), with
 /// `env` on top (the sandbox's variables).
 fn serve(dir: &Path, env: &[(&str, &str)]) -> Served {
+    serve_under(&[], dir, env)
+}
+
+/// [`serve`], nib started by `wrapper` (a program and its arguments before
+/// nib's path).
+fn serve_under(wrapper: &[&str], dir: &Path, env: &[(&str, &str)]) -> Served {
     let home = tempfile::tempdir().unwrap();
     let etc = home.path().join("etc");
     std::fs::create_dir_all(&etc).unwrap();
     let tokens = etc.join("tokens");
     std::fs::write(&tokens, format!("alice {ALICE}\nbob {BOB}\n")).unwrap();
-    let mut cmd = Command::new(nib_bin());
+    let mut cmd = match wrapper.split_first() {
+        Some((program, args)) => {
+            let mut c = Command::new(program);
+            c.args(args).arg(nib_bin());
+            c
+        }
+        None => Command::new(nib_bin()),
+    };
     cmd.args(["serve", "--http", "127.0.0.1:0", "--token-file"])
         .arg(&tokens)
         .current_dir(dir)
@@ -67,11 +82,21 @@ fn serve(dir: &Path, env: &[(&str, &str)]) -> Served {
         }
     }
     let addr = addr.expect("nib printed where it listens");
-    std::thread::spawn(move || for _ in lines.map_while(Result::ok) {});
+    let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let sink = std::sync::Arc::clone(&stderr);
+    std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            let mut all = sink.lock().unwrap();
+            if all.len() < 1 << 20 {
+                all.push_str(&(line + "\n"));
+            }
+        }
+    });
     Served {
         child,
         addr,
         etc,
+        stderr,
         _home: home,
     }
 }
@@ -251,6 +276,89 @@ fn a_declined_host_is_not_asked_again() {
             assert_eq!(
                 alice["result"]["resultType"], "input_required",
                 "{env:?} #{attempt}: alice's person is still asked: {alice}"
+            );
+        }
+    }
+}
+
+/// Reads one HTTP answer with a Content-Length body from a kept-alive
+/// connection: its body.
+fn read_answer(s: &mut TcpStream) -> String {
+    let mut raw = Vec::new();
+    let mut byte = [0u8; 1];
+    while !raw.ends_with(b"\r\n\r\n") {
+        match s.read(&mut byte) {
+            Ok(1) => raw.push(byte[0]),
+            _ => return String::from_utf8_lossy(&raw).to_string(),
+        }
+    }
+    let head = String::from_utf8_lossy(&raw).to_lowercase();
+    let length = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .unwrap_or(0);
+    let mut body = vec![0u8; length];
+    let _ = s.read_exact(&mut body);
+    String::from_utf8_lossy(&body).to_string()
+}
+
+/// Clients that open connections and send nothing never take the
+/// descriptors nib's tools need, nor make nib spin: with nib allowed 256
+/// descriptors and 400 idle connections held, a call on a connection opened
+/// before them still runs a program and reads a file, and nib's log holds
+/// no flood of failed accepts.
+#[test]
+fn idle_connections_never_starve_the_tools() {
+    let wrapper = ["sh", "-c", "ulimit -n 256 && exec \"$0\" \"$@\""];
+    for env in SANDBOXES {
+        for attempt in 0..2 {
+            let dir = project();
+            std::fs::write(dir.path().join("f.txt"), "canary-line-5150\n").unwrap();
+            let nib = serve_under(&wrapper, dir.path(), env);
+            // A first call starts the sandbox's helpers (under Landlock +
+            // seccomp, a first call made while the connections are held
+            // fails: "no channel: Broken pipe", reported apart).
+            let warm = call(&nib.addr, BOB, "nibash", json!({"command": "true"}));
+            assert!(!warm.contains("nothing ran"), "{warm}");
+            let mut kept = TcpStream::connect(&nib.addr).unwrap();
+            kept.set_read_timeout(Some(Duration::from_secs(60)))
+                .unwrap();
+            let idle: Vec<TcpStream> = (0..400)
+                .filter_map(|_| TcpStream::connect(&nib.addr).ok())
+                .collect();
+            std::thread::sleep(Duration::from_millis(1500));
+            let body = json!({
+                "jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                "params": {"name": "nibash", "arguments": {"command": "cat f.txt; echo ran-$((6*7))"}, "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                    "io.modelcontextprotocol/clientInfo": {"name": "red-team", "version": "1"}
+                }}
+            })
+            .to_string();
+            let head = format!(
+                "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {BOB}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: nibash\r\nContent-Length: {}\r\n\r\n",
+                nib.addr,
+                body.len()
+            );
+            kept.write_all(head.as_bytes()).unwrap();
+            kept.write_all(body.as_bytes()).unwrap();
+            let answer = read_answer(&mut kept);
+            drop(idle);
+            assert!(
+                answer.contains("canary-line-5150") && answer.contains("ran-42"),
+                "{env:?} #{attempt}: the call on a kept connection failed: {answer}"
+            );
+            let floods = nib
+                .stderr
+                .lock()
+                .unwrap()
+                .matches("accepting a connection failed")
+                .count();
+            assert!(
+                floods < 50,
+                "{env:?} #{attempt}: nib spun on accept: {floods} lines"
             );
         }
     }
