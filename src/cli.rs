@@ -545,26 +545,19 @@ pub fn shape(s: &Shape) -> u8 {
     };
     let text = String::from_utf8_lossy(&bytes);
     let rows: Vec<&str> = text.lines().collect();
-    let words = crate::nibash::broker::cut::expect_words(&s.purpose, &rows);
+    let words = crate::nibash::cut::expect_words(&s.purpose, &rows);
     let mut out = String::new();
     if let Some(c) = &s.command {
         out.push_str(&format!("$ {c}\n"));
     }
-    if crate::nibash::broker::cut::is_long(&text) {
-        let extra = |row: &str| crate::nibash::broker::cut::has_word(row, &words);
+    if crate::nibash::cut::is_long(&text) {
+        let extra = |row: &str| crate::nibash::cut::has_word(row, &words);
         // The keyword or fixed rows the configured decider starts from
         // (environment, then setup.json); the model's windows are for calls.
         let decider = crate::llm::Settings::from_env(&nib_files::config::config_dir()).decider;
-        let keep = crate::nibash::broker::cut::pick(
-            &rows,
-            crate::nibash::broker::cut::Decider::of(decider),
-            &extra,
-        );
-        out.push_str(&crate::nibash::broker::cut::render(
-            &rows,
-            &keep,
-            Some(&s.log),
-        ));
+        let keep =
+            crate::nibash::cut::pick(&rows, crate::nibash::cut::Decider::of(decider), &extra);
+        out.push_str(&crate::nibash::cut::render(&rows, &keep, Some(&s.log)));
     } else {
         out.push_str(&text);
         if !out.ends_with('\n') {
@@ -997,7 +990,7 @@ pub fn run_tool(config: Config, mut call: ToolCall, as_json: bool) -> i32 {
         scope,
         enforce_seen: false,
         live: None,
-        programs: &crate::nibash::broker::command_rules::JudgedPrograms,
+        programs: &crate::nibash::command_rules::JudgedPrograms,
     };
     let result = match call {
         ToolCall::File(request) => nib_files::tools::run_file_request(request, &ctx),

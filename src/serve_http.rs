@@ -375,7 +375,7 @@ fn sandbox_takes_a_call(config: &Config) -> bool {
         return true;
     }
     let roots = [config.project_dir.clone()];
-    let Ok(sandbox) = crate::nibash::broker::command_rules::judged_sandbox(config, &roots) else {
+    let Ok(sandbox) = crate::nibash::command_rules::judged_sandbox(config, &roots) else {
         return false;
     };
     if !matches!(sandbox.mode(), Ok(Some(_))) {

@@ -52,9 +52,9 @@ const ROOTS_STATE: &str = "nib-roots-v1";
 #[derive(Clone, Debug)]
 pub struct HttpAgent(pub Arc<str>);
 
-/// Whose jobs a call reaches (see [`crate::nibash::broker::jobs::Owner`]):
+/// Whose jobs a call reaches (see [`crate::nibash::jobs::Owner`]):
 /// the HTTP agent's NAME, or empty for the stdio client, which is one agent.
-fn owner(context: &RequestContext<RoleServer>) -> crate::nibash::broker::jobs::Owner {
+fn owner(context: &RequestContext<RoleServer>) -> crate::nibash::jobs::Owner {
     context
         .extensions
         .get::<HttpAgent>()
@@ -72,7 +72,7 @@ struct Inner {
     workspace: Workspace,
     agents: Agents,
     last_save: Mutex<std::time::Instant>,
-    nibash: Arc<crate::nibash::broker::Nibash>,
+    nibash: Arc<crate::nibash::Nibash>,
     /// The client, for notifications sent outside a request (job ends).
     peer: Mutex<Option<Peer<RoleServer>>>,
     /// The client declared Claude Code's channel (`experimental["claude/channel"]`).
@@ -131,7 +131,7 @@ impl NibServer {
     }
 
     /// The shell's state (its running calls and jobs), for the status file.
-    pub fn nibash(&self) -> Arc<crate::nibash::broker::Nibash> {
+    pub fn nibash(&self) -> Arc<crate::nibash::Nibash> {
         Arc::clone(&self.inner.nibash)
     }
 
@@ -239,7 +239,7 @@ impl NibServer {
                 let cwd = inner.workspace.project_dir().to_path_buf();
                 let roots = inner.workspace.roots();
                 let policy = inner.config.sandbox_policy(&roots);
-                let key = crate::nibash::broker::warm::key(&policy, &cwd);
+                let key = crate::nibash::warm::key(&policy, &cwd);
                 inner.nibash.warm.refill(key, policy, cwd);
                 // The git-dir sweep's first walk, off the first call's path.
                 if inner.config.sandbox {
@@ -595,7 +595,7 @@ impl NibServer {
                 scope,
                 enforce_seen: true,
                 live: Some(live.as_ref()),
-                programs: &crate::nibash::broker::command_rules::JudgedPrograms,
+                programs: &crate::nibash::command_rules::JudgedPrograms,
             };
             let started = std::time::Instant::now();
             let mut outcome = work(&ctx);

@@ -63,7 +63,7 @@ fn project_key(project: &Path) -> String {
     )
 }
 
-fn snapshot(nib: &crate::nibash::broker::Nibash) -> Vec<Running> {
+fn snapshot(nib: &crate::nibash::Nibash) -> Vec<Running> {
     let mut out: Vec<Running> = nib
         .jobs
         .all()
@@ -88,7 +88,7 @@ fn snapshot(nib: &crate::nibash::broker::Nibash) -> Vec<Running> {
 
 /// Starts the thread that keeps this server's status file; the file is
 /// removed when the returned guard drops.
-pub fn publish(state_dir: &Path, project: &Path, nib: Arc<crate::nibash::broker::Nibash>) -> Guard {
+pub fn publish(state_dir: &Path, project: &Path, nib: Arc<crate::nibash::Nibash>) -> Guard {
     let file = folder(state_dir).join(format!(
         "{}-{}.json",
         project_key(project),

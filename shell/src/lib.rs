@@ -1,7 +1,7 @@
 //! nibash's worker: the code that runs inside the sandbox. The bash
 //! interpreter (brush) with nib's own commands and builtins ([`worker`]),
 //! and the messages between it and its broker ([`channel`]), which the
-//! broker's side (`nib::nibash::broker`) imports from here.
+//! broker's side (`nib::nibash`) imports from here.
 //!
 //! It stands on the file tools (`nib-files`), the text primitives
 //! (`nib-text`), the command rules' syntax walks (`nib-command-rules`) and the

@@ -4,8 +4,8 @@
 //! `config::llm`, re-exported here).
 //!
 //! What the models are asked is decided by their users: long output's
-//! `openrouter` decider and the summarizers (`nibash::broker::decide`,
-//! `nibash::broker::summary`), command rules (`nibash::broker::command_rules`).
+//! `openrouter` decider and the summarizers (`nibash::decide`,
+//! `nibash::summary`), command rules (`nibash::command_rules`).
 
 pub mod cache;
 pub mod client;

@@ -248,7 +248,7 @@ impl Providers {
     /// The sandbox a provider runs in: nibash's for these roots, with
     /// nib.json's program rules at exec time (and their files masked).
     fn sandbox(&self, roots: &[PathBuf]) -> Result<nib_sandbox::Sandbox, String> {
-        crate::nibash::broker::command_rules::judged_sandbox(&self.config, roots)
+        crate::nibash::command_rules::judged_sandbox(&self.config, roots)
     }
 
     /// The roots as the sweeps take them: under the sandbox, those that

@@ -32,7 +32,7 @@ use tokio::io::{AsyncRead, ReadBuf};
 use nib_files::fs::Scope;
 
 use super::spec::ProviderSpec;
-use crate::nibash::broker::call::watch::{Service, watch_service};
+use crate::nibash::call::watch::{Service, watch_service};
 
 /// The longest line nib reads from a provider (a bigger message is dropped).
 pub const MAX_MESSAGE_BYTES: usize = 8 << 20;

@@ -13,8 +13,8 @@ use nib_files::context::args::Args;
 use nib_files::context::{Ctx, ToolOutput};
 use serde_json::{Map, Value, json};
 
-use crate::nibash::broker::Nibash;
-use crate::nibash::broker::jobs::Owner;
+use crate::nibash::Nibash;
+use crate::nibash::jobs::Owner;
 
 pub use nib_files::tools::{CallError, OUTPUT_CAP, ToolDef, call_file_tool};
 

@@ -8,9 +8,9 @@ use crate::confinement::Confinement;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::nibash::broker::Nibash;
-use crate::nibash::broker::call::{self, CallArgs};
-use crate::nibash::broker::jobs::{Owner, ending_words};
+use crate::nibash::Nibash;
+use crate::nibash::call::{self, CallArgs};
+use crate::nibash::jobs::{Owner, ending_words};
 use nib_files::context::args::{ArgError, Args};
 use nib_files::context::{Ctx, ToolOutput};
 
@@ -186,11 +186,8 @@ pub fn run(
     // A failed lookup or connection the proxy did not explain: why.
     if ctx.config.sandbox
         && ctx.config.confined_mode().is_ok()
-        && let Some(note) = crate::nibash::broker::network_why::note(
-            ctx.config,
-            &out.text,
-            !out.network_refused.is_empty(),
-        )
+        && let Some(note) =
+            crate::nibash::network_why::note(ctx.config, &out.text, !out.network_refused.is_empty())
     {
         out.text.push_str(&note);
         out.text.push('\n');
@@ -220,7 +217,7 @@ pub fn run(
             out.text.push('\n');
         }
         let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-        let lines = crate::nibash::broker::withheld::notes(
+        let lines = crate::nibash::withheld::notes(
             &command,
             &out.text,
             ctx.workspace.project_dir(),
@@ -330,9 +327,9 @@ pub fn status(
             cut_line(&e.command)
         ));
         let text = String::from_utf8_lossy(&s.output).into_owned();
-        out.push_str(&crate::nibash::broker::cut::shape(
+        out.push_str(&crate::nibash::cut::shape(
             &text,
-            crate::nibash::broker::cut::Decider::Keywords,
+            crate::nibash::cut::Decider::Keywords,
             None,
         ));
         nib_files::context::push_notes(&mut out, &notes);
@@ -417,12 +414,12 @@ fn session_lines(ctx: &Ctx, nib: &Nibash, owner: &str) -> String {
     ));
     out.push_str(&ctx.config.read_policy_text());
     out.push_str(&ctx.config.brokered_text());
-    out.push_str(&crate::nibash::broker::command_rules::describe(
+    out.push_str(&crate::nibash::command_rules::describe(
         ctx.workspace.project_dir(),
         ctx.config,
     ));
     out.push('\n');
-    out.push_str(&crate::nibash::broker::summary::describe(
+    out.push_str(&crate::nibash::summary::describe(
         &ctx.config.model,
         ctx.config.sandbox,
         nib.summaries_off.load(std::sync::atomic::Ordering::Relaxed),
@@ -444,7 +441,7 @@ fn session_lines(ctx: &Ctx, nib: &Nibash, owner: &str) -> String {
     out.push_str(&format!(
         "warm workers: {ready} ready ({:.1} MiB resident; at most {}, following how many calls run at once)\n",
         kib as f64 / 1024.0,
-        crate::nibash::broker::warm::MOST
+        crate::nibash::warm::MOST
     ));
     out.push_str(&usage(&own_usage(nib, owner)));
     out
@@ -659,13 +656,7 @@ pub fn skim(request: SkimRequest, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
                 let text = String::from_utf8_lossy(&f.bytes);
                 let canonical = nib_files::fs::canonical(&path).unwrap_or(path.clone());
                 let part = ctx.with_agent(|a| {
-                    crate::nibash::broker::skim::skim(
-                        &mut a.skims,
-                        &canonical,
-                        &shown,
-                        &text,
-                        &expect,
-                    )
+                    crate::nibash::skim::skim(&mut a.skims, &canonical, &shown, &text, &expect)
                 });
                 out.push_str(&part);
             }
@@ -688,7 +679,7 @@ pub fn skim(request: SkimRequest, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
 /// The usage rows `owner` may see: all of them for the stdio client (its
 /// subagents are one client's), an HTTP agent only its own (labelled by its
 /// NAME: a server serves either stdio or HTTP, never both).
-fn own_usage(nib: &Nibash, owner: &str) -> crate::nibash::broker::Usage {
+fn own_usage(nib: &Nibash, owner: &str) -> crate::nibash::Usage {
     let all = nib.usage.lock().unwrap_or_else(|p| p.into_inner());
     all.iter()
         .filter(|((agent, _), _)| owner.is_empty() || agent == owner)
@@ -696,7 +687,7 @@ fn own_usage(nib: &Nibash, owner: &str) -> crate::nibash::broker::Usage {
         .collect()
 }
 
-fn usage(u: &crate::nibash::broker::Usage) -> String {
+fn usage(u: &crate::nibash::Usage) -> String {
     if u.is_empty() {
         return String::new();
     }

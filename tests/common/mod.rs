@@ -486,7 +486,7 @@ pub struct Library {
     pub config: nib_files::config::Config,
     pub workspace: nib_files::workspace::Workspace,
     pub agent: std::sync::Mutex<nib_files::seen::Agent>,
-    pub nibash: std::sync::Arc<nib::nibash::broker::Nibash>,
+    pub nibash: std::sync::Arc<nib::nibash::Nibash>,
 }
 
 impl Library {
@@ -535,7 +535,7 @@ impl Library {
             scope: self.workspace.scope(true, false).unwrap(),
             enforce_seen: true,
             live: None,
-            programs: &nib::nibash::broker::command_rules::JudgedPrograms,
+            programs: &nib::nibash::command_rules::JudgedPrograms,
         }
     }
 }

@@ -32,9 +32,9 @@ use nib_files::workspace::Workspace;
 use nib_shell::channel::{Channel, Request, RuntimeRule, end_mark};
 
 use crate::confinement::Confinement;
-use crate::nibash::broker::Nibash;
-use crate::nibash::broker::jobs::Owner;
-use crate::nibash::broker::warm::Started;
+use crate::nibash::Nibash;
+use crate::nibash::jobs::Owner;
+use crate::nibash::warm::Started;
 
 use answer::{OneShot, answer};
 use asks::Asker;
@@ -43,25 +43,25 @@ use consume::{Consumer, Msg, spawn_events, spawn_reader, spawn_waiter};
 /// Runs one call of `owner`'s and returns the tool's answer.
 pub fn run(ctx: &Ctx, nib: &Arc<Nibash>, owner: &Owner, args: CallArgs) -> ToolOutput {
     let finished_jobs = nib.jobs.take_finished_report(owner);
-    let gate = match crate::nibash::broker::command_rules::gate(
+    let gate = match crate::nibash::command_rules::gate(
         ctx.workspace.project_dir(),
         &args.command,
         ctx.config.failpoint.as_deref(),
         || crate::llm::judge::RuleJudge::from_settings(&ctx.config.model, ctx.config.sandbox).ok(),
     ) {
         Ok(g) => g,
-        Err(crate::nibash::broker::command_rules::Refusal(message)) => {
+        Err(crate::nibash::command_rules::Refusal(message)) => {
             let mut out = ToolOutput::error(format!("{finished_jobs}{message}\n[exit 126]\n"));
             out.exit = Some(nib_command_rules::REFUSED_EXIT);
             return out;
         }
     };
-    let crate::nibash::broker::command_rules::Gate {
+    let crate::nibash::command_rules::Gate {
         runtime,
         masked,
         judge,
     } = gate;
-    let started_at = crate::nibash::broker::changes::start(ctx, nib);
+    let started_at = crate::nibash::changes::start(ctx, nib);
     // The git dirs there before the call, for the sweep after it.
     nib_files::fs::git_guard::before_call(&ctx.scope);
     let call_start = Instant::now();
@@ -206,18 +206,18 @@ fn request_for(ctx: &Ctx, args: &CallArgs, job: u32, rules: Vec<RuntimeRule>) ->
 /// to start once the call has answered.
 fn start_worker(
     ctx: &Ctx,
-    warm: &crate::nibash::broker::warm::Warm,
+    warm: &crate::nibash::warm::Warm,
     tmp_named: &std::sync::atomic::AtomicBool,
     request: &Request,
     cwd: &Path,
     masked: Vec<PathBuf>,
-    judge: Option<Arc<crate::nibash::broker::exec_judge::ProgramJudge>>,
+    judge: Option<Arc<crate::nibash::exec_judge::ProgramJudge>>,
 ) -> Result<(Started, Option<Refill>, Vec<PathBuf>), String> {
     let mut policy = ctx.config.sandbox_policy(&ctx.workspace.roots());
     let held = policy.protected.clone();
     let plain = judge.is_none() && masked.is_empty() && ctx.config.warm;
     policy.masked = masked;
-    let key = crate::nibash::broker::warm::key(&policy, cwd);
+    let key = crate::nibash::warm::key(&policy, cwd);
     let taken = match (plain, ctx.live.is_some()) {
         (true, true) => warm.take_or_start(&key, &policy, cwd),
         (true, false) => warm.take(&key),
@@ -225,15 +225,15 @@ fn start_worker(
     };
     let forked = taken
         .as_ref()
-        .is_some_and(|(p, _, _)| matches!(p, crate::nibash::broker::warm::Process::Forked(_)));
+        .is_some_and(|(p, _, _)| matches!(p, crate::nibash::warm::Process::Forked(_)));
     let mut started = match taken {
         Some(s) => s,
         None => {
-            let mut sandbox = crate::nibash::broker::warm::sandbox(policy.clone())?;
+            let mut sandbox = crate::nibash::warm::sandbox(policy.clone())?;
             if let Some(judge) = judge {
                 sandbox = sandbox.with_exec_judge(judge);
             }
-            crate::nibash::broker::warm::start_with(sandbox, cwd)?
+            crate::nibash::warm::start_with(sandbox, cwd)?
         }
     };
     // Under the sandbox the worker's /tmp is private: a forked worker's
@@ -268,7 +268,7 @@ fn start_worker(
 
 /// The warm worker to start for the next call: after this call's answer,
 /// so its start does not take the CPU from the call (on a 2-core machine
-/// it delayed `true` by a millisecond; see [`crate::nibash::broker::warm::Warm::refill`]).
+/// it delayed `true` by a millisecond; see [`crate::nibash::warm::Warm::refill`]).
 struct Refill {
     key: String,
     policy: nib_sandbox::Policy,

@@ -11,15 +11,15 @@ use nib_files::fs::Scope;
 use nib_files::workspace::Workspace;
 use nib_shell::channel::{Ask, Reply};
 
-use crate::nibash::broker::Nibash;
-use crate::nibash::broker::jobs::{Entry, ending_words};
+use crate::nibash::Nibash;
+use crate::nibash::jobs::{Entry, ending_words};
 
 /// Answers what a worker asks: trash and jobs.
 pub(super) struct Asker {
     pub(super) scope: Scope,
     pub(super) nib: Arc<Nibash>,
     /// The agent whose call this is: `jobs`, `wait` and `kill` reach only its jobs.
-    pub(super) owner: crate::nibash::broker::jobs::Owner,
+    pub(super) owner: crate::nibash::jobs::Owner,
     pub(super) workspace: Workspace,
     pub(super) trashed: Vec<PathBuf>,
     /// Submodule configs whose `core.worktree` is out for a `git

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use nib_files::context::Live;
 use nib_shell::channel::{Channel, Event};
 
-use crate::nibash::broker::jobs::{Entry, ending_words};
+use crate::nibash::jobs::{Entry, ending_words};
 
 use super::asks::{Asker, name_is_valid};
 use super::seen_rows::SeenReport;
@@ -319,7 +319,7 @@ pub(super) fn partial_mark(held: &[u8], mark: &[u8]) -> usize {
 }
 
 pub(super) fn spawn_reader(mut pipe: std::io::PipeReader, tx: Sender<Msg>, mark: Vec<u8>) {
-    crate::nibash::broker::threads::run(move || {
+    crate::nibash::threads::run(move || {
         let mut buf = vec![0u8; 64 * 1024];
         // Bytes held back because they may be the start of the mark.
         let mut held: Vec<u8> = Vec::new();
@@ -364,7 +364,7 @@ pub(super) fn spawn_reader(mut pipe: std::io::PipeReader, tx: Sender<Msg>, mark:
 /// Forwards the worker's events; the receiver hears when the channel closed.
 pub(super) fn spawn_events(mut chan: Channel, tx: Sender<Msg>) -> mpsc::Receiver<()> {
     let (closed_tx, closed) = mpsc::channel();
-    crate::nibash::broker::threads::run(move || {
+    crate::nibash::threads::run(move || {
         while let Ok(Some(ev)) = chan.recv::<Event>() {
             if tx.send(Msg::Event(ev)).is_err() {
                 break;
@@ -379,12 +379,12 @@ pub(super) fn spawn_events(mut chan: Channel, tx: Sender<Msg>) -> mpsc::Receiver
 /// hears when the channel is read to its end), so a call that ends with its
 /// worker never loses a `Done` or a name still in the channel.
 pub(super) fn spawn_waiter(
-    mut worker: crate::nibash::broker::warm::Process,
+    mut worker: crate::nibash::warm::Process,
     entry: Arc<Entry>,
     tx: Sender<Msg>,
     events_closed: mpsc::Receiver<()>,
 ) {
-    crate::nibash::broker::threads::run(move || {
+    crate::nibash::threads::run(move || {
         worker.wait_exited();
         entry.forget_killer();
         // The worker's end of the channel closed with it (no program holds
@@ -478,8 +478,8 @@ mod forged {
     use nib_shell::channel::{Ask, end_mark};
     use nib_text::text::Text;
 
-    use crate::nibash::broker::Nibash;
-    use crate::nibash::broker::call::seen_rows::ShownRows;
+    use crate::nibash::Nibash;
+    use crate::nibash::call::seen_rows::ShownRows;
 
     /// A small deterministic generator, so every run tries the same cases.
     struct Lcg(u64);

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use nib_files::fs::{Scope, git_guard, planted};
 
-use crate::nibash::broker::jobs::Entry;
+use crate::nibash::jobs::Entry;
 
 /// The git sweep runs at most once per this many times its own length.
 const GIT_SPACING: u32 = 10;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use nib_files::context::{Ctx, ToolOutput};
 
-use crate::nibash::broker::{Nibash, cut};
+use crate::nibash::{Nibash, cut};
 
 use super::args::CallArgs;
 use super::consume::{Consumer, OUTPUT_STOP, exec_refusals};
@@ -29,7 +29,7 @@ pub(super) fn answer(
     args: &CallArgs,
     consumer: Consumer,
     finished_jobs: String,
-    started_at: crate::nibash::broker::changes::Start,
+    started_at: crate::nibash::changes::Start,
     how: OneShot,
 ) -> ToolOutput {
     let mut consumer = consumer;
@@ -102,7 +102,7 @@ pub(super) fn answer(
             OUTPUT_STOP >> 20
         ));
     }
-    out.push_str(&crate::nibash::broker::changes::report(
+    out.push_str(&crate::nibash::changes::report(
         ctx,
         nib,
         &started_at,
@@ -177,7 +177,7 @@ fn cut_or_summarize(
     let long = cut::is_long(text) && !cut::is_own_rows(text);
     let summarize = !ctx.config.model.summarizers.is_empty()
         && !nib.summaries_off.load(std::sync::atomic::Ordering::Relaxed)
-        && crate::nibash::broker::summary::wanted(text);
+        && crate::nibash::summary::wanted(text);
     let mut out = String::new();
     let mut shown_whole = !long;
     if !(long || summarize) {
@@ -194,7 +194,7 @@ fn cut_or_summarize(
         .map(|p| format!(", whole in {}", p.display()))
         .unwrap_or_default();
     let summary = summarize.then(|| {
-        crate::nibash::broker::summary::summarize(
+        crate::nibash::summary::summarize(
             ctx.config,
             &rows,
             &args.command,
@@ -225,10 +225,10 @@ fn cut_or_summarize(
         _ if !long => out.push_str(&summary_note),
         _ => {
             let decided = if ctx.config.model.decider == crate::llm::DeciderKind::OpenRouter {
-                crate::nibash::broker::decide::add_windows(
+                crate::nibash::decide::add_windows(
                     &rows,
                     &mut keep,
-                    &crate::nibash::broker::decide::Purpose {
+                    &crate::nibash::decide::Purpose {
                         command: &args.command,
                         description: args.description.as_deref(),
                         expect: args.expect.as_deref(),
