@@ -32,9 +32,15 @@ async fn a_failed_lookup_under_the_sandbox_is_explained_in_the_answer() {
                 && said.contains("NIB_SANDBOX_NETWORK=HOST"),
             "{mode:?}: {said}"
         );
-        // A call whose programs did not touch the network gets no such line.
-        let (quiet, _) = nib.call("nibash", json!({"command": "echo fine"})).await;
-        assert!(!quiet.contains("[network:"), "{mode:?}: {quiet}");
+        // A call whose programs did not touch the network gets no such line,
+        // a python traceback naming FileNotFoundError (ENOTFOUND inside a
+        // word) included.
+        let quiet = "echo fine; python3 -c \"open('/nope')\"";
+        let (quiet, _) = nib.call("nibash", json!({ "command": quiet })).await;
+        assert!(
+            quiet.contains("FileNotFoundError") && !quiet.contains("[network:"),
+            "{mode:?}: {quiet}"
+        );
         // Hosts listed: a direct connection around the proxy is explained.
         let mut listed = mode.to_vec();
         listed.push(("NIB_SANDBOX_NETWORK", "127.0.0.1"));

@@ -8,7 +8,9 @@
 use nib_files::config::Config;
 
 /// What programs' own messages say when a name lookup or a connection
-/// failed (curl, git, python, node, pip, npm, cargo, Go), lowercased.
+/// failed (curl, git, python, node, pip, npm, cargo, Go), lowercased. Each
+/// counts only where it starts a word: python's `FileNotFoundError` holds
+/// node's `ENOTFOUND` inside a word and says nothing of the network.
 const FAILURE_MARKS: &[&str] = &[
     "could not resolve host",
     "could not resolve proxy",
@@ -36,7 +38,7 @@ pub fn note(config: &Config, output: &str, proxy_named_refusals: bool) -> Option
         return None;
     }
     let lower = output.to_ascii_lowercase();
-    if !FAILURE_MARKS.iter().any(|m| lower.contains(m)) {
+    if !FAILURE_MARKS.iter().any(|m| starts_a_word(&lower, m)) {
         return None;
     }
     let through_proxy = crate::netproxy::current().is_some();
@@ -48,6 +50,16 @@ pub fn note(config: &Config, output: &str, proxy_named_refusals: bool) -> Option
             "[network: programs reach only {} and only through nib's proxy (the HTTPS_PROXY and HTTP_PROXY variables): a program that ignores them, or resolves names itself, fails; nibash_status lists what was reached and refused]",
             nib_text::path_text::escape_control(hosts)
         ),
+    })
+}
+
+/// Whether `mark` occurs in `text` where no letter, digit or `_` comes just
+/// before it.
+fn starts_a_word(text: &str, mark: &str) -> bool {
+    text.match_indices(mark).any(|(at, _)| {
+        !text.as_bytes()[..at]
+            .last()
+            .is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_')
     })
 }
 
@@ -70,6 +82,10 @@ mod tests {
         ));
         c.confirm_network = false;
         assert!(note(&c, "all fine\n", false).is_none());
+        let traceback = "FileNotFoundError: [Errno 2] No such file or directory: '/x'\n";
+        assert!(note(&c, traceback, false).is_none(), "no network in it");
+        let npm = "npm error code ENOTFOUND\n";
+        assert!(note(&c, npm, false).is_some());
         assert!(note(&c, curl, true).is_none(), "the proxy already said why");
         c.network_hosts = Some("crates.example".into());
         assert!(
