@@ -1036,3 +1036,43 @@ fn a_real_client_is_asked_for_approval_in_both_eras() {
         }
     }
 }
+
+#[test]
+fn a_nibash_answer_names_its_own_changes_not_another_agents_edits() {
+    let dir = project();
+    std::fs::write(dir.path().join("bobs.txt"), TEN).unwrap();
+    let nib = serve(dir.path(), &[]);
+    // Bob reads and edits bobs.txt with nib's edit tool while alice's call
+    // runs; her program writes mine.txt.
+    let addr = nib.addr.clone();
+    let bob = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(700));
+        let (text, err) =
+            modern_call(&addr, BOB, "read", json!({"paths": ["bobs.txt"]})).tool_text();
+        assert!(!err, "{text}");
+        let tag = header_tag(&text);
+        let patch = format!("[bobs.txt#{tag}]\nPUT 3:\n+bob's three\n");
+        let (text, err) = modern_call(&addr, BOB, "edit", json!({"input": patch})).tool_text();
+        assert!(!err, "{text}");
+    });
+    let (text, err) = modern_call(
+        &nib.addr,
+        ALICE,
+        "nibash",
+        json!({"command": "sleep 3; echo made > mine.txt"}),
+    )
+    .tool_text();
+    bob.join().unwrap();
+    assert!(!err, "{text}");
+    assert!(
+        std::fs::read_to_string(dir.path().join("bobs.txt"))
+            .unwrap()
+            .contains("bob's three"),
+        "bob's edit landed during alice's call"
+    );
+    assert!(text.contains("mine.txt"), "her own change is named: {text}");
+    assert!(
+        !text.contains("bobs.txt"),
+        "bob's edit is named as alice's change: {text}"
+    );
+}

@@ -73,6 +73,8 @@ pub fn changed_since(roots: &[PathBuf], since: SystemTime) -> (Vec<PathBuf>, boo
 pub struct Start {
     time: SystemTime,
     watch: Option<(std::sync::Arc<super::watch::Watcher>, u64)>,
+    /// The [`super::tool_writes::ToolWrites`] mark when the call started.
+    tool_writes: u64,
 }
 
 /// Notes the start of a call (a watcher mark, and the file clock for a walk).
@@ -81,9 +83,15 @@ pub fn start(ctx: &Ctx, shell: &Nibash) -> Start {
         let m = w.mark();
         (w, m)
     });
+    let tool_writes = shell
+        .tool_writes
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .mark();
     Start {
         time: file_clock_now(),
         watch,
+        tool_writes,
     }
 }
 
@@ -141,6 +149,11 @@ pub fn report(ctx: &Ctx, shell: &Nibash, start: &Start, skip: &[PathBuf]) -> Str
             // Written through nib's own tools (or already shown): not news.
             continue;
         }
+        if written_by_a_tool(shell, start, p, tag) {
+            // Another agent's edit or write while this call ran: not this
+            // call's change.
+            continue;
+        }
         listed.push(format!("{shown}#{tag}"));
         if let Some(part) = small_change(ctx, p, &shown, tag, &file.bytes) {
             rows.push_str(&part);
@@ -187,6 +200,17 @@ fn known_to_agent(ctx: &Ctx, path: &Path, tag: Tag, bytes: &[u8]) -> bool {
             .next()
             .is_some_and(|v| v.tag == tag && *v.text == Text::decode(bytes))
     })
+}
+
+/// Whether nib's edit or write tool (any agent's call) wrote exactly this
+/// content to the file while the call ran.
+fn written_by_a_tool(shell: &Nibash, start: &Start, path: &Path, tag: Tag) -> bool {
+    let canonical = nib_files::fs::canonical(path).unwrap_or_else(|_| path.to_path_buf());
+    shell
+        .tool_writes
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .wrote_since(start.tool_writes, &canonical, tag)
 }
 
 /// The changed rows of a file the agent saw, when the change is small; the

@@ -11,7 +11,9 @@
 //!   line is done or its timeout turns it into a job.
 //! - [`warm`]: the worker started ahead of the next call.
 //! - [`threads`]: the helper threads of calls, kept between calls.
-//! - [`changes`]: the files a call changed, listed after it with new tags.
+//! - [`changes`]: the files a call changed, listed after it with new tags;
+//!   [`tool_writes`]: what nib's edit and write tools wrote meanwhile (any
+//!   agent's), which is not the call's change.
 //! - [`jobs`]: the calls still running and the jobs that carry over between
 //!   calls, with their output.
 //! - [`watch`]: inotify on the roots' folders, so finding changed files
@@ -37,6 +39,7 @@ pub mod runners;
 pub mod skim;
 pub mod summary;
 pub mod threads;
+pub mod tool_writes;
 pub mod warm;
 pub mod watch;
 pub mod withheld;
@@ -76,6 +79,9 @@ pub struct Nibash {
     pub tmp_named: std::sync::atomic::AtomicBool,
     /// The providers' lines for nibash_status (set by the server, which runs them).
     pub provider_status: Mutex<Option<StatusFn>>,
+    /// What nib's edit and write tools wrote, so a call's report names only
+    /// its own changes.
+    pub tool_writes: Mutex<tool_writes::ToolWrites>,
 }
 
 /// Lines a part of the broker adds to nibash_status.
