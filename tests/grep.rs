@@ -180,9 +180,8 @@ async fn options_filter_and_shape_the_rows() {
     let t = nib.ok("grep", json!({"pattern": "Alpha(?= again)"})).await;
     assert!(t.contains("*7:Alpha again") && t.contains("PCRE2"), "{t}");
     let e = nib
-        .try_call("grep", json!({"pattern": "x", "mode": "lines"}))
-        .await
-        .unwrap_err();
+        .err("grep", json!({"pattern": "x", "mode": "lines"}))
+        .await;
     assert!(e.contains("mode"), "{e}");
     let t = nib.err("grep", json!({"pattern": "(unclosed"})).await;
     assert!(
@@ -413,10 +412,7 @@ async fn find_lists_filters_sorts_and_pages() {
         .unwrap();
     let t = nib.ok("find", json!({"newer": "1h"})).await;
     assert!(t.starts_with("3 files") && !t.contains("util.ts"), "{t}");
-    let e = nib
-        .try_call("find", json!({"minSize": "lots"}))
-        .await
-        .unwrap_err();
+    let e = nib.err("find", json!({"minSize": "lots"})).await;
     assert!(e.contains("minSize"), "{e}");
 
     for i in 0..230 {

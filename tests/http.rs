@@ -1076,3 +1076,16 @@ fn a_nibash_answer_names_its_own_changes_not_another_agents_edits() {
         "bob's edit is named as alice's change: {text}"
     );
 }
+
+#[test]
+fn a_call_missing_a_required_argument_is_a_tool_error_over_http() {
+    let dir = project();
+    let nib = serve(dir.path(), &[]);
+    let a = modern_call(&nib.addr, ALICE, "read", json!({}));
+    assert_eq!(a.status, 200, "{}", a.body);
+    let (text, err) = a.tool_text();
+    assert!(
+        err && text.contains("\"paths\" is required") && text.contains("nothing was read"),
+        "{text}"
+    );
+}

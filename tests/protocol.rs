@@ -67,24 +67,37 @@ async fn nib_shell_0_offers_no_shell_tools() {
     nib.stop().await;
 }
 
+/// An unknown tool is a protocol error; arguments a tool cannot use (a
+/// required one missing, one of the wrong type) are the tool's error, a
+/// result with isError the model reads (as the 2025-11-25 revision asks),
+/// naming the argument and the next step.
 #[tokio::test]
-async fn bad_calls_are_protocol_errors_and_the_server_keeps_serving() {
+async fn bad_calls_are_errors_and_the_server_keeps_serving() {
     let dir = project();
     std::fs::write(dir.path().join("a.txt"), "keep\n").unwrap();
     for era in ERAS {
         let nib = start(era, dir.path()).await;
         let e = nib.try_call("frobnicate", json!({})).await.unwrap_err();
         assert!(e.contains("unknown tool"), "{era:?}: {e}");
-        let e = nib
-            .try_call("read", json!({"paths": 42}))
-            .await
-            .unwrap_err();
-        assert!(e.contains("paths"), "{era:?}: {e}");
-        let e = nib
-            .try_call("write", json!({"path": "a.txt", "content": ["x"]}))
-            .await
-            .unwrap_err();
-        assert!(e.contains("content"), "{era:?}: {e}");
+        for (tool, args, named) in [
+            ("read", json!({}), "\"paths\" is required"),
+            ("read", json!({"paths": 42}), "paths"),
+            ("write", json!({"content": "x"}), "\"path\" is required"),
+            (
+                "write",
+                json!({"path": "a.txt", "content": ["x"]}),
+                "content",
+            ),
+            ("nibash", json!({}), "\"command\" is required"),
+        ] {
+            let text = nib.err(tool, args.clone()).await;
+            assert!(
+                text.contains(named)
+                    && text.contains("nothing was read or written")
+                    && text.contains("hint:"),
+                "{era:?} {tool} {args}: {text}"
+            );
+        }
         // Still serving, and nothing changed on disk.
         let text = nib.ok("read", json!({"paths": ["a.txt"]})).await;
         assert!(text.contains("1:keep"), "{era:?}: {text}");

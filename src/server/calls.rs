@@ -163,10 +163,12 @@ impl NibServer {
             Err(e @ CallError::UnknownTool(..)) => {
                 Err(McpError::invalid_params(e.to_string(), None))
             }
-            Err(CallError::Args(e)) => Err(McpError::invalid_params(
-                format!("{e}; nothing was read or written"),
-                None,
-            )),
+            // Arguments the tool cannot use are the tool's error, as a
+            // result the model reads (isError), not a protocol error.
+            Err(CallError::Args(e)) => Ok(ToolOutput::error(format!(
+                "{e}; nothing was read or written.\n\
+                 hint: call the tool again with the arguments its input schema names (tools/list)\n"
+            ))),
         }
     }
 }
