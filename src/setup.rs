@@ -622,6 +622,10 @@ pub fn plan(places: &Places, args: &SetupArgs) -> (Vec<Change>, Vec<String>) {
             .find(|p| p.exists())
     };
     let mut notes = Vec::new();
+    // The opt-out is said each time it is asked for, with the way back.
+    if args.no_sandbox && args.http.is_none() {
+        notes.push("note: --no-sandbox: nib's server entry sets NIB_SANDBOX=0, so programs run unconfined, with your full authority (they can read your credentials and write anywhere you can); nib setup without --no-sandbox takes it out".to_string());
+    }
     // A status line in the person's own settings: a project's would hide it.
     let users_line = std::fs::read_to_string(places.claude_dir.join("settings.json"))
         .ok()

@@ -64,18 +64,21 @@ fn without_nib_sandbox_programs_are_confined_and_with_0_they_are_not() {
     let key = w.key.display().to_string();
     let outside = w.home.join("written-by-a-program");
     let line = format!("cat {key}; /bin/cat {key}; echo x > {}", outside.display());
-    let (said, _) = nib_as_person(&w, &["sh", &line], &[]);
-    assert!(
-        !said.contains(SECRET),
-        "the default let a program read the key: {said}"
-    );
-    assert!(
-        !outside.exists(),
-        "the default let a program write outside: {said}"
-    );
-    let (doctor, code) = nib_as_person(&w, &["doctor"], &[]);
-    assert_eq!(code, 0, "{doctor}");
-    assert!(!doctor.contains("unconfined"), "{doctor}");
+    // Both confined modes: bubblewrap, and Landlock + seccomp alone.
+    for mode in [&[][..], &[("NIB_SANDBOX_BWRAP", "0")][..]] {
+        let (said, _) = nib_as_person(&w, &["sh", &line], mode);
+        assert!(
+            !said.contains(SECRET),
+            "{mode:?}: the default let a program read the key: {said}"
+        );
+        assert!(
+            !outside.exists(),
+            "{mode:?}: the default let a program write outside: {said}"
+        );
+        let (doctor, code) = nib_as_person(&w, &["doctor"], mode);
+        assert_eq!(code, 0, "{mode:?}: {doctor}");
+        assert!(!doctor.contains("unconfined"), "{mode:?}: {doctor}");
+    }
     // The control: NIB_SANDBOX=0 is the way out, and it is said.
     let (said, _) = nib_as_person(&w, &["sh", &line], &[("NIB_SANDBOX", "0")]);
     assert!(
@@ -153,11 +156,21 @@ fn setup_writes_the_opt_out_only_when_asked_and_takes_it_out_again() {
         "{}",
         mcp_entry(&w.project)
     );
+    assert!(!said.contains("unconfined"), "{said}");
     let (said, code) = nib_as_person(&w, &["setup", "--no-sandbox"], &[]);
     assert_eq!(code, 0, "{said}");
     assert_eq!(mcp_entry(&w.project)["env"]["NIB_SANDBOX"], json!("0"));
+    // What it did first, then that programs now run unconfined and the way back.
+    assert!(said.starts_with("updated "), "{said}");
+    assert!(
+        said.contains(
+            "note: --no-sandbox: nib's server entry sets NIB_SANDBOX=0, so programs run unconfined"
+        ) && said.contains("nib setup without --no-sandbox takes it out"),
+        "{said}"
+    );
     let (said, code) = nib_as_person(&w, &["setup"], &[]);
     assert_eq!(code, 0, "{said}");
+    assert!(!said.contains("unconfined"), "{said}");
     assert!(
         mcp_entry(&w.project).get("env").is_none(),
         "{}",
