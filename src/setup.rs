@@ -605,32 +605,27 @@ pub fn remember(saved: &mut Value, args: &SetupArgs) {
     }
 }
 
-/// Plans every change: the files to write, and the lines to print after
-/// what was done (each `warning: …` or `note: …`).
-pub fn plan(places: &Places, args: &SetupArgs) -> (Vec<Change>, Vec<String>) {
-    type Edit<'a> = Box<dyn Fn(&mut Value) + 'a>;
-    // The user's configuration serves every project, whatever PATH Claude
-    // Code starts with (an IDE's may lack the nib a terminal finds): it
-    // names this binary by its path. A project's may be shared: `nib` when
-    // PATH finds this very binary.
-    let nib = if args.user { &places.exe } else { &places.nib };
-    let mut targets: Vec<(PathBuf, Edit, bool)> = Vec::new();
+/// A file setup may change: its path, the edit, and whether to create it
+/// when it does not exist.
+type Target<'a> = (PathBuf, Box<dyn Fn(&mut Value) + 'a>, bool);
+
+/// The files setup may change, each with its edit: the user's or the
+/// project's Claude Code and OpenCode configuration, or the HTTP client's;
+/// `notes` gets what could not be done for OpenCode.
+fn targets<'a>(
+    places: &'a Places,
+    args: &'a SetupArgs,
+    nib: &'a Path,
+    users_line: bool,
+    notes: &mut Vec<String>,
+) -> Vec<Target<'a>> {
+    let mut targets: Vec<Target<'a>> = Vec::new();
     let opencode_file = |dir: &Path| {
         ["opencode.json", "opencode.jsonc"]
             .iter()
             .map(|n| dir.join(n))
             .find(|p| p.exists())
     };
-    let mut notes = Vec::new();
-    // The opt-out is said each time it is asked for, with the way back.
-    if args.no_sandbox && args.http.is_none() {
-        notes.push("note: --no-sandbox: nib's server entry sets NIB_SANDBOX=0, so programs run unconfined, with your full authority (they can read your credentials and write anywhere you can); nib setup without --no-sandbox takes it out".to_string());
-    }
-    // A status line in the person's own settings: a project's would hide it.
-    let users_line = std::fs::read_to_string(places.claude_dir.join("settings.json"))
-        .ok()
-        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
-        .is_some_and(|v| v.get("statusLine").is_some());
     if args.user {
         targets.push((
             places.claude_dir.join("settings.json"),
@@ -706,6 +701,28 @@ pub fn plan(places: &Places, args: &SetupArgs) -> (Vec<Change>, Vec<String>) {
             None => {}
         }
     }
+    targets
+}
+
+/// Plans every change: the files to write, and the lines to print after
+/// what was done (each `warning: …` or `note: …`).
+pub fn plan(places: &Places, args: &SetupArgs) -> (Vec<Change>, Vec<String>) {
+    // The user's configuration serves every project, whatever PATH Claude
+    // Code starts with (an IDE's may lack the nib a terminal finds): it
+    // names this binary by its path. A project's may be shared: `nib` when
+    // PATH finds this very binary.
+    let nib = if args.user { &places.exe } else { &places.nib };
+    let mut notes = Vec::new();
+    // The opt-out is said each time it is asked for, with the way back.
+    if args.no_sandbox && args.http.is_none() {
+        notes.push("note: --no-sandbox: nib's server entry sets NIB_SANDBOX=0, so programs run unconfined, with your full authority (they can read your credentials and write anywhere you can); nib setup without --no-sandbox takes it out".to_string());
+    }
+    // A status line in the person's own settings: a project's would hide it.
+    let users_line = std::fs::read_to_string(places.claude_dir.join("settings.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .is_some_and(|v| v.get("statusLine").is_some());
+    let mut targets = targets(places, args, nib, users_line, &mut notes);
     let remembered = !args.providers.is_empty()
         || args.decider.is_some()
         || args.summary.is_some()
