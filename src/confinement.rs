@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use nib_files::config::Config;
+use nib_settings::Config;
 
 /// The broker's view of [`Config`]: what confined programs get.
 pub trait Confinement {

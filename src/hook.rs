@@ -201,7 +201,7 @@ pub fn run(state: &Path, input: &[u8]) -> HookAnswer {
             // The change's own confinement applies; the hook's
             // environment may add the sandbox, never take it away.
             let floor = nib_files::undo::Confinement {
-                sandbox: nib_files::config::sandbox_on(),
+                sandbox: nib_settings::sandbox_on(),
                 confirm: false,
                 roots: vec![project.clone()],
             };

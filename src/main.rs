@@ -6,7 +6,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use nib::{cli, server, stdio};
-use nib_files::config;
+use nib_settings as config;
 
 use std::io::Write;
 

@@ -48,7 +48,7 @@ use serde_json::{Value, json};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::server::{HttpAgent, NibServer};
-use nib_files::config::Config;
+use nib_settings::Config;
 
 /// nib's own header for the token, for routers that consume `Authorization`.
 pub const TOKEN_HEADER: &str = "x-nib-token";

@@ -144,7 +144,7 @@ impl Places {
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
             .unwrap_or_else(|| home.join(".claude"));
-        let config_dir = nib_files::config::config_dir();
+        let config_dir = nib_settings::config_dir();
         let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("nib"));
         let exe = std::fs::canonicalize(&exe).unwrap_or(exe);
         let path = std::env::var_os("PATH");

@@ -4,7 +4,7 @@
 //! workspace and its named folders ([`workspace`], [`names`]), the confined
 //! walk ([`search`]), what each agent saw ([`seen`]), nib's own changes for
 //! `nib undo` ([`undo`]), git's output as rows ([`git`]), the call context
-//! ([`context`]) and the settings ([`config`]).
+//! ([`context`]). The settings it is handed come from `nib-settings`.
 //!
 //! It knows no shell and no MCP: the broker (`nib`) offers these tools to
 //! clients, and nibash's worker (`nib-shell`) runs them for its own
@@ -13,7 +13,6 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 #![deny(missing_docs)]
 
-pub mod config;
 pub mod context;
 pub mod fs;
 pub mod git;

@@ -13,11 +13,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use nib_files::config::Config;
 use nib_files::context::{Ctx, Programs};
 use nib_files::seen::Agent;
 use nib_files::tools::call_file_tool;
 use nib_files::workspace::Workspace;
+use nib_settings::Config;
 use serde_json::{Value, json};
 
 /// No program runs in these tests (read's `path@REV` would need git).
@@ -123,7 +123,7 @@ fn config(project_dir: &Path, state: &Path) -> Config {
         provider_timeout: std::time::Duration::from_secs(5),
         cli_providers: Vec::new(),
         config_dir: state.join("config"),
-        model: nib_files::config::llm::Settings::default(),
+        model: nib_settings::llm::Settings::default(),
     }
 }
 

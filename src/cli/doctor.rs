@@ -3,7 +3,7 @@
 //! policy's words are `crate::confinement`'s.
 
 use crate::confinement::Confinement;
-use nib_files::config::Config;
+use nib_settings::Config;
 use std::io::Write;
 
 /// Prints the sandbox layers this machine offers — each tried once, with

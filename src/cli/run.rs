@@ -4,12 +4,12 @@
 //! exit status and wording are `output`'s.
 
 use crate::tools;
-use nib_files::config::Config;
 use nib_files::context::Ctx;
 use nib_files::context::args::ArgError;
 use nib_files::seen::Agent;
 use nib_files::tools::FileRequest;
 use nib_files::workspace::Workspace;
+use nib_settings::Config;
 use std::io::{Read, Write};
 use std::sync::{Arc, Mutex};
 

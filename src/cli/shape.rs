@@ -41,7 +41,7 @@ pub fn shape(s: &Shape) -> u8 {
         let extra = |row: &str| crate::nibash::cut::has_word(row, &words);
         // The keyword or fixed rows the configured decider starts from
         // (environment, then setup.json); the model's windows are for calls.
-        let decider = crate::llm::Settings::from_env(&nib_files::config::config_dir()).decider;
+        let decider = crate::llm::Settings::from_env(&nib_settings::config_dir()).decider;
         let keep =
             crate::nibash::cut::pick(&rows, crate::nibash::cut::Decider::of(decider), &extra);
         out.push_str(&crate::nibash::cut::render(&rows, &keep, Some(&s.log)));

@@ -2,8 +2,8 @@
 //! newest as a diff. The record and the putting back are
 //! `nib_files::undo`'s; this room prints them.
 
-use nib_files::config::Config;
 use nib_files::workspace::Workspace;
+use nib_settings::Config;
 use std::io::Write;
 
 use super::output::fail;

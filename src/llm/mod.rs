@@ -1,7 +1,7 @@
 //! Every call nib makes to a language model: one HTTPS client
 //! ([`client`]), a disk cache ([`cache`]), and the judge of nib.json `rule`
 //! entries ([`judge`]); the settings they read are `nib-files`' (its
-//! `config::llm`, re-exported here).
+//! `nib_settings::llm`, re-exported here).
 //!
 //! What the models are asked is decided by their users: long output's
 //! `openrouter` decider and the summarizers (`nibash::decide`,
@@ -11,6 +11,6 @@ pub mod cache;
 pub mod client;
 pub mod judge;
 
-pub use nib_files::config::llm::{
+pub use nib_settings::llm::{
     CHAT_URL, DEFAULT_MODEL, DeciderKind, Settings, Summarizer, is_loopback,
 };

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use nib_command_rules::{Rules, Verdict};
-use nib_files::config::Config;
 use nib_files::context::Programs;
+use nib_settings::Config;
 
 use super::exec_judge::ProgramJudge;
 use nib_shell::channel::RuntimeRule;
@@ -141,7 +141,7 @@ fn program_files(names: &[String]) -> Vec<PathBuf> {
 }
 
 /// One line for nibash_status.
-pub fn describe(dir: &Path, config: &nib_files::config::Config) -> String {
+pub fn describe(dir: &Path, config: &nib_settings::Config) -> String {
     match Rules::find(dir) {
         Ok(None) => "command rules: none (no nib.json with rules at or above the project)".into(),
         Err(e) => format!("command rules: {e}"),

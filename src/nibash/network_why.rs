@@ -5,7 +5,7 @@
 //! own, the answer ends with one line saying what the sandbox allows and
 //! which setting of the user's would allow more.
 
-use nib_files::config::Config;
+use nib_settings::Config;
 
 /// What programs' own messages say when a name lookup or a connection
 /// failed (curl, git, python, node, pip, npm, cargo, Go), lowercased. Each

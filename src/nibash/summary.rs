@@ -22,7 +22,7 @@ use serde_json::json;
 use crate::llm::cache::{Cache, key};
 use crate::llm::client::{Chat, complete};
 use crate::llm::{Settings, Summarizer};
-use nib_files::config::Config;
+use nib_settings::Config;
 
 /// Lines over which output is summarized.
 pub const SUMMARY_ROWS: usize = 150;

@@ -25,7 +25,7 @@ use rmcp::model::{
 };
 use rmcp::service::PeerRequestOptions;
 
-use nib_files::config::Config;
+use nib_settings::Config;
 use session::{ProgressFn, Session};
 use spec::ProviderSpec;
 

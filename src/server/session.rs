@@ -13,9 +13,9 @@ use rmcp::{Peer, RoleServer};
 
 use crate::agents::Agents;
 use crate::tools;
-use nib_files::config::Config;
 use nib_files::seen::Agent;
 use nib_files::workspace::Workspace;
+use nib_settings::Config;
 
 use super::state::{HttpAgent, Inner, NibServer};
 

@@ -8,9 +8,9 @@ use rmcp::service::RequestContext;
 use rmcp::{Peer, RoleServer};
 
 use crate::agents::Agents;
-use nib_files::config::Config;
 use nib_files::context::ToolOutput;
 use nib_files::workspace::Workspace;
+use nib_settings::Config;
 
 /// The HTTP agent (the token's NAME) a request comes from: `serve_http`
 /// puts it in the request context's extensions, where nothing a client

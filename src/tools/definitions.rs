@@ -4,7 +4,7 @@
 //! (`tools::nibash`) read these arguments leniently; a test here holds that
 //! every property a schema lists is read by its request.
 
-use nib_files::config::Config;
+use nib_settings::Config;
 use serde_json::{Value, json};
 
 /// One tool's definition as listed to clients.

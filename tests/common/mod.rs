@@ -483,7 +483,7 @@ pub fn header_tag(text: &str) -> String {
 /// nib used as a library, the way the server runs a tool call: a confined
 /// scope over `project`, state in `state`, seen lines enforced.
 pub struct Library {
-    pub config: nib_files::config::Config,
+    pub config: nib_settings::Config,
     pub workspace: nib_files::workspace::Workspace,
     pub agent: std::sync::Mutex<nib_files::seen::Agent>,
     pub nibash: std::sync::Arc<nib::nibash::Nibash>,
@@ -491,7 +491,7 @@ pub struct Library {
 
 impl Library {
     pub fn new(project: &Path, state: &Path) -> Library {
-        let config = nib_files::config::Config {
+        let config = nib_settings::Config {
             project_dir: std::fs::canonicalize(project).unwrap(),
             roots_timeout: std::time::Duration::from_secs(1),
             state_dir: state.to_path_buf(),

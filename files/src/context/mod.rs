@@ -12,10 +12,10 @@ use std::sync::Mutex;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::config::Config;
 use crate::fs::{Approval, FsError, WriteTarget};
 use crate::seen::{Agent, Seen};
 use crate::workspace::Workspace;
+use nib_settings::Config;
 
 /// The largest text file nib reads, edits or writes (8 MiB).
 pub const TEXT_LIMIT: u64 = 8 * 1024 * 1024;

@@ -137,7 +137,7 @@ fn discard_all(ready: &[Ready]) {
 }
 
 /// Runs the steps all-or-nothing. `failpoint` is the test-only
-/// [`crate::config::NIB_FAILPOINT`] value.
+/// [`nib_settings::NIB_FAILPOINT`] value.
 pub fn commit_all(
     state_dir: &Path,
     steps: Vec<Step>,

@@ -36,7 +36,7 @@ pub fn with_tools<T>(f: impl FnOnce(&Ctx, &Workspace) -> T) -> Result<T, String>
     let project = crate::worker::link::request()
         .map(|r| r.cwd.clone())
         .unwrap_or_else(|| std::env::current_dir().unwrap_or_default());
-    let config = match nib_files::config::Config::from_env() {
+    let config = match nib_settings::Config::from_env() {
         Ok(mut c) => {
             c.project_dir = project.clone();
             c.sandbox = false;
@@ -88,7 +88,7 @@ struct AlreadyConfined;
 impl Programs for AlreadyConfined {
     fn sandbox(
         &self,
-        config: &nib_files::config::Config,
+        config: &nib_settings::Config,
         roots: &[PathBuf],
     ) -> Result<nib_sandbox::Sandbox, String> {
         let exe = std::env::current_exe()

@@ -1,7 +1,11 @@
-//! Environment variables nib reads, each named once, and the startup
-//! configuration built from them.
-//!
-//! Tools never read the environment themselves: they get a [`Config`].
+//! nib's settings: the environment variables nib reads, each named once,
+//! and the startup configuration ([`Config`]) built from them, with the
+//! model's settings ([`llm`]). A leaf: it depends on no crate of nib's, and
+//! no other crate reads the environment for a setting; each layer is handed
+//! the `Config` (the file tools through their call context, the sandbox
+//! through the broker's policy).
+
+#![deny(missing_docs)]
 
 pub mod llm;
 
