@@ -264,6 +264,23 @@ fn token_of(req: &Request<hyper::body::Incoming>) -> Option<&[u8]> {
         .then(|| rest.trim_ascii())
 }
 
+/// What the log line needs of a JSON-RPC message, borrowed from its body
+/// where no escape forces a copy; every other member is skipped unbuilt.
+#[derive(serde::Deserialize)]
+struct Peek<'a> {
+    #[serde(borrow, default)]
+    method: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow, default)]
+    params: Option<PeekParams<'a>>,
+}
+
+/// A request's `params`, for the tool's name.
+#[derive(serde::Deserialize)]
+struct PeekParams<'a> {
+    #[serde(borrow, default)]
+    name: Option<std::borrow::Cow<'a, str>>,
+}
+
 /// The agent a request was let in as (in the HTTP request's extensions).
 #[derive(Clone, Debug)]
 struct AgentName(Arc<str>);
@@ -574,14 +591,16 @@ impl Front {
                 );
             }
         };
-        if let Ok(message) = serde_json::from_slice::<Value>(&bytes) {
-            if let Some(m) = message.get("method").and_then(Value::as_str) {
+        // The method and the tool, for the log line: peeked without building
+        // the message (rmcp parses it into its own types next).
+        if let Ok(peek) = serde_json::from_slice::<Peek<'_>>(&bytes) {
+            if let Some(m) = &peek.method {
                 log.method = Some(m.chars().take(64).collect());
             }
             if log.method.as_deref() == Some("tools/call") {
-                log.tool = message
-                    .pointer("/params/name")
-                    .and_then(Value::as_str)
+                log.tool = peek
+                    .params
+                    .and_then(|p| p.name)
                     .map(|s| s.chars().take(64).collect());
             }
         }
@@ -598,10 +617,15 @@ impl Front {
         }
         let closing = parts.method == http::Method::DELETE;
         parts.extensions.insert(AgentName(Arc::clone(&agent)));
-        let response = self
+        let mut response = self
             .mcp
             .handle(Request::from_parts(parts, Full::new(bytes)))
             .await;
+        // A DELETE that ended the session is done, not accepted for later:
+        // rmcp says 202, clients (the Python SDK) look for 200 or 204.
+        if closing && response.status() == StatusCode::ACCEPTED {
+            *response.status_mut() = StatusCode::OK;
+        }
         let kept = {
             let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
             match (session, response.headers().get(SESSION_HEADER)) {

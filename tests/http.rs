@@ -510,6 +510,14 @@ fn older_clients_initialize_and_keep_a_session() {
     );
     assert_eq!(a.status, 404, "{}", a.body);
     assert!(!dir.path().join("canary").exists());
+    // Bob cannot end it either; alice's DELETE ends it, answered 200 (the
+    // session is over, not accepted for later), and the id is then unknown.
+    let a = request(&nib.addr, "DELETE", "/mcp", &bobs, b"");
+    assert_eq!(a.status, 404, "{}", a.body);
+    let a = request(&nib.addr, "DELETE", "/mcp", &with_session, b"");
+    assert_eq!(a.status, 200, "{}", a.body);
+    let a = call(5, "read", json!({"paths": ["f.txt"]}));
+    assert_eq!(a.status, 404, "{}", a.body);
 }
 
 #[test]
