@@ -15,6 +15,7 @@ mod confine;
 mod deciders;
 mod edit;
 mod fail_closed;
+mod first_use;
 mod git;
 mod git_dirs;
 mod grep;

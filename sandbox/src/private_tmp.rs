@@ -2,6 +2,9 @@
 //! gives each worker a fresh tmpfs instead): a folder of its own under the
 //! system's temporary folder, created `0700`, removed when the worker ends.
 //!
+//! A process that exits while a worker's waiter still holds it (a one-call
+//! `nib sh` whose answer is out, a server whose client closed stdin) removes
+//! the folders it made as it exits: an `atexit` handler, set with the first.
 //! A broker killed outright (SIGKILL) cannot remove its workers' folders;
 //! the next broker removes those whose broker no longer runs
 //! ([`crate::leftovers`]). Naming them is this module's; when a folder is
@@ -35,12 +38,54 @@ pub fn create(base: &Path) -> io::Result<PathBuf> {
             COUNTER.fetch_add(1, Ordering::Relaxed)
         ));
         match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
-            Ok(()) => return Ok(dir),
+            Ok(()) => {
+                remove_own_at_exit(base);
+                return Ok(dir);
+            }
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some(e),
             Err(e) => return Err(e),
         }
     }
     Err(last.unwrap_or_else(|| io::Error::other("no free name for a private /tmp")))
+}
+
+/// The folders under which this process made private folders.
+static BASES: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// Has this process's folders under `base` removed when it exits.
+fn remove_own_at_exit(base: &Path) {
+    static AT_EXIT: std::sync::Once = std::sync::Once::new();
+    let mut bases = BASES.lock().unwrap_or_else(|p| p.into_inner());
+    if !bases.iter().any(|b| b == base) {
+        bases.push(base.to_path_buf());
+    }
+    drop(bases);
+    AT_EXIT.call_once(|| {
+        // SAFETY: atexit only stores the pointer; `remove_own` is an
+        // `extern "C" fn()` that does not unwind (it ignores every error and
+        // takes a poisoned lock as it is) and does not call exit.
+        unsafe {
+            libc::atexit(remove_own);
+        }
+    });
+}
+
+/// Removes this process's own private folders (named with its pid, so a
+/// forked child that exits removes none of its parent's), whatever they
+/// still hold: the workers they served end with this process.
+extern "C" fn remove_own() {
+    let mine = format!("{PREFIX}{}-", std::process::id());
+    let bases = BASES.lock().unwrap_or_else(|p| p.into_inner());
+    for base in bases.iter() {
+        let Ok(entries) = std::fs::read_dir(base) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            if e.file_name().to_string_lossy().starts_with(&mine) {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    }
 }
 
 /// Removes the private folders under `base` that brokers killed before
