@@ -1,6 +1,7 @@
 //! The sandbox is on unless the person turns it off (issue 60): a nib
 //! started with no `NIB_SANDBOX` at all — as setup, the plugin and npx
-//! start it — confines programs and the file tools; `NIB_SANDBOX=0` runs
+//! start it, and as a pod starts `nib serve --http` — confines programs and
+//! the file tools; `NIB_SANDBOX=0` runs
 //! them unconfined and the session's first nibash answer, `nibash_status`
 //! and `nib doctor` say so; `nib setup --no-sandbox` writes the opt-out and
 //! a plain `nib setup` takes it out again.
@@ -176,4 +177,82 @@ fn setup_writes_the_opt_out_only_when_asked_and_takes_it_out_again() {
         "{}",
         mcp_entry(&w.project)
     );
+}
+
+/// One 2026-07-28 `tools/call` of nibash over HTTP, the answer's body.
+fn http_nibash(addr: &str, token: &str, command: &str) -> String {
+    use std::io::{Read as _, Write as _};
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "nibash", "arguments": {"command": command},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {}}}})
+    .to_string();
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\
+         Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: nibash\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    answer
+}
+
+/// `nib serve --http` started with no NIB_SANDBOX (a pod's plain command)
+/// confines programs too; NIB_SANDBOX=0 is the way out there as well.
+#[test]
+fn an_http_server_started_with_no_setting_is_sandboxed() {
+    use std::io::BufRead as _;
+    let w = world();
+    let key = w.key.display().to_string();
+    let token = "0123456789abcdef0123456789abcdef";
+    let tokens = w.home.join("tokens");
+    std::fs::write(&tokens, format!("alice {token}\n")).unwrap();
+    let line = format!("cat {key}; /bin/cat {key}");
+    let modes: [&[(&str, &str)]; 3] = [&[], &[("NIB_SANDBOX_BWRAP", "0")], &[("NIB_SANDBOX", "0")]];
+    for mode in modes {
+        let mut c = Command::new(nib_bin());
+        c.args(["serve", "--http", "127.0.0.1:0", "--token-file"])
+            .arg(&tokens)
+            .current_dir(&w.project)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &w.home)
+            .env("NIB_STATE_DIR", w.home.join("state"))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped());
+        for (k, v) in mode {
+            c.env(k, v);
+        }
+        let mut child = c.spawn().unwrap();
+        // Kept open until nib is stopped: its later log lines have a reader.
+        let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+        let addr = lines
+            .by_ref()
+            .map_while(Result::ok)
+            .find_map(|l| {
+                l.strip_prefix("listening on http://")
+                    .and_then(|r| r.strip_suffix("/mcp"))
+                    .map(str::to_string)
+            })
+            .expect("nib serve --http said where it listens");
+        let said = http_nibash(&addr, token, &line);
+        let _ = child.kill();
+        let _ = child.wait();
+        drop(lines);
+        assert!(said.contains("\"jsonrpc\""), "{mode:?}: {said}");
+        if mode == [("NIB_SANDBOX", "0")] {
+            assert!(said.contains(SECRET), "the control read nothing: {said}");
+        } else {
+            assert!(
+                !said.contains(SECRET),
+                "{mode:?}: the default let a program read the key over HTTP: {said}"
+            );
+        }
+    }
 }
