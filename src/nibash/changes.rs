@@ -83,11 +83,7 @@ pub fn start(ctx: &Ctx, shell: &Nibash) -> Start {
         let m = w.mark();
         (w, m)
     });
-    let tool_writes = shell
-        .tool_writes
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .mark();
+    let tool_writes = shell.tool_writes.mark();
     Start {
         time: file_clock_now(),
         watch,
@@ -112,7 +108,13 @@ pub fn report(ctx: &Ctx, shell: &Nibash, start: &Start, skip: &[PathBuf]) -> Str
             (p, cut)
         }
     };
-    let paths: Vec<PathBuf> = paths.into_iter().filter(|p| !skip.contains(p)).collect();
+    // nib's own temp files (a write in progress, any agent's) are no change.
+    let paths: Vec<PathBuf> = paths
+        .into_iter()
+        .filter(|p| !skip.contains(p))
+        .filter(|p| !p.file_name().is_some_and(nib_files::fs::is_temp_name))
+        .collect();
+    let mut settled = false;
     // A folder with many changed files is one entry with its count.
     let mut per_folder: std::collections::BTreeMap<&Path, usize> = Default::default();
     for p in &paths {
@@ -154,6 +156,14 @@ pub fn report(ctx: &Ctx, shell: &Nibash, start: &Start, skip: &[PathBuf]) -> Str
             // call's change.
             continue;
         }
+        // An edit or write still running may have put this file in place
+        // without having been noted yet: wait for those (once a call).
+        if !settled {
+            settled = true;
+            if shell.tool_writes.settle(SETTLE) && written_by_a_tool(shell, start, p, tag) {
+                continue;
+            }
+        }
         listed.push(format!("{shown}#{tag}"));
         if let Some(part) = small_change(ctx, p, &shown, tag, &file.bytes) {
             rows.push_str(&part);
@@ -187,6 +197,10 @@ pub fn report(ctx: &Ctx, shell: &Nibash, start: &Start, skip: &[PathBuf]) -> Str
     out
 }
 
+/// How long a report waits at most for other agents' running edit and write
+/// calls, when a changed file is not yet explained by one.
+const SETTLE: Duration = Duration::from_millis(250);
+
 /// A folder with this many changed files is listed as one entry with its count.
 const FOLD: usize = 8;
 
@@ -208,8 +222,6 @@ fn written_by_a_tool(shell: &Nibash, start: &Start, path: &Path, tag: Tag) -> bo
     let canonical = nib_files::fs::canonical(path).unwrap_or_else(|_| path.to_path_buf());
     shell
         .tool_writes
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
         .wrote_since(start.tool_writes, &canonical, tag)
 }
 

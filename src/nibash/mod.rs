@@ -81,7 +81,7 @@ pub struct Nibash {
     pub provider_status: Mutex<Option<StatusFn>>,
     /// What nib's edit and write tools wrote, so a call's report names only
     /// its own changes.
-    pub tool_writes: Mutex<tool_writes::ToolWrites>,
+    pub tool_writes: tool_writes::ToolWrites,
 }
 
 /// Lines a part of the broker adds to nibash_status.

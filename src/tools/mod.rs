@@ -54,17 +54,15 @@ pub fn call(
             nibash::SkimRequest::from_args(Args::new(arguments))?,
             ctx,
         )?),
-        _ if TOOL_NAMES.contains(&name) => {
+        "edit" | "write" => {
+            // Noted, so a nibash call running meanwhile (another agent's)
+            // does not name these writes as its changes.
+            let running = shell.tool_writes.begin();
             let out = call_file_tool(name, arguments, ctx)?;
-            if !out.written.is_empty() {
-                shell
-                    .tool_writes
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .note(ctx, &out.written);
-            }
+            running.end(ctx, &out.written);
             Ok(out)
         }
+        _ if TOOL_NAMES.contains(&name) => call_file_tool(name, arguments, ctx),
         other => Err(CallError::UnknownTool(other.to_string(), TOOL_NAMES)),
     }
 }

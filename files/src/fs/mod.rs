@@ -446,6 +446,13 @@ fn temp_name(name: &std::ffi::OsStr, id: &str) -> OsString {
     t
 }
 
+/// Whether a file name is one [`temp_name`] makes: a write of nib's in
+/// progress, not a file of the person's.
+pub fn is_temp_name(name: &std::ffi::OsStr) -> bool {
+    let name = name.as_encoded_bytes();
+    name.starts_with(b".") && name.ends_with(b".tmp") && name.windows(5).any(|w| w == b".nib-")
+}
+
 /// The temp path [`prepare`] will use for `target` with `id` (for the journal).
 pub fn temp_path(target: &WriteTarget, id: &str) -> PathBuf {
     target
@@ -739,6 +746,15 @@ mod tests {
         );
         let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
         assert_eq!(leftovers.len(), 1, "no temp file is left behind");
+    }
+
+    #[test]
+    fn temp_names_are_known_and_others_are_not() {
+        let name = std::ffi::OsStr::new("f.ts");
+        assert!(is_temp_name(&temp_name(name, &unique_id())));
+        for other in ["f.ts", ".f.ts", ".f.ts.tmp", "f.nib-1.tmp", ".nib-"] {
+            assert!(!is_temp_name(std::ffi::OsStr::new(other)), "{other}");
+        }
     }
 
     #[test]
