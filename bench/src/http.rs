@@ -9,6 +9,10 @@
 //! are of the 2026-07-28 era (no session, the version and the method in
 //! headers and `_meta`), except the rows of the older era: `initialize`, then
 //! each request in the session nib opened (`Mcp-Session-Id`).
+//!
+//! `NIB_BENCH_HTTP_BEFORE=PATH` serves another nib binary (a build before a
+//! change) over HTTP as well and times it in the same rows, interleaved;
+//! `NIB_BENCH_SHOW=DIR` keeps the load levels' non-empty nibash answers.
 
 use super::*;
 
@@ -471,7 +475,23 @@ fn agent_loop(
         let bash = agent.call("nibash", json!({"command": "true"}));
         run.times[2].push(t.elapsed());
         match bash {
-            Ok(text) => run.bash_chars += text.chars().count(),
+            Ok(text) => {
+                run.bash_chars += text.chars().count();
+                // NIB_BENCH_SHOW=DIR keeps the nibash answers that are not
+                // empty, to see what an agent is told.
+                if let Some(dir) = std::env::var_os("NIB_BENCH_SHOW")
+                    && !text.is_empty()
+                {
+                    use std::io::Write as _;
+                    let kept = std::fs::OpenOptions::new()
+                        .create(true)
+                        .append(true)
+                        .open(Path::new(&dir).join("http-nibash-answers.txt"));
+                    if let Ok(mut f) = kept {
+                        let _ = writeln!(f, "{name} round {round}:\n{text}");
+                    }
+                }
+            }
             Err(e) => run.errors.push(e),
         }
         if !pause.is_zero() {
@@ -738,6 +758,41 @@ pub(crate) fn http_scenarios(nib: &Path, scratch: &Path, n: usize, quick: bool) 
     let mut stdio_tag = tag_of(&stdio.call("read", json!({"paths": ["f300.ts:1-300"]}))?)?;
     agent.call("nibash", json!({"command": "true"}))?;
     stdio.call("nibash", json!({"command": "true"}))?;
+    // NIB_BENCH_HTTP_BEFORE=PATH: another nib binary (a build before a
+    // change) served over HTTP too, timed in the same rows, interleaved.
+    let before = match std::env::var_os("NIB_BENCH_HTTP_BEFORE") {
+        Some(path) => {
+            let dir = scratch.join("http-before");
+            std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            write(&dir.join("f300.ts"), &body)?;
+            let server = HttpServer::spawn(Path::new(&path), &dir, &state.join("before"), 32, &[])?;
+            let mut a = HttpAgent::connect(&server.addr, &token(0))?;
+            a.call("read", json!({"paths": ["f300.ts:1-300"]}))?;
+            let mut s = HttpAgent::connect(&server.addr, &token(1))?;
+            s.open_session()?;
+            s.call("read", json!({"paths": ["f300.ts:1-300"]}))?;
+            println!(
+                "(\"HTTP before\" rows: {} served over HTTP the same way; its CPU per call on the ↳ before line)\n",
+                Path::new(&path).display()
+            );
+            Some((
+                server,
+                std::cell::RefCell::new(a),
+                std::cell::RefCell::new(s),
+            ))
+        }
+        None => None,
+    };
+    let before_pid = before.as_ref().map(|(s, _, _)| s.child.id());
+    let before_cpu = |n: usize, ns: u64| {
+        if let Some(pid) = before_pid {
+            println!(
+                "| ↳ before: the HTTP server's CPU per call | {:.0} µs | | | |",
+                cpu_ns(pid).saturating_sub(ns) as f64 / 1000.0 / n.max(1) as f64
+            );
+        }
+    };
+    let before_ns = || before_pid.map_or(0, cpu_ns);
     let pids = (http.child.id(), stdio.child.id());
     let stdio = std::cell::RefCell::new(stdio);
     let agent = std::cell::RefCell::new(agent);
@@ -770,6 +825,13 @@ pub(crate) fn http_scenarios(nib: &Path, scratch: &Path, n: usize, quick: bool) 
                 time(|| stdio.borrow_mut().request("tools/list", json!({}))).map(|(d, _)| d)
             }),
         )];
+        if let Some((_, a, _)) = &before {
+            bases.push((
+                "HTTP before".into(),
+                Box::new(move || time(|| a.borrow_mut().list()).map(|(d, _)| d)),
+            ));
+        }
+        let ns = before_ns();
         let ((s, c, b), cpu) = with_cpu(pids, n, || interleave(n, Some(&mut f), &mut bases))?;
         Row {
             scenario: "tools/list (MCP, no tool)".into(),
@@ -779,6 +841,7 @@ pub(crate) fn http_scenarios(nib: &Path, scratch: &Path, n: usize, quick: bool) 
         }
         .print();
         cpu.print();
+        before_cpu(n, ns);
     }
     for (label, args) in [
         (
@@ -799,6 +862,14 @@ pub(crate) fn http_scenarios(nib: &Path, scratch: &Path, n: usize, quick: bool) 
             "stdio".into(),
             Box::new(|| time(|| stdio.borrow_mut().call("read", a2.clone())).map(|(d, _)| d)),
         )];
+        if let Some((_, a, _)) = &before {
+            let a3 = args.clone();
+            bases.push((
+                "HTTP before".into(),
+                Box::new(move || time(|| a.borrow_mut().call("read", a3.clone())).map(|(d, _)| d)),
+            ));
+        }
+        let ns = before_ns();
         let ((s, c, b), cpu) = with_cpu(pids, n, || interleave(n, Some(&mut f), &mut bases))?;
         Row {
             scenario: label.into(),
@@ -808,6 +879,7 @@ pub(crate) fn http_scenarios(nib: &Path, scratch: &Path, n: usize, quick: bool) 
         }
         .print();
         cpu.print();
+        before_cpu(n, ns);
     }
     {
         let mut k = 0u64;
@@ -897,6 +969,14 @@ pub(crate) fn http_scenarios(nib: &Path, scratch: &Path, n: usize, quick: bool) 
             "stdio".into(),
             Box::new(|| time(|| stdio.borrow_mut().call("read", a2.clone())).map(|(d, _)| d)),
         )];
+        if let Some((_, _, a)) = &before {
+            let a3 = args.clone();
+            bases.push((
+                "HTTP before".into(),
+                Box::new(move || time(|| a.borrow_mut().call("read", a3.clone())).map(|(d, _)| d)),
+            ));
+        }
+        let ns = before_ns();
         let ((s, c, b), cpu) = with_cpu(pids, n, || interleave(n, Some(&mut f), &mut bases))?;
         Row {
             scenario: label.into(),
@@ -906,8 +986,10 @@ pub(crate) fn http_scenarios(nib: &Path, scratch: &Path, n: usize, quick: bool) 
         }
         .print();
         cpu.print();
+        before_cpu(n, ns);
     }
     drop(session);
+    drop(before);
     drop(agent);
     drop(stdio);
     drop(http);
