@@ -114,7 +114,7 @@ pub fn report(ctx: &Ctx, shell: &Nibash, start: &Start, skip: &[PathBuf]) -> Str
         .filter(|p| !skip.contains(p))
         .filter(|p| !p.file_name().is_some_and(nib_files::fs::is_temp_name))
         .collect();
-    let mut settled = false;
+    let settle_until = std::time::Instant::now() + SETTLE;
     // A folder with many changed files is one entry with its count.
     let mut per_folder: std::collections::BTreeMap<&Path, usize> = Default::default();
     for p in &paths {
@@ -157,12 +157,14 @@ pub fn report(ctx: &Ctx, shell: &Nibash, start: &Start, skip: &[PathBuf]) -> Str
             continue;
         }
         // An edit or write still running may have put this file in place
-        // without having been noted yet: wait for those (once a call).
-        if !settled {
-            settled = true;
-            if shell.tool_writes.settle(SETTLE) && written_by_a_tool(shell, start, p, tag) {
-                continue;
-            }
+        // without having been noted yet: wait for those, [`SETTLE`] at most
+        // in all for the call's report.
+        let left = settle_until.saturating_duration_since(std::time::Instant::now());
+        if !left.is_zero()
+            && shell.tool_writes.settle(left)
+            && written_by_a_tool(shell, start, p, tag)
+        {
+            continue;
         }
         listed.push(format!("{shown}#{tag}"));
         if let Some(part) = small_change(ctx, p, &shown, tag, &file.bytes) {
@@ -197,8 +199,8 @@ pub fn report(ctx: &Ctx, shell: &Nibash, start: &Start, skip: &[PathBuf]) -> Str
     out
 }
 
-/// How long a report waits at most for other agents' running edit and write
-/// calls, when a changed file is not yet explained by one.
+/// How long a report waits at most, in all, for other agents' running edit
+/// and write calls, when a changed file is not yet explained by one.
 const SETTLE: Duration = Duration::from_millis(250);
 
 /// A folder with this many changed files is listed as one entry with its count.
