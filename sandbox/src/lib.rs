@@ -41,7 +41,7 @@
 //! takes the same steps.
 //!
 //! Only the broker knows MCP and JSON-RPC: this crate takes a [`Policy`] and
-//! returns a [`Worker`] or a [`SandboxError`].
+//! returns a [`Confined`] or a [`SandboxError`].
 
 #![deny(missing_docs)]
 #![allow(unsafe_code)]
@@ -74,6 +74,6 @@ pub use limits::{open_files_quarter, pids_cgroup_root};
 pub use policy::{Layers, Limits, Policy, ProxyRoute};
 pub use reads::{CREDENTIALS, HOME_TOOLCHAINS, Reads, SYSTEM, SYSTEM_SECRETS, UserReads};
 pub use seccomp::denied_syscalls;
-pub use spawn::{Killer, Output, Sandbox, SandboxError, ServicePipes, Worker, probe};
+pub use spawn::{Confined, Killer, Output, Sandbox, SandboxError, ServicePipes, probe};
 pub use worker::{WORKER_ARG, WORKER_BINARY, entry_beside, trusted_entry, worker_main};
 pub use zygote::{Forked, Zygote, serve as serve_zygote};

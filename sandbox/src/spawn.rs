@@ -57,24 +57,26 @@ pub struct Sandbox {
     judge: Option<Arc<dyn ExecJudge>>,
 }
 
-/// A running worker.
+/// A running confined process tree: whatever the sandbox started (nibash's
+/// worker, a provider, git for read's `path@REV`, a summarizer), with its
+/// pipes, its cgroup and its private /tmp.
 #[derive(Debug)]
-pub struct Worker {
+pub struct Confined {
     child: Child,
     cgroup: Option<Arc<TreeCgroups>>,
     private_tmp: Option<PathBuf>,
     output_cap: u64,
     exec_log: Option<ExecLog>,
     /// What bubblewrap itself printed, where the program's output went
-    /// elsewhere ([`Worker::start_messages`]).
+    /// elsewhere ([`Confined::start_messages`]).
     bwrap_messages: Option<std::io::PipeReader>,
-    /// The name its tree gives the proxy ([`Worker::proxy_token`]).
+    /// The name its tree gives the proxy ([`Confined::proxy_token`]).
     proxy_token: Option<String>,
 }
 
 /// Where a worker's standard streams go.
 enum Streams {
-    /// stdin empty; stdout and stderr read by [`Worker::wait`].
+    /// stdin empty; stdout and stderr read by [`Confined::wait`].
     Captured,
     /// stdin empty; stdout and stderr into one pipe the caller reads.
     Merged(std::io::PipeWriter),
@@ -164,7 +166,7 @@ impl Sandbox {
     /// Every exec of the workers' trees is decided by `judge` (in every
     /// mode): the worker sets no_new_privs and installs the exec filter, a
     /// supervisor thread answers each exec, refusals fail with `EACCES` and
-    /// are kept in the worker's [`Worker::exec_log`].
+    /// are kept in the worker's [`Confined::exec_log`].
     pub fn with_exec_judge(mut self, judge: Arc<dyn ExecJudge>) -> Sandbox {
         self.policy.supervise_exec = true;
         self.judge = Some(judge);
@@ -203,7 +205,7 @@ impl Sandbox {
         program: &[OsString],
         cwd: &Path,
         extra_env: &[(OsString, OsString)],
-    ) -> Result<Worker, SandboxError> {
+    ) -> Result<Confined, SandboxError> {
         self.spawn_with_channel(program, cwd, extra_env, None)
     }
 
@@ -215,24 +217,24 @@ impl Sandbox {
         cwd: &Path,
         extra_env: &[(OsString, OsString)],
         channel: Option<std::os::fd::OwnedFd>,
-    ) -> Result<Worker, SandboxError> {
+    ) -> Result<Confined, SandboxError> {
         self.start(program, cwd, extra_env, channel, Streams::Captured)
     }
 
     /// Like [`Sandbox::spawn_with_channel`], with stdout and stderr sent to
     /// one pipe (in the order the program wrote them), whose read end is
     /// returned for the caller to read as the program runs. Poll the worker
-    /// with [`Worker::try_wait`]; [`Worker::wait`] then finds no pipes to read.
+    /// with [`Confined::try_wait`]; [`Confined::wait`] then finds no pipes to read.
     /// Under bubblewrap only the program's tree holds the pipe (the pipe's
     /// end comes when the program's tree is done, not when bubblewrap is);
-    /// what bubblewrap itself prints is in [`Worker::start_messages`].
+    /// what bubblewrap itself prints is in [`Confined::start_messages`].
     pub fn spawn_merged(
         &self,
         program: &[OsString],
         cwd: &Path,
         extra_env: &[(OsString, OsString)],
         channel: Option<std::os::fd::OwnedFd>,
-    ) -> Result<(Worker, std::io::PipeReader), SandboxError> {
+    ) -> Result<(Confined, std::io::PipeReader), SandboxError> {
         let (reader, writer) = std::io::pipe().map_err(SandboxError::Spawn)?;
         let worker = self.start(program, cwd, extra_env, channel, Streams::Merged(writer))?;
         Ok((worker, reader))
@@ -248,7 +250,7 @@ impl Sandbox {
         program: &[OsString],
         cwd: &Path,
         extra_env: &[(OsString, OsString)],
-    ) -> Result<(Worker, ServicePipes), SandboxError> {
+    ) -> Result<(Confined, ServicePipes), SandboxError> {
         let mut worker = self.start(program, cwd, extra_env, None, Streams::Service)?;
         let pipes = match (
             worker.child.stdin.take(),
@@ -276,7 +278,7 @@ impl Sandbox {
         extra_env: &[(OsString, OsString)],
         channel: Option<std::os::fd::OwnedFd>,
         streams: Streams,
-    ) -> Result<Worker, SandboxError> {
+    ) -> Result<Confined, SandboxError> {
         if program.is_empty() {
             return Err(SandboxError::Refused("no program to run".into()));
         }
@@ -378,7 +380,7 @@ impl Sandbox {
         drop(supervisor_child);
         drop(output);
         let child = child.map_err(SandboxError::Spawn)?;
-        Ok(Worker {
+        Ok(Confined {
             child,
             cgroup,
             private_tmp,
@@ -678,7 +680,7 @@ fn bwrap_message_pipe() -> std::io::Result<(std::io::PipeReader, std::io::PipeWr
     Ok((reader, writer))
 }
 
-impl Worker {
+impl Confined {
     /// What bubblewrap itself printed (a failure to set the sandbox up),
     /// when the program's output was handed over apart from it
     /// ([`Sandbox::spawn_merged`] under bubblewrap); empty otherwise. What
@@ -720,7 +722,7 @@ impl Worker {
     }
 
     /// A handle that ends this worker's whole tree from another thread
-    /// while one waits for it ([`Worker::wait_blocking`]).
+    /// while one waits for it ([`Confined::wait_blocking`]).
     pub fn killer(&self) -> Killer {
         Killer {
             pid: self.child.id(),
@@ -731,7 +733,7 @@ impl Worker {
 
     /// Blocks until the worker has ended, without reaping it: its pid stays
     /// its own (a [`Killer`] cannot hit another process) until
-    /// [`Worker::wait_blocking`] reaps it.
+    /// [`Confined::wait_blocking`] reaps it.
     pub fn wait_exited(&self) {
         let pid: libc::id_t = self.child.id();
         loop {
@@ -878,7 +880,7 @@ fn wait_readable(fd: &std::os::fd::OwnedFd, ms: i32) {
     }
 }
 
-/// Ends a worker's tree from another thread (see [`Worker::killer`]).
+/// Ends a worker's tree from another thread (see [`Confined::killer`]).
 #[derive(Clone, Debug)]
 pub struct Killer {
     pid: u32,
@@ -936,7 +938,7 @@ impl Killer {
     }
 }
 
-impl Drop for Worker {
+impl Drop for Confined {
     fn drop(&mut self) {
         if let Ok(None) = self.child.try_wait() {
             self.kill();

@@ -35,7 +35,7 @@ use std::process::ExitStatus;
 use std::sync::{Arc, Mutex};
 
 use crate::limits::TreeCgroups;
-use crate::spawn::{Killer, Sandbox, SandboxError, Worker};
+use crate::spawn::{Confined, Killer, Sandbox, SandboxError};
 use crate::{Limits, env};
 
 /// How many times a call's process cap a zygote's own tree may hold: the
@@ -63,7 +63,7 @@ pub const FORK_BOUND: std::time::Duration = std::time::Duration::from_secs(2);
 /// A running zygote: the worker it is, and the socket its forks are asked on.
 #[derive(Debug)]
 pub struct Zygote {
-    worker: Mutex<Worker>,
+    worker: Mutex<Confined>,
     control: Mutex<UnixStream>,
     /// A request went unanswered within [`FORK_BOUND`], or the socket
     /// failed: the stream may hold a late answer, so nothing more is asked.
@@ -240,7 +240,7 @@ impl Forked {
     }
 
     /// The name this call's programs give nib's proxy (see
-    /// [`Worker::proxy_token`]).
+    /// [`Confined::proxy_token`]).
     pub fn proxy_token(&self) -> Option<&str> {
         self.proxy_token.as_deref()
     }

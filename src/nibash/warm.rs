@@ -39,7 +39,7 @@ pub type Started = (Process, std::io::PipeReader, Channel);
 pub enum Process {
     /// Started for the call (command rules, a one-call `nib sh`, or no
     /// zygote to fork from).
-    Own(nib_sandbox::Worker),
+    Own(nib_sandbox::Confined),
     /// Forked by the session's zygote.
     Forked(nib_sandbox::Forked),
 }
