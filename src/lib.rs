@@ -11,6 +11,7 @@
 #![deny(missing_docs)]
 
 pub mod agents;
+pub mod broker_ctx;
 pub mod cli;
 pub mod cli_tokens;
 pub mod confinement;

@@ -461,3 +461,68 @@ fn the_check_sees_a_circle_and_an_upward_import() {
     assert_eq!(group_of(&vec!["d".to_string()], &layers), Some("d"));
     assert!(layers[group_of(&vec!["c".to_string()], &layers).unwrap()] <= layers["d"]);
 }
+
+/// Every `nib_settings::NAME` a crate's source names (`use` lines and paths).
+fn settings_names(folder: &Path) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut stack = vec![folder.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            for (_, rest) in text
+                .match_indices("nib_settings::")
+                .map(|(i, _)| text.split_at(i))
+            {
+                let rest = &rest["nib_settings::".len()..];
+                let names: Vec<&str> = match rest.strip_prefix('{') {
+                    Some(list) => list.split('}').next().unwrap_or("").split(',').collect(),
+                    None => vec![rest],
+                };
+                for name in names {
+                    let name: String = name
+                        .trim()
+                        .chars()
+                        .take_while(|c| c.is_alphanumeric() || *c == '_')
+                        .collect();
+                    if !name.is_empty() {
+                        out.insert(name);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_file_tools_are_handed_only_their_settings() {
+    // nib-files reads what file tools need (`FileTools`) and the names of
+    // the variables it documents; the broker's `Config` stays the broker's.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let names = settings_names(&root.join("files"));
+    assert!(names.contains("FileTools"), "{names:?}");
+    let others: Vec<&String> = names
+        .iter()
+        .filter(|n| *n != "FileTools" && !n.starts_with("NIB_"))
+        .collect();
+    assert!(
+        others.is_empty(),
+        "nib-files names {others:?} of nib-settings; hand it FileTools"
+    );
+    // The check sees a use of the whole Config.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("a.rs"),
+        "use nib_settings::{FileTools, Config};\n",
+    )
+    .unwrap();
+    assert!(settings_names(dir.path()).contains("Config"));
+}

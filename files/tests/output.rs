@@ -17,14 +17,14 @@ use nib_files::context::{Ctx, Programs};
 use nib_files::seen::Agent;
 use nib_files::tools::call_file_tool;
 use nib_files::workspace::Workspace;
-use nib_settings::Config;
+use nib_settings::FileTools;
 use serde_json::{Value, json};
 
 /// No program runs in these tests (read's `path@REV` would need git).
 struct NoPrograms;
 
 impl Programs for NoPrograms {
-    fn sandbox(&self, _: &Config, _: &[PathBuf]) -> Result<nib_sandbox::Sandbox, String> {
+    fn sandbox(&self, _: &[PathBuf]) -> Result<nib_sandbox::Sandbox, String> {
         Err("these tests run no program".into())
     }
 }
@@ -33,7 +33,8 @@ impl Programs for NoPrograms {
 struct Session {
     project: tempfile::TempDir,
     _state: tempfile::TempDir,
-    config: Config,
+    project_dir: PathBuf,
+    settings: FileTools,
     workspace: Workspace,
     agent: Mutex<Agent>,
 }
@@ -49,12 +50,13 @@ impl Session {
             std::fs::write(p, text).unwrap();
         }
         let project_dir = std::fs::canonicalize(project.path()).unwrap();
-        let config = config(&project_dir, state.path());
+        let settings = settings(state.path());
         Session {
-            workspace: Workspace::new(project_dir),
+            workspace: Workspace::new(project_dir.clone()),
+            project_dir,
             project,
             _state: state,
-            config,
+            settings,
             agent: Mutex::default(),
         }
     }
@@ -66,7 +68,7 @@ impl Session {
         let ctx = Ctx {
             workspace: &self.workspace,
             agent: &self.agent,
-            config: &self.config,
+            settings: &self.settings,
             scope: self.workspace.scope(true, false).unwrap(),
             enforce_seen: true,
             live: None,
@@ -77,7 +79,7 @@ impl Session {
             Ok(out) => out.text,
             Err(e) => format!("call error: {e}"),
         };
-        let dir = self.config.project_dir.display().to_string();
+        let dir = self.project_dir.display().to_string();
         let out = out.replace(&dir, "[PROJECT]");
         let age = regex::Regex::new(r"\b\d+(s|m|h|d) ago\b").unwrap();
         age.replace_all(&out, "[AGE]").into_owned()
@@ -96,34 +98,14 @@ impl Session {
     }
 }
 
-/// Settings as `NIB_SANDBOX=1` gives them, with nothing that runs programs.
-fn config(project_dir: &Path, state: &Path) -> Config {
-    Config {
-        project_dir: project_dir.to_path_buf(),
-        roots_timeout: std::time::Duration::from_secs(1),
+/// The file tools' settings as `NIB_SANDBOX=1` gives them, with nothing
+/// that runs programs.
+fn settings(state: &Path) -> FileTools {
+    FileTools {
         state_dir: state.to_path_buf(),
         failpoint: None,
         sandbox: true,
-        confirm_outside_roots: false,
-        approval_timeout: std::time::Duration::from_secs(1),
-        sandbox_network: false,
-        network_hosts: None,
-        confirm_network: false,
-        sandbox_bwrap: true,
-        sandbox_bind: Vec::new(),
-        sandbox_hide: Vec::new(),
-        sandbox_env: Vec::new(),
-        sandbox_secrets: None,
-        sandbox_memory: None,
-        shell: false,
-        channel: false,
-        warm: false,
-        auto_names: false,
-        providers_sandbox: false,
-        provider_timeout: std::time::Duration::from_secs(5),
-        cli_providers: Vec::new(),
-        config_dir: state.join("config"),
-        model: nib_settings::llm::Settings::default(),
+        programs: false,
     }
 }
 

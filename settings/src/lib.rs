@@ -2,8 +2,9 @@
 //! and the startup configuration ([`Config`]) built from them, with the
 //! model's settings ([`llm`]). A leaf: it depends on no crate of nib's, and
 //! no other crate reads the environment for a setting; each layer is handed
-//! the `Config` (the file tools through their call context, the sandbox
-//! through the broker's policy).
+//! what it reads: the file tools only [`FileTools`] (through their call
+//! context), the sandbox only the policy the broker builds from the
+//! `Config`, the broker the whole `Config`.
 
 #![deny(missing_docs)]
 
@@ -170,6 +171,21 @@ pub struct Config {
     pub model: llm::Settings,
 }
 
+/// What the file tools read of the settings (nib-files' call context), and
+/// no more: the broker's own settings (the model, the network, providers,
+/// the sandbox's layers) stay in [`Config`], which the file tools never see.
+#[derive(Clone, Debug)]
+pub struct FileTools {
+    /// Where the edit journal lives ([`NIB_STATE_DIR`]).
+    pub state_dir: PathBuf,
+    /// Test-only fault injection ([`NIB_FAILPOINT`]).
+    pub failpoint: Option<String>,
+    /// [`NIB_SANDBOX`] is on: read's `path@REV` runs git only inside the roots.
+    pub sandbox: bool,
+    /// [`NIB_SHELL`] is on: read's `path@REV` may run git at all.
+    pub programs: bool,
+}
+
 /// A size as people write it: bytes, or a number with K, M or G (powers of
 /// 1024; a trailing `B`/`iB` is allowed). `None` for anything else, and for 0.
 pub fn parse_size(text: &str) -> Option<u64> {
@@ -222,6 +238,16 @@ pub fn state_dir() -> PathBuf {
 }
 
 impl Config {
+    /// The part of these settings the file tools read.
+    pub fn file_tools(&self) -> FileTools {
+        FileTools {
+            state_dir: self.state_dir.clone(),
+            failpoint: self.failpoint.clone(),
+            sandbox: self.sandbox,
+            programs: self.shell,
+        }
+    }
+
     /// Reads the configuration from the environment.
     pub fn from_env() -> std::io::Result<Config> {
         let dir = match std::env::var_os(NIB_DIRECTORY) {

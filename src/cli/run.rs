@@ -59,14 +59,19 @@ pub fn run_tool(config: Config, mut call: ToolCall, as_json: bool) -> i32 {
         Ok(s) => s,
         Err(e) => return fail(&format!("nib {name}: {e}; nothing was read or written")),
     };
-    let ctx = Ctx {
-        workspace: &workspace,
-        agent: &agent,
+    let settings = config.file_tools();
+    let programs = crate::nibash::command_rules::JudgedPrograms(&config);
+    let ctx = crate::broker_ctx::BrokerCtx {
+        files: Ctx {
+            workspace: &workspace,
+            agent: &agent,
+            settings: &settings,
+            scope,
+            enforce_seen: false,
+            live: None,
+            programs: &programs,
+        },
         config: &config,
-        scope,
-        enforce_seen: false,
-        live: None,
-        programs: &crate::nibash::command_rules::JudgedPrograms,
     };
     let result = match call {
         ToolCall::File(request) => nib_files::tools::run_file_request(request, &ctx),

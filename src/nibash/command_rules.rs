@@ -74,12 +74,12 @@ pub fn program_gate(dir: &Path) -> Result<Gate, Refusal> {
 }
 
 /// The broker's [`Programs`]: the git behind `read PATH@REV` runs in
-/// [`judged_sandbox`].
-pub struct JudgedPrograms;
+/// [`judged_sandbox`] under the broker's settings.
+pub struct JudgedPrograms<'a>(pub &'a Config);
 
-impl Programs for JudgedPrograms {
-    fn sandbox(&self, config: &Config, roots: &[PathBuf]) -> Result<nib_sandbox::Sandbox, String> {
-        judged_sandbox(config, roots)
+impl Programs for JudgedPrograms<'_> {
+    fn sandbox(&self, roots: &[PathBuf]) -> Result<nib_sandbox::Sandbox, String> {
+        judged_sandbox(self.0, roots)
     }
 }
 

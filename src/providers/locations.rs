@@ -13,7 +13,8 @@ use std::sync::LazyLock;
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::Value;
 
-use nib_files::context::{Ctx, ToolOutput};
+use crate::broker_ctx::BrokerCtx;
+use nib_files::context::ToolOutput;
 use nib_files::tools::read::ReadRequest;
 
 /// Lines shown for one location at most.
@@ -149,7 +150,7 @@ fn resource_uri(r: &rmcp::model::ResourceContents) -> String {
 }
 
 /// The answer to the agent for `full` (`NAME_TOOL`).
-pub fn render(provider: &str, full: &str, result: &CallToolResult, ctx: &Ctx) -> ToolOutput {
+pub fn render(provider: &str, full: &str, result: &CallToolResult, ctx: &BrokerCtx) -> ToolOutput {
     let (mut text, images) = prose(result);
     if text.len() > MAX_PROSE {
         let total = text.len();
@@ -201,7 +202,7 @@ fn rows_of(
     provider: &str,
     locations: &[Location],
     from_text: bool,
-    ctx: &Ctx,
+    ctx: &BrokerCtx,
     notes: &mut Vec<String>,
 ) -> String {
     let mut files: Vec<(String, Vec<&Location>)> = Vec::new();
@@ -275,7 +276,7 @@ fn rows_of(
 
 /// Whether `path` resolves outside the roots of a sandboxed call (where a
 /// guessed location is worth a note: it was refused, not missing).
-fn outside_roots(path: &str, ctx: &Ctx) -> bool {
+fn outside_roots(path: &str, ctx: &BrokerCtx) -> bool {
     if !ctx.config.sandbox {
         return false;
     }

@@ -9,6 +9,7 @@ use rmcp::model::{CallToolResult, ContentBlock, ProgressNotificationParam};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
 
+use crate::broker_ctx::BrokerCtx;
 use crate::tools::{self, CallError};
 use nib_files::context::{Ctx, ToolOutput};
 use nib_files::seen::Agent;
@@ -90,7 +91,7 @@ impl NibServer {
         &self,
         agent: Arc<Mutex<Agent>>,
         context: &RequestContext<RoleServer>,
-        work: impl FnOnce(&Ctx) -> Result<ToolOutput, CallError> + Send + 'static,
+        work: impl FnOnce(&BrokerCtx) -> Result<ToolOutput, CallError> + Send + 'static,
     ) -> Result<ToolOutput, McpError> {
         let this = self.clone();
         let live = Arc::new(match context.meta.get_progress_token() {
@@ -135,14 +136,18 @@ impl NibServer {
             };
             let own = Arc::clone(&agent.lock().unwrap_or_else(|p| p.into_inner()).names);
             let workspace = this.inner.workspace.for_agent(own);
-            let ctx = Ctx {
-                workspace: &workspace,
-                agent: &agent,
+            let programs = crate::nibash::command_rules::JudgedPrograms(config);
+            let ctx = BrokerCtx {
+                files: Ctx {
+                    workspace: &workspace,
+                    agent: &agent,
+                    settings: &this.inner.file_tools,
+                    scope,
+                    enforce_seen: true,
+                    live: Some(live.as_ref()),
+                    programs: &programs,
+                },
                 config,
-                scope,
-                enforce_seen: true,
-                live: Some(live.as_ref()),
-                programs: &crate::nibash::command_rules::JudgedPrograms,
             };
             let started = std::time::Instant::now();
             let mut outcome = work(&ctx);

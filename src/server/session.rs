@@ -93,6 +93,7 @@ impl NibServer {
             channel_client: std::sync::atomic::AtomicBool::new(false),
             providers: crate::providers::Providers::new(&config),
             sealer: crate::request_state::Sealer::new(),
+            file_tools: config.file_tools(),
             config,
         });
         if let Some(providers) = &inner.providers {

@@ -35,6 +35,8 @@ pub struct NibServer {
 
 pub(super) struct Inner {
     pub(super) config: Config,
+    /// What the file tools read of `config`, made once.
+    pub(super) file_tools: nib_settings::FileTools,
     pub(super) workspace: Workspace,
     pub(super) agents: Agents,
     pub(super) last_save: Mutex<std::time::Instant>,

@@ -9,10 +9,11 @@ pub mod nibash;
 
 use std::sync::Arc;
 
+use nib_files::context::ToolOutput;
 use nib_files::context::args::Args;
-use nib_files::context::{Ctx, ToolOutput};
 use serde_json::{Map, Value};
 
+use crate::broker_ctx::BrokerCtx;
 use crate::nibash::Nibash;
 use crate::nibash::jobs::Owner;
 
@@ -39,7 +40,7 @@ pub const TOOL_NAMES: &[&str] = &[
 pub fn call(
     name: &str,
     arguments: Option<Map<String, Value>>,
-    ctx: &Ctx,
+    ctx: &BrokerCtx,
     shell: &Arc<Nibash>,
     owner: &Owner,
 ) -> Result<ToolOutput, CallError> {

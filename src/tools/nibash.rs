@@ -8,11 +8,12 @@ use crate::confinement::Confinement;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::broker_ctx::BrokerCtx;
 use crate::nibash::Nibash;
 use crate::nibash::call::{self, CallArgs};
 use crate::nibash::jobs::{Owner, ending_words};
+use nib_files::context::ToolOutput;
 use nib_files::context::args::{ArgError, Args};
-use nib_files::context::{Ctx, ToolOutput};
 
 /// Reads a `timeout` value ([`parse_timeout`]); `name` is what the caller
 /// calls it in the error (`"timeout"` in a tool call, `--timeout` on the
@@ -140,7 +141,7 @@ impl SkimRequest {
 /// Runs `nibash` as `owner` (whose jobs its `jobs`, `wait` and `kill` reach).
 pub fn run(
     request: NibashRequest,
-    ctx: &Ctx,
+    ctx: &BrokerCtx,
     shell: &Arc<Nibash>,
     owner: &Owner,
 ) -> Result<ToolOutput, ArgError> {
@@ -241,7 +242,7 @@ const REFUSED_SHOWN: usize = 8;
 
 /// The network line of nibash_status: the mode, and with the proxy the
 /// hosts reached and refused in this session.
-fn network_status(ctx: &Ctx) -> String {
+fn network_status(ctx: &BrokerCtx) -> String {
     let mode = ctx.config.network_mode();
     match crate::netproxy::current().filter(|_| mode.starts_with("network through")) {
         Some(r) => {
@@ -277,7 +278,7 @@ const MOVED_TO_CONTROL: [&str; 3] = ["stop", "restore", "summaries"];
 /// jobs are listed or shown, and only its own rows of the usage table.
 pub fn status(
     mut args: Args,
-    ctx: &Ctx,
+    ctx: &BrokerCtx,
     shell: &Arc<Nibash>,
     owner: &Owner,
 ) -> Result<ToolOutput, ArgError> {
@@ -346,7 +347,7 @@ pub fn status(
 /// session (`summaries`). Each says what it did, or that nothing was done.
 pub fn control(
     mut args: Args,
-    ctx: &Ctx,
+    ctx: &BrokerCtx,
     shell: &Arc<Nibash>,
     owner: &Owner,
 ) -> Result<ToolOutput, ArgError> {
@@ -405,7 +406,7 @@ pub fn control(
 /// The session's lines of nibash_status: the sandbox and network in force,
 /// the read policy, brokered secrets, command rules, summaries, named
 /// folders, providers, warm workers and usage.
-fn session_lines(ctx: &Ctx, nib: &Nibash, owner: &str) -> String {
+fn session_lines(ctx: &BrokerCtx, nib: &Nibash, owner: &str) -> String {
     let mut out = String::new();
     out.push_str(&format!(
         "sandbox: {}; {}\n",
@@ -545,7 +546,7 @@ impl TailBudget {
 /// Claude Code mod draws its band and panes from it): calls and jobs with
 /// their last lines, the trash, the names, the characters returned per
 /// agent and tool, and the lines the calling agent has seen per file.
-fn status_json(ctx: &Ctx, nib: &Nibash, owner: &str, tail: usize) -> serde_json::Value {
+fn status_json(ctx: &BrokerCtx, nib: &Nibash, owner: &str, tail: usize) -> serde_json::Value {
     use serde_json::json;
     let mut budget = TailBudget::default();
     let calls: Vec<_> = nib
@@ -635,7 +636,7 @@ fn status_json(ctx: &Ctx, nib: &Nibash, owner: &str, tail: usize) -> serde_json:
 }
 
 /// Runs `skim`.
-pub fn skim(request: SkimRequest, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
+pub fn skim(request: SkimRequest, ctx: &BrokerCtx) -> Result<ToolOutput, ArgError> {
     let SkimRequest {
         paths,
         expect,

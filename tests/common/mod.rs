@@ -483,7 +483,10 @@ pub fn header_tag(text: &str) -> String {
 /// nib used as a library, the way the server runs a tool call: a confined
 /// scope over `project`, state in `state`, seen lines enforced.
 pub struct Library {
-    pub config: nib_settings::Config,
+    /// Leaked: the programs' sandbox borrows it for the test's life.
+    pub config: &'static nib_settings::Config,
+    pub file_tools: nib_settings::FileTools,
+    pub programs: nib::nibash::command_rules::JudgedPrograms<'static>,
     pub workspace: nib_files::workspace::Workspace,
     pub agent: std::sync::Mutex<nib_files::seen::Agent>,
     pub nibash: std::sync::Arc<nib::nibash::Nibash>,
@@ -519,8 +522,11 @@ impl Library {
             config_dir: state.join("config"),
             model: nib::llm::Settings::default(),
         };
+        let config: &'static nib_settings::Config = Box::leak(Box::new(config));
         Library {
             workspace: nib_files::workspace::Workspace::new(config.project_dir.clone()),
+            file_tools: config.file_tools(),
+            programs: nib::nibash::command_rules::JudgedPrograms(config),
             config,
             agent: std::sync::Mutex::default(),
             nibash: Arc::default(),
@@ -531,11 +537,11 @@ impl Library {
         nib_files::context::Ctx {
             workspace: &self.workspace,
             agent: &self.agent,
-            config: &self.config,
+            settings: &self.file_tools,
             scope: self.workspace.scope(true, false).unwrap(),
             enforce_seen: true,
             live: None,
-            programs: &nib::nibash::command_rules::JudgedPrograms,
+            programs: &self.programs,
         }
     }
 }

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::fs::{Approval, FsError, WriteTarget};
 use crate::seen::{Agent, Seen};
 use crate::workspace::Workspace;
-use nib_settings::Config;
+use nib_settings::FileTools;
 
 /// The largest text file nib reads, edits or writes (8 MiB).
 pub const TEXT_LIMIT: u64 = 8 * 1024 * 1024;
@@ -26,8 +26,10 @@ pub struct Ctx<'a> {
     pub workspace: &'a Workspace,
     /// What this agent has been shown, and its refused edits.
     pub agent: &'a Mutex<Agent>,
-    /// Startup settings (state folder, fault injection).
-    pub config: &'a Config,
+    /// What the file tools read of nib's settings (the state folder, fault
+    /// injection, whether the sandbox and programs are on); nothing of the
+    /// broker's.
+    pub settings: &'a FileTools,
     /// How paths are resolved and confined for this call.
     pub scope: crate::fs::Scope,
     /// Refuse edits that anchor on unseen lines. On for MCP agents; off for
@@ -44,8 +46,8 @@ pub struct Ctx<'a> {
 /// rules; inside nibash's sandbox the worker's process is confined already.
 /// A trait so the file tools need nothing of either.
 pub trait Programs: Sync {
-    /// The sandbox a program this call starts runs in.
-    fn sandbox(&self, config: &Config, roots: &[PathBuf]) -> Result<nib_sandbox::Sandbox, String>;
+    /// The sandbox a program this call starts runs in, for these roots.
+    fn sandbox(&self, roots: &[PathBuf]) -> Result<nib_sandbox::Sandbox, String>;
 }
 
 impl Ctx<'_> {

@@ -157,12 +157,13 @@ pub fn run(request: WriteRequest, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
         bytes: bytes.clone(),
         like: None,
     };
-    if let Err(e) = crate::tools::edit::journal::commit_all(&ctx.config.state_dir, vec![step], None)
+    if let Err(e) =
+        crate::tools::edit::journal::commit_all(&ctx.settings.state_dir, vec![step], None)
     {
         return Ok(fail(e.message, "check the path and its permissions"));
     }
     crate::undo::record(
-        &ctx.config.state_dir,
+        &ctx.settings.state_dir,
         ctx.workspace.project_dir(),
         &ctx.scope,
         "write",

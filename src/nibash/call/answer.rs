@@ -6,7 +6,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use nib_files::context::{Ctx, ToolOutput};
+use crate::broker_ctx::BrokerCtx;
+use nib_files::context::ToolOutput;
 
 use crate::nibash::{Nibash, cut};
 
@@ -24,7 +25,7 @@ pub(super) struct OneShot {
 /// Builds the answer from what the call printed, and leaves a job running
 /// when the call did not end (in a server).
 pub(super) fn answer(
-    ctx: &Ctx,
+    ctx: &BrokerCtx,
     nib: &Arc<Nibash>,
     args: &CallArgs,
     consumer: Consumer,
@@ -164,7 +165,7 @@ pub(super) fn answer(
 /// goes to a log named in the first row. Returns the text and whether the
 /// output is still shown whole (only a summary replaces it).
 fn cut_or_summarize(
-    ctx: &Ctx,
+    ctx: &BrokerCtx,
     nib: &Nibash,
     args: &CallArgs,
     text: &str,

@@ -27,7 +27,8 @@ use std::sync::Arc;
 use std::sync::mpsc::{self};
 use std::time::{Duration, Instant, SystemTime};
 
-use nib_files::context::{Ctx, ToolOutput};
+use crate::broker_ctx::BrokerCtx;
+use nib_files::context::ToolOutput;
 use nib_files::workspace::Workspace;
 use nib_shell::channel::{Channel, Request, RuntimeRule, end_mark};
 
@@ -41,7 +42,7 @@ use asks::Asker;
 use consume::{Consumer, Msg, spawn_events, spawn_reader, spawn_waiter};
 
 /// Runs one call of `owner`'s and returns the tool's answer.
-pub fn run(ctx: &Ctx, nib: &Arc<Nibash>, owner: &Owner, args: CallArgs) -> ToolOutput {
+pub fn run(ctx: &BrokerCtx, nib: &Arc<Nibash>, owner: &Owner, args: CallArgs) -> ToolOutput {
     let finished_jobs = nib.jobs.take_finished_report(owner);
     let gate = match crate::nibash::command_rules::gate(
         ctx.workspace.project_dir(),
@@ -178,7 +179,7 @@ pub fn run(ctx: &Ctx, nib: &Arc<Nibash>, owner: &Owner, args: CallArgs) -> ToolO
 /// The request the worker runs: the command line in the project folder,
 /// with the session's named folders, the call's job number, its end mark
 /// and the runtime command rules.
-fn request_for(ctx: &Ctx, args: &CallArgs, job: u32, rules: Vec<RuntimeRule>) -> Request {
+fn request_for(ctx: &BrokerCtx, args: &CallArgs, job: u32, rules: Vec<RuntimeRule>) -> Request {
     let names = ctx.workspace.names();
     Request {
         command: args.command.clone(),
@@ -205,7 +206,7 @@ fn request_for(ctx: &Ctx, args: &CallArgs, job: u32, rules: Vec<RuntimeRule>) ->
 /// a server (not a one-call `nib sh`), it also names the next warm worker
 /// to start once the call has answered.
 fn start_worker(
-    ctx: &Ctx,
+    ctx: &BrokerCtx,
     warm: &crate::nibash::warm::Warm,
     tmp_named: &std::sync::atomic::AtomicBool,
     request: &Request,

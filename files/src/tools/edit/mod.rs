@@ -210,9 +210,9 @@ fn apply_sections(
     let steps: Vec<Step> = ready.iter().flat_map(|r| r.steps.iter().cloned()).collect();
     let undo_files = undo_files(&ctx.scope, &steps);
     if let Err(e) = journal::commit_all(
-        &ctx.config.state_dir,
+        &ctx.settings.state_dir,
         steps,
-        ctx.config.failpoint.as_deref(),
+        ctx.settings.failpoint.as_deref(),
     ) {
         let what = if e.partial {
             "some files were written; the rest will be completed from the journal at nib's next start"
@@ -222,7 +222,7 @@ fn apply_sections(
         return ToolOutput::error(format!("edit failed while writing: {e}; {what}."));
     }
     crate::undo::record(
-        &ctx.config.state_dir,
+        &ctx.settings.state_dir,
         ctx.workspace.project_dir(),
         &ctx.scope,
         "edit",

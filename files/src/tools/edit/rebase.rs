@@ -53,7 +53,7 @@ pub(super) fn base_of(
     // rebased onto: the agent reads the file again.
     if given != cur.tag
         && crate::undo::was_undone(
-            &ctx.config.state_dir,
+            &ctx.settings.state_dir,
             ctx.workspace.project_dir(),
             &cur.canonical,
             &given.to_string(),

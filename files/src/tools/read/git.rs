@@ -54,7 +54,7 @@ fn git(ctx: &Ctx, cwd: &Path, args: &[&str]) -> Result<String, String> {
         argv.push(setting.into());
     }
     argv.extend(args.iter().map(OsString::from));
-    let sandbox = ctx.programs.sandbox(ctx.config, &ctx.workspace.roots())?;
+    let sandbox = ctx.programs.sandbox(&ctx.workspace.roots())?;
     let env = [(OsString::from("LC_ALL"), OsString::from("C"))];
     let started = std::time::SystemTime::now();
     let worker = sandbox.spawn(&argv, cwd, &env).map_err(|e| e.to_string())?;
@@ -214,13 +214,13 @@ pub fn revision(ctx: &Ctx, path: &Path, rev: &str) -> Vec<Block> {
             "{shown}@{rev}: {e}. Nothing was read.\nhint: check the revision with nibash's git log, or read {shown}"
         ))]
     };
-    if !ctx.config.shell {
+    if !ctx.settings.programs {
         return fail("NIB_SHELL=0: nib runs no program, and revisions are read through git".into());
     }
     if let Some(why) = refused_revision(rev) {
         return fail(why);
     }
-    if ctx.config.sandbox
+    if ctx.settings.sandbox
         && let Some(why) = outside_the_roots(ctx, &cwd)
     {
         return fail(why);

@@ -54,14 +54,16 @@ pub fn with_tools<T>(f: impl FnOnce(&Ctx, &Workspace) -> T) -> Result<T, String>
         ));
     }
     let agent = Mutex::new(Agent::default());
+    let settings = config.file_tools();
+    let programs = AlreadyConfined { config: &config };
     let ctx = Ctx {
         workspace: &workspace,
         agent: &agent,
-        config: &config,
+        settings: &settings,
         scope: nib_files::fs::Scope::Open,
         enforce_seen: false,
         live: None,
-        programs: &AlreadyConfined,
+        programs: &programs,
     };
     let result = f(&ctx, &workspace);
     let guard = agent.lock().unwrap_or_else(|p| p.into_inner());
@@ -83,14 +85,14 @@ pub fn with_tools<T>(f: impl FnOnce(&Ctx, &Workspace) -> T) -> Result<T, String>
 /// program a file tool starts here runs with no layer of its own (layer 1
 /// only). nib's own commands read no revisions today (`cat a.txt@HEAD` is
 /// the system cat's missing file); this is where read's git would run.
-struct AlreadyConfined;
+struct AlreadyConfined<'a> {
+    /// The worker's settings (the folders and variables it passes on).
+    config: &'a nib_settings::Config,
+}
 
-impl Programs for AlreadyConfined {
-    fn sandbox(
-        &self,
-        config: &nib_settings::Config,
-        roots: &[PathBuf],
-    ) -> Result<nib_sandbox::Sandbox, String> {
+impl Programs for AlreadyConfined<'_> {
+    fn sandbox(&self, roots: &[PathBuf]) -> Result<nib_sandbox::Sandbox, String> {
+        let config = self.config;
         let exe = std::env::current_exe()
             .map_err(|e| format!("cannot find nib's own binary: {e}; nothing was run"))?;
         let policy = nib_sandbox::Policy {
