@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Makes the release archive for one target: nib and nib-worker, built in
+# Makes the release archive for one target: nib and nib-confine, built in
 # release mode (or taken from $NIB_DIST_BIN_DIR when given), packed as
 # dist/out/nib-VERSION-TARGET.tar.gz with its SHA-256 beside it, then
 # unpacked into a scratch folder and smoke-tested there (version, doctor,
@@ -16,14 +16,14 @@ else
   cargo build --release --locked --target "$target" -p nib
   bin="target/$target/release"
 fi
-for f in nib nib-worker; do
+for f in nib nib-confine; do
   [ -x "$bin/$f" ] || { echo "dist: $bin/$f is missing; build it first" >&2; exit 1; }
 done
 out=dist/out
 stage="$(mktemp -d)"
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$out" "$stage/$name"
-cp "$bin/nib" "$bin/nib-worker" README.md "$stage/$name/"
+cp "$bin/nib" "$bin/nib-confine" README.md "$stage/$name/"
 tar -C "$stage" -czf "$out/$name.tar.gz" "$name"
 (cd "$out" && sha256sum "$name.tar.gz" > "$name.tar.gz.sha256")
 

@@ -9,7 +9,7 @@
 #   - `npx nib-mcp doctor` runs a verb;
 #   - an install without optional dependencies (as on a platform with no
 #     package) says which package is missing and how to get it.
-# Usage: dist/npm-check.sh BIN_DIR   (holding nib and nib-worker)
+# Usage: dist/npm-check.sh BIN_DIR   (holding nib and nib-confine)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin="${1:?usage: dist/npm-check.sh BIN_DIR}"

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Makes nib's npm packages from release binaries: one package per platform
-# holding `nib` and `nib-worker` (selected by npm through `os` and `cpu`),
+# holding `nib` and `nib-confine` (selected by npm through `os` and `cpu`),
 # and the launcher package `nib-mcp`, which names them all as optional
 # dependencies and runs the one of its platform (dist/npm/nib.js). No
 # package has an install script; nothing is downloaded but the packages.
 #
 # Usage: dist/npm.sh PLATFORM=BIN_DIR [PLATFORM=BIN_DIR …]
 #   PLATFORM is node's `process.platform-process.arch` (linux-x64,
-#   linux-arm64); BIN_DIR holds that platform's nib and nib-worker.
+#   linux-arm64); BIN_DIR holds that platform's nib and nib-confine.
 # The packed tarballs go to dist/out/npm/; publish them with
 #   npm publish dist/out/npm/nib-mcp-linux-x64-VERSION.tgz … (platforms first)
 set -euo pipefail
@@ -34,14 +34,14 @@ for arg in "$@"; do
   platform="${arg%%=*}"
   bin="${arg#*=}"
   case " ${all[*]} " in *" $platform "*) ;; *) echo "dist/npm: unknown platform $platform (known: ${all[*]})" >&2; exit 2 ;; esac
-  for f in nib nib-worker; do
+  for f in nib nib-confine; do
     [ -x "$bin/$f" ] || { echo "dist/npm: $bin/$f is missing; build it first" >&2; exit 1; }
   done
   os="${platform%%-*}"
   cpu="${platform#*-}"
   dir="$stage/nib-mcp-$platform"
   mkdir -p "$dir/bin"
-  install -m 755 "$bin/nib" "$bin/nib-worker" "$dir/bin/"
+  install -m 755 "$bin/nib" "$bin/nib-confine" "$dir/bin/"
   cat > "$dir/package.json" <<JSON
 {
   "name": "nib-mcp-$platform",

@@ -6,7 +6,7 @@
 #
 # Usage: dist/plugin-sums.sh [--out FILE] PLATFORM=BIN_DIR [PLATFORM=BIN_DIR …]
 #   PLATFORM as in dist/npm.sh (linux-x64, linux-arm64); BIN_DIR holds that
-#   platform's nib and nib-worker. FILE defaults to claude/bin/nib.sums.
+#   platform's nib and nib-confine. FILE defaults to claude/bin/nib.sums.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=claude/bin/nib.sums
@@ -18,7 +18,7 @@ for arg in "$@"; do
   platform="${arg%%=*}"
   bin="${arg#*=}"
   case "$platform" in linux-x64|linux-arm64) ;; *) echo "dist/plugin-sums: unknown platform $platform" >&2; exit 2 ;; esac
-  for f in nib nib-worker; do
+  for f in nib nib-confine; do
     [ -f "$bin/$f" ] || { echo "dist/plugin-sums: $bin/$f is missing" >&2; exit 1; }
     printf '%s  %s/%s\n' "$(sha256sum "$bin/$f" | cut -d' ' -f1)" "$platform" "$f" >>"$tmp"
   done

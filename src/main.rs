@@ -86,8 +86,8 @@ fn run_async<F: std::future::Future>(work: F) -> Option<F::Output> {
 fn main() -> std::process::ExitCode {
     // A confined worker: the sandbox re-executes nib to apply its layers.
     let raw: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
-    if raw.first().is_some_and(|a| a == nib_sandbox::WORKER_ARG) {
-        nib_sandbox::worker_main(&raw[1..]);
+    if raw.first().is_some_and(|a| a == nib_sandbox::ENTRY_ARG) {
+        nib_sandbox::entry_main(&raw[1..]);
     }
     // A nibash worker, already confined: run one call's command line.
     if raw

@@ -228,7 +228,7 @@ fn each_verb_has_a_help_page_and_a_wrong_use_shows_its_own_usage() {
 
 #[test]
 fn nib_is_its_own_worker_entry() {
-    // The sandbox re-executes nib with the worker argument; a confined echo runs
+    // The sandbox re-executes nib with the entry argument; a confined echo runs
     // and a write outside the root is refused.
     let dir = project();
     let root = std::fs::canonicalize(dir.path()).unwrap();

@@ -385,7 +385,7 @@ fn a_worker_entry_inside_the_project_is_refused() {
     let nib = bin.join("nib");
     std::fs::copy(nib_bin(), &nib).unwrap();
     let marker = world.home.join("planted-worker-ran");
-    let worker = bin.join("nib-worker");
+    let worker = bin.join("nib-confine");
     std::fs::write(&worker, format!("#!/bin/sh\ntouch {}\n", marker.display())).unwrap();
     let mut p = std::fs::metadata(&worker).unwrap().permissions();
     std::os::unix::fs::PermissionsExt::set_mode(&mut p, 0o755);
@@ -403,9 +403,9 @@ fn a_worker_entry_inside_the_project_is_refused() {
         said.push_str(&String::from_utf8_lossy(&out.stderr));
         assert!(
             !marker.exists(),
-            "{mode}: the planted nib-worker ran: {said}"
+            "{mode}: the planted nib-confine ran: {said}"
         );
-        assert!(said.contains("worker entry"), "{mode}: {said}");
+        assert!(said.contains("confining entry"), "{mode}: {said}");
         assert!(!said.contains("\nran"), "{mode}: {said}");
         let doctor = Command::new(&nib)
             .arg("doctor")
@@ -417,11 +417,11 @@ fn a_worker_entry_inside_the_project_is_refused() {
             .unwrap();
         let text = String::from_utf8_lossy(&doctor.stdout);
         let mode_line = text.lines().find(|l| l.starts_with("mode: ")).unwrap_or("");
-        assert!(mode_line.contains("worker entry"), "{mode}: {text}");
+        assert!(mode_line.contains("confining entry"), "{mode}: {text}");
         assert_eq!(doctor.status.code(), Some(1), "{mode}: {text}");
         assert!(
             !marker.exists(),
-            "{mode}: doctor ran the planted nib-worker"
+            "{mode}: doctor ran the planted nib-confine"
         );
     }
 }

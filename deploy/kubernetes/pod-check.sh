@@ -3,7 +3,7 @@
 # checks nib in it (deploy/kubernetes/pod_check.py says what). Builds nib's
 # image with dist/container/rootfs.sh from BIN_DIR, and an agent image with no
 # nib in it from the same Debian base.
-# Usage: deploy/kubernetes/pod-check.sh BIN_DIR   (nib and nib-worker)
+# Usage: deploy/kubernetes/pod-check.sh BIN_DIR   (nib and nib-confine)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bin="${1:?usage: deploy/kubernetes/pod-check.sh BIN_DIR}"

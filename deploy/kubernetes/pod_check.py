@@ -12,7 +12,7 @@ no nib in it; its command is replaced by a small MCP client (the agent's part) t
 /etc/nib/mcp.json, starts the server it names over stdio as the agent would, and makes one nibash
 call with canaries. Checked:
 
-- the init container copied nib and nib-worker, and the agent image itself holds no nib;
+- the init container copied nib and nib-confine, and the agent image itself holds no nib;
 - nib chose a confining mode by itself (`nib doctor`), and on runc it is Landlock + seccomp;
 - the call wrote a file in /workspace (seen from outside the pod);
 - a key planted at ~/.ssh/id_rsa stays unread (its text is in no answer) and is named hidden;
@@ -156,7 +156,7 @@ def main() -> int:
         if mount is None:
             fail(f"mcp.json's command {command} is on no volume of the agent container")
         nib = vols[mount["name"]] / os.path.relpath(command, mount["mountPath"])
-        for f in (nib, nib.with_name("nib-worker")):
+        for f in (nib, nib.with_name("nib-confine")):
             if not f.is_file():
                 fail(f"the init container left no {f.name} where mcp.json's command points ({command})")
         if "nib on the agent image's PATH: none" not in said:

@@ -12,7 +12,7 @@
 #   - a write outside the workspace is refused (the file never appears);
 #   - a loopback listener sees no connection from a program (a control from
 #     outside nib shows it listens).
-# Usage: dist/container/check.sh BIN_DIR   (nib and nib-worker for the image)
+# Usage: dist/container/check.sh BIN_DIR   (nib and nib-confine for the image)
 # Needs podman with runc; containers.conf here sets what these machines need.
 set -euo pipefail
 cd "$(dirname "$0")/../.."

@@ -2,18 +2,18 @@
 # Builds nib's container image without pulling from any registry: a Debian
 # root filesystem made from the distribution's packages (mmdebstrap, the
 # packages in packages.txt, the same layout as the Containerfile: user
-# `agent` uid 1000, /workspace), nib and nib-worker added, imported into
+# `agent` uid 1000, /workspace), nib and nib-confine added, imported into
 # podman with the Containerfile's user, folder, environment and entry point.
 #
 # Usage: dist/container/rootfs.sh BIN_DIR [IMAGE]   (BIN_DIR holds nib and
-#   nib-worker; IMAGE defaults to nib:local). The base file system is kept in
+#   nib-confine; IMAGE defaults to nib:local). The base file system is kept in
 #   target/container/ per package list and suite, so a rebuild adds only the
 #   binaries. DEBIAN_SUITE overrides the suite (default: this machine's).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bin="${1:?usage: dist/container/rootfs.sh BIN_DIR [IMAGE]}"
 image="${2:-nib:local}"
-for f in nib nib-worker; do
+for f in nib nib-confine; do
   [ -x "$bin/$f" ] || { echo "rootfs: $bin/$f is missing; build it first" >&2; exit 1; }
 done
 suite="${DEBIAN_SUITE:-$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")}"
@@ -36,8 +36,8 @@ stage="$(mktemp -d)"
 trap 'rm -rf "$stage"' EXIT
 cp "$base" "$stage/rootfs.tar"
 mkdir -p "$stage/usr/local/bin"
-install -m 755 "$bin/nib" "$bin/nib-worker" "$stage/usr/local/bin/"
-tar -C "$stage" --owner=0 --group=0 -rf "$stage/rootfs.tar" ./usr/local/bin/nib ./usr/local/bin/nib-worker
+install -m 755 "$bin/nib" "$bin/nib-confine" "$stage/usr/local/bin/"
+tar -C "$stage" --owner=0 --group=0 -rf "$stage/rootfs.tar" ./usr/local/bin/nib ./usr/local/bin/nib-confine
 podman import --quiet \
   --change 'USER agent' --change 'WORKDIR /workspace' \
   --change 'ENV NIB_SANDBOX=1' --change 'ENV PATH=/usr/local/bin:/usr/bin:/bin' \

@@ -40,7 +40,7 @@ try {
 }
 
 const bin = path.join(dir, 'bin', 'nib');
-for (const file of [bin, path.join(dir, 'bin', 'nib-worker')]) {
+for (const file of [bin, path.join(dir, 'bin', 'nib-confine')]) {
   try {
     fs.accessSync(file, fs.constants.X_OK);
   } catch {

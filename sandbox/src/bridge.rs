@@ -3,8 +3,8 @@
 //! loopback; nothing else is there) and joins each connection to the
 //! proxy's Unix socket, bound into the sandbox. It holds no authority a
 //! program lacks (programs could reach the socket themselves), keeps none
-//! of the worker's descriptors (so the call's output ends with the program),
-//! and ends when the worker's process (the program, exec'd in its place)
+//! of the confined process's descriptors (so the call's output ends with the program),
+//! and ends when the confined process (the program, exec'd in its place)
 //! ends: bubblewrap's init waits for every process of the namespace, so a
 //! bridge still listening would keep the sandbox alive after a broker that
 //! died without ending its call.
@@ -62,9 +62,9 @@ fn join(tcp: std::net::TcpStream, socket: &Path) {
     let _ = up.join();
 }
 
-fn serve(listener: TcpListener, socket: PathBuf, worker: libc::pid_t) -> ! {
+fn serve(listener: TcpListener, socket: PathBuf, confined: libc::pid_t) -> ! {
     std::thread::spawn(move || {
-        wait_for_exit(worker);
+        wait_for_exit(confined);
         std::process::exit(0)
     });
     loop {
@@ -109,7 +109,7 @@ fn wait_for_exit(pid: libc::pid_t) {
         }
     }
     // Without pidfds (before Linux 5.3): look every 200 ms. A PID namespace
-    // this young does not reuse the worker's pid in that time.
+    // this young does not reuse the confined process's pid in that time.
     // SAFETY: kill with signal 0 only checks that the process exists.
     while unsafe { libc::kill(pid, 0) } == 0 {
         std::thread::sleep(std::time::Duration::from_millis(200));
@@ -127,8 +127,8 @@ pub fn start(route: &ProxyRoute) -> Result<(), String> {
         )
     })?;
     // SAFETY: getpid has no preconditions.
-    let worker = unsafe { libc::getpid() };
-    // SAFETY: the worker is single-threaded here, so the child may run
+    let confined = unsafe { libc::getpid() };
+    // SAFETY: the confined process is single-threaded here, so the child may run
     // arbitrary code after fork.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
@@ -163,19 +163,19 @@ pub fn start(route: &ProxyRoute) -> Result<(), String> {
     // SAFETY: fd 3 is the listening socket, duplicated above and owned by
     // nothing else now.
     let listener = unsafe { TcpListener::from_raw_fd(3) };
-    serve(listener, route.socket.clone(), worker)
+    serve(listener, route.socket.clone(), confined)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// The bridge of a worker that ended stops listening (nothing keeps
+    /// The bridge of a confined process that ended stops listening (nothing keeps
     /// the sandbox's namespace alive on its account), even though nobody
     /// kills it: here there is no namespace and no cgroup to do that.
     #[test]
     #[allow(clippy::unwrap_used)]
-    fn the_bridge_ends_when_its_worker_ends() {
+    fn the_bridge_ends_when_its_process_ends() {
         let port = TcpListener::bind(("127.0.0.1", 0))
             .unwrap()
             .local_addr()
@@ -189,22 +189,22 @@ mod tests {
         // SAFETY: the child only starts the bridge (which forks from a
         // single-threaded process: the child has only the forking thread)
         // and ends with _exit, running nothing else of the test's.
-        let worker = unsafe { libc::fork() };
-        assert!(worker >= 0);
-        if worker == 0 {
+        let confined = unsafe { libc::fork() };
+        assert!(confined >= 0);
+        if confined == 0 {
             let code = i32::from(start(&route).is_err());
             // SAFETY: ends the child without running the parent's handlers.
             unsafe { libc::_exit(code) };
         }
         let mut status = 0;
         // SAFETY: waitpid on our own child with a pointer to a local.
-        unsafe { libc::waitpid(worker, &mut status, 0) };
+        unsafe { libc::waitpid(confined, &mut status, 0) };
         assert_eq!(status, 0, "the bridge did not start");
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
             assert!(
                 std::time::Instant::now() < deadline,
-                "the bridge still listens after its worker ended"
+                "the bridge still listens after its confined process ended"
             );
             std::thread::sleep(std::time::Duration::from_millis(20));
         }

@@ -10,8 +10,8 @@ use std::sync::OnceLock;
 
 use crate::Policy;
 
-/// Set inside bubblewrap so the worker knows bwrap already made its namespaces.
-pub const IN_BWRAP: &str = "NIB_WORKER_IN_BWRAP";
+/// Set inside bubblewrap so the confined process knows bwrap already made its namespaces.
+pub const IN_BWRAP: &str = "NIB_CONFINE_IN_BWRAP";
 
 /// Unreadable stand-ins mounted over hidden paths: an empty file and an
 /// empty folder, both mode 000 (without capabilities, even root cannot
@@ -93,7 +93,7 @@ impl Layer<'_> {
     }
 }
 
-/// The bubblewrap argv that runs `inner` (the worker entry and its args).
+/// The bubblewrap argv that runs `inner` (the confining entry and its args).
 /// Nothing of the host is there but what the read policy names: the
 /// system folders (top-level links such as `/bin -> usr/bin` kept as
 /// links), the toolchains, the user's binds, read-only; the roots
@@ -213,7 +213,7 @@ fn top_level_link(p: &Path) -> Option<PathBuf> {
 }
 
 /// Whether a trusted bubblewrap ([`trusted`]) starts here with the flags a
-/// worker uses (see [`trusted_usable`]), for roots the caller does not
+/// confined process uses (see [`trusted_usable`]), for roots the caller does not
 /// know: the current folder and every root a sandbox was made for.
 pub fn bwrap_usable() -> bool {
     trusted_usable(&known_roots()).is_ok()
@@ -315,7 +315,7 @@ pub fn trusted(name: &str, roots: &[PathBuf]) -> Result<PathBuf, String> {
 }
 
 /// The trusted bubblewrap for `roots`, once it has started here with the
-/// flags a worker uses (`--proc` and `--dev` included): a container that
+/// flags a confined process uses (`--proc` and `--dev` included): a container that
 /// refuses a new `/proc` or user namespaces fails here, not at each call.
 /// Each binary is tried once; the error says why it cannot be used.
 pub fn trusted_usable(roots: &[PathBuf]) -> Result<PathBuf, String> {
@@ -333,7 +333,7 @@ pub fn trusted_usable(roots: &[PathBuf]) -> Result<PathBuf, String> {
 
 /// Starts `bwrap` with a fixed configuration that owes nothing to the
 /// project: the system read-only, a fresh /dev and /proc, private /tmp and
-/// /run, the namespaces, session and capabilities of a worker.
+/// /run, the namespaces, session and capabilities of a confined process.
 fn try_start(bwrap: &Path) -> Result<(), String> {
     let out = Command::new(bwrap)
         .args([
@@ -428,7 +428,7 @@ mod tests {
             --ro-bind-try {h}/proj/.git/hooks {h}/proj/.git/hooks --ro-bind /usr/bin/nib /usr/bin/nib \
             --remount-ro / \
             --unshare-pid --unshare-ipc --unshare-uts --unshare-net --new-session --die-with-parent \
-            --cap-drop ALL --setenv NIB_WORKER_IN_BWRAP 1 -- /usr/bin/nib __w x"
+            --cap-drop ALL --setenv NIB_CONFINE_IN_BWRAP 1 -- /usr/bin/nib __w x"
         );
         assert_eq!(
             argv.join(" "),

@@ -1,4 +1,4 @@
-//! The scrubbed environment every worker gets (layer 1): pagers off, no
+//! The scrubbed environment every confined process gets (layer 1): pagers off, no
 //! terminal prompts, no sockets to agents or session buses, none of nib's
 //! own keys; and, when the policy confines, no secret-looking variables
 //! ([`is_secret_name`]) unless the user passes them by name. Pure
@@ -6,7 +6,7 @@
 
 use std::ffi::{OsStr, OsString};
 
-/// Variables that lead to agents, buses or terminals outside the worker.
+/// Variables that lead to agents, buses or terminals outside the confined process.
 const REMOVED: &[&str] = &[
     "SSH_AUTH_SOCK",
     "SSH_AGENT_PID",
@@ -100,7 +100,7 @@ pub fn set(vars: &mut Vec<(OsString, OsString)>, set: &[(String, String)]) {
     );
 }
 
-/// Variables every worker gets.
+/// Variables every confined process gets.
 const SET: &[(&str, &str)] = &[
     ("PAGER", "cat"),
     ("GIT_PAGER", "cat"),
@@ -108,7 +108,7 @@ const SET: &[(&str, &str)] = &[
     ("GIT_TERMINAL_PROMPT", "0"),
 ];
 
-/// The worker's environment from the broker's: agent and bus sockets removed,
+/// The confined process's environment from the broker's: agent and bus sockets removed,
 /// pagers and prompts off.
 pub fn scrub<K: AsRef<OsStr>, V: AsRef<OsStr>>(
     vars: impl IntoIterator<Item = (K, V)>,
@@ -131,15 +131,15 @@ pub fn scrub<K: AsRef<OsStr>, V: AsRef<OsStr>>(
     out
 }
 
-/// The user name programs give nib's proxy; the password is the worker's token.
+/// The user name programs give nib's proxy; the password is the confined process's token.
 pub const PROXY_USER: &str = "nib";
 
-/// A new worker's proxy token: 128 random bits in hex (from the kernel).
+/// A new confined process's proxy token: 128 random bits in hex (from the kernel).
 pub fn proxy_token() -> String {
     let mut bytes = [0u8; 16];
     if rustix::rand::getrandom(&mut bytes, rustix::rand::GetRandomFlags::empty()).is_err() {
         // Without the kernel's randomness, a token unique to this process
-        // and moment still tells workers apart (it is a name, not a key).
+        // and moment still tells confined processes apart (it is a name, not a key).
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default()
@@ -151,7 +151,7 @@ pub fn proxy_token() -> String {
 
 /// The variables that send programs' HTTP, HTTPS and other TCP clients
 /// (curl, git, cargo, npm, pip) through nib's proxy at `127.0.0.1:port`,
-/// naming their worker by `token` as the proxy user's password (clients
+/// naming their confined process by `token` as the proxy user's password (clients
 /// send it as `Proxy-Authorization`; the proxy names a call's own refusals
 /// and counts its connections by it).
 pub fn proxy_vars(port: u16, token: &str) -> Vec<(OsString, OsString)> {
@@ -182,7 +182,7 @@ fn with_token(value: &str, token: &str) -> Option<String> {
     Some(format!("{}{token}{}", &value[..start], &value[end..]))
 }
 
-/// Makes the proxy variables of this process name `token` (a worker forked
+/// Makes the proxy variables of this process name `token` (a confined process forked
 /// by a zygote names its own call, not the zygote's). Only in a
 /// single-threaded process.
 pub(crate) fn retoken(token: &str) {

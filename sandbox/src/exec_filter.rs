@@ -1,9 +1,9 @@
-//! The exec-time layer, worker side: a seccomp filter that hands every
-//! `execve`/`execveat` of the worker's tree to a supervisor outside it
+//! The exec-time layer, confined side: a seccomp filter that hands every
+//! `execve`/`execveat` of the confined process's tree to a supervisor outside it
 //! (`SECCOMP_RET_USER_NOTIF`), installed in every mode while the policy asks
 //! for it ([`crate::Policy::supervise_exec`]).
 //!
-//! The worker installs the filter just before it runs its program, sends the
+//! The confined process installs the filter just before it runs its program, sends the
 //! listener fd to the broker over the supervisor socket (fd
 //! [`SUPERVISOR_FD`]) and closes both, so no program ever holds either. From
 //! then on the kernel stops each exec of the tree until the broker's
@@ -13,7 +13,7 @@
 
 use std::os::fd::{BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
-/// The fd the worker receives the supervisor socket on (the channel, if
+/// The fd the confined process receives the supervisor socket on (the channel, if
 /// any, is fd 3).
 pub const SUPERVISOR_FD: RawFd = 4;
 
@@ -246,8 +246,8 @@ pub(crate) fn send_fd(socket: BorrowedFd<'_>, fd: BorrowedFd<'_>) -> std::io::Re
     Ok(())
 }
 
-/// Receives the listener the worker sent (broker side); `None` when the
-/// worker ended without sending one.
+/// Receives the listener the confined process sent (broker side); `None` when the
+/// confined process ended without sending one.
 pub(crate) fn recv_fd(socket: BorrowedFd<'_>) -> std::io::Result<Option<OwnedFd>> {
     use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, recvmsg};
     let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];

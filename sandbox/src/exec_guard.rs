@@ -1,5 +1,5 @@
 //! The exec-time layer, broker side: the supervisor that decides each
-//! `execve`/`execveat` of a worker's tree (the filter is in
+//! `execve`/`execveat` of a confined process's tree (the filter is in
 //! [`crate::exec_filter`]).
 //!
 //! It runs on a thread of the broker, outside every filter. For each
@@ -9,7 +9,7 @@
 //! root, `/proc/self` and `/dev/fd/N` followed for that process), then each
 //! `#!` interpreter of that file, and hands them to an [`ExecJudge`]. A
 //! refusal answers the call with `EACCES` (the program that tried sees an
-//! ordinary error) and is written to the worker's [`ExecLog`]; anything else
+//! ordinary error) and is written to the confined process's [`ExecLog`]; anything else
 //! lets the kernel go on. What is forbidden is the judge's business.
 //!
 //! Residual risk, inherent in user notification: the kernel reads the path
@@ -81,7 +81,7 @@ impl ExecFile {
     }
 }
 
-/// One exec a program of the worker's tree is making.
+/// One exec a program of the confined process's tree is making.
 #[derive(Debug)]
 pub struct ExecAttempt<'a> {
     /// The path the caller asked for.
@@ -143,7 +143,7 @@ pub struct ExecRefusal {
     pub why: String,
 }
 
-/// The refusals of one worker's tree, in order.
+/// The refusals of one confined process's tree, in order.
 #[derive(Clone, Debug, Default)]
 pub struct ExecLog(Arc<Mutex<Vec<ExecRefusal>>>);
 
@@ -235,7 +235,7 @@ impl ConnectRule {
     }
 }
 
-/// Starts the supervisor of one worker: it waits for the listener on
+/// Starts the supervisor of one confined process: it waits for the listener on
 /// `socket`, then answers every exec (with a judge) and every connect
 /// (with a connect rule) of the tree until the tree is gone.
 pub(crate) fn supervise(
@@ -249,7 +249,7 @@ pub(crate) fn supervise(
         .spawn(move || {
             let listener = match recv_fd(socket.as_fd()) {
                 Ok(Some(l)) => l,
-                // The worker ended (or refused to start) before its program.
+                // The confined process ended (or refused to start) before its program.
                 _ => return,
             };
             drop(socket);
@@ -260,7 +260,7 @@ pub(crate) fn supervise(
                 &log,
             );
         });
-    // Without its thread no exec of the worker is ever answered: the worker
+    // Without its thread no exec of the confined process is ever answered: the confined process
     // then fails at its first exec (fail closed), so nothing more to do here.
     drop(spawned);
 }

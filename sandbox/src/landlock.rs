@@ -5,7 +5,7 @@
 //! `split_all`); only the roots, the private temp folder and a few
 //! devices may be written, and no device node made anywhere; TCP bind and
 //! connect are denied without network; abstract unix sockets and signals
-//! are scoped to the worker (ABI 6+); pathname unix sockets resolve only
+//! are scoped to the confined process (ABI 6+); pathname unix sockets resolve only
 //! in the roots and the private temp folder (ABI 9+).
 //! The ruleset is created ahead ([`ruleset`]); the process that becomes the
 //! program puts it in force on itself ([`restrict_self`], from `launch.rs`).

@@ -8,7 +8,7 @@
 //! that running them ([`Launch::run`]) makes system calls only: no
 //! allocation, no lock. That lets the broker's forked child run them itself
 //! (outside bubblewrap it needs no entry binary, and the program is the one
-//! exec of the start); inside bubblewrap the worker entry runs the same
+//! exec of the start); inside bubblewrap the confining entry runs the same
 //! steps. Which layers the policy asks for is decided by the caller.
 
 use std::ffi::{CString, OsStr, OsString};
@@ -213,8 +213,8 @@ pub enum Namespace {
     Own,
 }
 
-/// The argument that marks a worker entry.
-pub const WORKER_ARG: &str = "__nib-worker";
+/// The argument that marks a confining entry.
+pub const ENTRY_ARG: &str = "__nib-confine";
 
 /// Everything the steps need, prepared.
 #[derive(Debug)]
@@ -226,7 +226,7 @@ pub struct Launch {
     seccomp: Vec<BpfProgram>,
     exec_filter: Option<Vec<libc::sock_filter>>,
     /// A PID namespace's init forked from the broker holds a copy of the
-    /// broker's memory; it execs this small reaper (the worker entry with
+    /// broker's memory; it execs this small reaper (the confining entry with
     /// [`REAP_ARG`]) once the program's process is forked, so the copy is
     /// dropped while the program starts, not when the call ends.
     reaper: Option<(CString, CArray, CArray)>,
@@ -251,7 +251,7 @@ impl Launch {
     /// Prepares the steps for `program` under `policy` with environment
     /// `env` (already complete: the private temp folder's TMPDIR included).
     ///
-    /// `reaper` is the worker entry an init forked from the broker execs
+    /// `reaper` is the confining entry an init forked from the broker execs
     /// to reap ([`REAP_ARG`]); `None` where the init is small already.
     pub fn prepare(
         policy: &Policy,
@@ -327,7 +327,7 @@ impl Launch {
                 let path = c_string(entry.as_os_str())?;
                 let argv = [
                     entry.as_os_str(),
-                    OsStr::new(WORKER_ARG),
+                    OsStr::new(ENTRY_ARG),
                     OsStr::new(REAP_ARG),
                 ]
                 .iter()
@@ -633,7 +633,7 @@ fn last_errno() -> i32 {
         .unwrap_or(libc::EIO)
 }
 
-/// The argument (after the worker argument) that makes the entry a PID
+/// The argument (after the entry argument) that makes the entry a PID
 /// namespace's reaper for the program's process, PID 2 ([`reap`]).
 pub const REAP_ARG: &str = "--reap";
 

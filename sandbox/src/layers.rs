@@ -2,7 +2,7 @@
 //! terms, and the mode a confining policy runs in (fail closed).
 //!
 //! Each layer is tried with a fixed configuration that owes nothing to the
-//! project's files: bubblewrap with the flags a worker uses (`--proc`
+//! project's files: bubblewrap with the flags a confined process uses (`--proc`
 //! included; `bwrap.rs` finds and starts it), Landlock put in force on a
 //! forked child at the kernel's ABI and checked to refuse a read it does
 //! not grant, a seccomp filter installed on a forked child, and seccomp user

@@ -1,5 +1,5 @@
 //! What a broker killed outright (SIGKILL) leaves behind, and removing it
-//! later: folders named `PREFIX<pid>…` (a worker's private `/tmp`, a pids
+//! later: folders named `PREFIX<pid>…` (a confined process's private `/tmp`, a pids
 //! cgroup, the proxy's socket folder) whose broker no longer runs.
 //!
 //! Which folders exist and how each is removed is the caller's; this module

@@ -1,10 +1,10 @@
-//! nib's confined worker: starts a program under a [`Policy`], in layers.
+//! nib's sandbox: starts a program under a [`Policy`], in layers.
 //!
 //! Layer 1, always ([`lifetime`], [`limits`], [`env`]): a new session with no
 //! controlling terminal, empty stdin (a pipe from the caller for a service,
 //! [`Sandbox::spawn_service`]), only fds 0–2 (and the channel at fd 3),
 //! a scrubbed environment, resource limits, and a process tree that ends with
-//! the call and with the broker: the worker runs under a reaper that is PID 1
+//! the call and with the broker: the confined process runs under a reaper that is PID 1
 //! of its own PID namespace (the kernel kills everything left in it when the
 //! reaper ends, which it does when the program does), dies with
 //! its parent, and sits in a pids cgroup where one can be made.
@@ -14,7 +14,7 @@
 //! (+ Landlock where the kernel has it), else Landlock (ABI 3+, fully
 //! enforced) + seccomp, else nothing runs — fail closed, with what is
 //! missing and the fix. Helpers the broker starts outside the sandbox
-//! (bubblewrap, the worker entry) are taken only from outside every root.
+//! (bubblewrap, the confining entry) are taken only from outside every root.
 //!
 //! What confined programs may read ([`Reads`]): the system folders, the
 //! toolchains and caches builds use, the roots and the user's binds; every
@@ -34,10 +34,10 @@
 //! proxy's socket, Landlock's port rule, seccomp allowing TCP sockets only
 //! where one of those holds them.
 //!
-//! How a worker starts: outside bubblewrap the broker's forked child takes
+//! How a confined process starts: outside bubblewrap the broker's forked child takes
 //! the steps to the program itself ([`launch`]: prepared before the fork,
 //! system calls only after it) and the program is the start's one exec;
-//! inside bubblewrap the worker entry ([`worker_main`], in `nib-worker`)
+//! inside bubblewrap the confining entry ([`entry_main`], in `nib-confine`)
 //! takes the same steps.
 //!
 //! Only the broker knows MCP and JSON-RPC: this crate takes a [`Policy`] and
@@ -48,6 +48,7 @@
 
 mod bridge;
 mod bwrap;
+mod entry;
 mod env;
 mod exec_filter;
 mod exec_guard;
@@ -62,10 +63,10 @@ mod private_tmp;
 mod reads;
 mod seccomp;
 mod spawn;
-mod worker;
 mod zygote;
 
 pub use bwrap::{bwrap_argv, bwrap_usable, note_roots, trusted as trusted_helper, trusted_usable};
+pub use entry::{ENTRY_ARG, ENTRY_BINARY, entry_beside, entry_main, trusted_entry};
 pub use env::{PROXY_USER, is_secret_name, proxy_token, proxy_vars, scrub, withhold_secrets};
 pub use exec_guard::{ExecAttempt, ExecFile, ExecJudge, ExecLog, ExecRefusal};
 pub use layers::{MIN_LANDLOCK_ABI, Mode, Trial, Wanted, choose, exec_rules_refusal, trial};
@@ -75,5 +76,4 @@ pub use policy::{Layers, Limits, Policy, ProxyRoute};
 pub use reads::{CREDENTIALS, HOME_TOOLCHAINS, Reads, SYSTEM, SYSTEM_SECRETS, UserReads};
 pub use seccomp::denied_syscalls;
 pub use spawn::{Confined, Killer, Output, Sandbox, SandboxError, ServicePipes, probe};
-pub use worker::{WORKER_ARG, WORKER_BINARY, entry_beside, trusted_entry, worker_main};
 pub use zygote::{Forked, Zygote, serve as serve_zygote};

@@ -1,12 +1,12 @@
-//! Layer 1: the worker's process tree ends with its call and with the broker.
+//! Layer 1: the confined process tree ends with its call and with the broker.
 //!
-//! Outside bubblewrap the worker is PID 1 of its own PID namespace: the
+//! Outside bubblewrap the confined process is PID 1 of its own PID namespace: the
 //! broker's spawner thread switches the namespace its children start in
-//! ([`NamespaceSwitch`]) so the worker starts as that namespace's init; it
+//! ([`NamespaceSwitch`]) so the confined process starts as that namespace's init; it
 //! only reaps, and forks to run the program as PID 2 (an ordinary process:
 //! `kill $$` works). The kernel kills everything left in the namespace when
 //! PID 1 ends — setsid'd and double-forked descendants included. Where the
-//! broker cannot switch, the worker unshares CLONE_NEWPID itself and forks
+//! broker cannot switch, the confined process unshares CLONE_NEWPID itself and forks
 //! once more (its child is the init). Each hop dies with its parent
 //! (PR_SET_PDEATHSIG), and the broker spawns from one long-lived thread so
 //! "parent" means the broker. Inside bubblewrap, `--unshare-pid` and

@@ -2,8 +2,8 @@
 //! file size and core dumps (and processes, which the kernel does not apply
 //! to root), plus, where they can be made, a pids cgroup, which contains a
 //! fork bomb even for root, and a memory cgroup, which caps what the whole
-//! tree uses. The cgroups are made by the broker before the worker starts
-//! and removed (their processes killed) when the worker ends.
+//! tree uses. The cgroups are made by the broker before the confined process starts
+//! and removed (their processes killed) when the confined process ends.
 
 use std::path::{Path, PathBuf};
 
@@ -47,7 +47,7 @@ pub fn pids_cgroup_available() -> bool {
 }
 
 /// This process's own cgroup of the v1 `memory` hierarchy, or of the v2
-/// hierarchy when it offers the memory controller: where a worker's
+/// hierarchy when it offers the memory controller: where a confined process's
 /// memory cgroup is nested, so the limits above nib's still hold over it.
 fn memory_root() -> Option<PathBuf> {
     let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
@@ -103,7 +103,7 @@ pub fn memory_cgroup_available() -> bool {
     memory_cgroup_root().is_some()
 }
 
-/// The cgroups of one worker's tree: a pids cgroup capping its processes
+/// The cgroups of one confined process's tree: a pids cgroup capping its processes
 /// and a memory cgroup capping the memory they use together, each where
 /// the machine allows. The tree joins both before its first exec.
 #[derive(Debug)]

@@ -1,4 +1,4 @@
-//! What a worker may do: the policy the broker hands the sandbox, and the
+//! What a confined process may do: the policy the broker hands the sandbox, and the
 //! report of which layers are in force. Plain data; no effects here.
 
 use std::path::PathBuf;
@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::Reads;
 
-/// Resource limits of a worker.
+/// Resource limits of a confined process.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Limits {
     /// Processes (a pids cgroup where one can be made, else RLIMIT_NPROC).
@@ -51,12 +51,12 @@ pub struct ProxyRoute {
     pub socket: PathBuf,
 }
 
-/// How a worker is confined.
+/// How a confined process is confined.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Policy {
     /// Layer 2 on (NIB_SANDBOX=1): the system read-only, only the roots writable.
     pub confine: bool,
-    /// Folders the worker may write (the roots).
+    /// Folders the confined process may write (the roots).
     pub writable: Vec<PathBuf>,
     /// Extra folders bound read-only (NIB_SANDBOX_BIND).
     pub read_only: Vec<PathBuf>,
@@ -77,7 +77,7 @@ pub struct Policy {
     /// Files hidden behind `/dev/null` under bubblewrap (forbidden programs).
     #[serde(default)]
     pub masked: Vec<PathBuf>,
-    /// Every exec of the worker's tree is decided by a supervisor in the
+    /// Every exec of the confined process's tree is decided by a supervisor in the
     /// broker (seccomp user notification; set by the sandbox when it has an
     /// [`crate::ExecJudge`], in every mode).
     #[serde(default)]
@@ -115,7 +115,7 @@ pub struct Layers {
     pub landlock_abi: u32,
     /// seccomp filters can be installed.
     pub seccomp: bool,
-    /// A PID namespace can be made for the worker's tree.
+    /// A PID namespace can be made for the confined process's tree.
     pub pid_namespace: bool,
     /// A pids cgroup can be made (fork bombs are contained even for root).
     pub pids_cgroup: bool,

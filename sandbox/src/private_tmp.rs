@@ -1,14 +1,14 @@
-//! The private `/tmp` of a worker confined without bubblewrap (bubblewrap
-//! gives each worker a fresh tmpfs instead): a folder of its own under the
-//! system's temporary folder, created `0700`, removed when the worker ends.
+//! The private `/tmp` of a confined process confined without bubblewrap (bubblewrap
+//! gives each confined process a fresh tmpfs instead): a folder of its own under the
+//! system's temporary folder, created `0700`, removed when the confined process ends.
 //!
-//! A process that exits while a worker's waiter still holds it (a one-call
+//! A process that exits while a confined process's waiter still holds it (a one-call
 //! `nib sh` whose answer is out, a server whose client closed stdin) removes
 //! the folders it made as it exits: an `atexit` handler, set with the first.
-//! A broker killed outright (SIGKILL) cannot remove its workers' folders;
+//! A broker killed outright (SIGKILL) cannot remove its confined processes' folders;
 //! the next broker removes those whose broker no longer runs
 //! ([`crate::leftovers`]). Naming them is this module's; when a folder is
-//! made and removed is the worker's (`spawn.rs`).
+//! made and removed is the confined process's (`spawn.rs`).
 
 use std::io;
 use std::os::unix::fs::DirBuilderExt;
@@ -17,12 +17,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 /// Every private folder's name starts so, then the broker's pid.
-const PREFIX: &str = "nib-worker-";
+const PREFIX: &str = "nib-confined-";
 
 /// A folder left this long by a broker that no longer runs is removed.
 pub const STALE_AFTER: Duration = Duration::from_secs(600);
 
-/// Makes a new private folder under `base`: `nib-worker-PID-N-NANOS`,
+/// Makes a new private folder under `base`: `nib-confined-PID-N-NANOS`,
 /// `0700` from the start. A name already taken (a broker of the same pid
 /// that was killed left it) is passed over.
 pub fn create(base: &Path) -> io::Result<PathBuf> {
@@ -72,7 +72,7 @@ fn remove_own_at_exit(base: &Path) {
 
 /// Removes this process's own private folders (named with its pid, so a
 /// forked child that exits removes none of its parent's), whatever they
-/// still hold: the workers they served end with this process.
+/// still hold: the confined processes they served end with this process.
 extern "C" fn remove_own() {
     let mine = format!("{PREFIX}{}-", std::process::id());
     let bases = BASES.lock().unwrap_or_else(|p| p.into_inner());

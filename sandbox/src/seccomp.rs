@@ -1,6 +1,6 @@
 //! Layer 2, inner: the seccomp filter. Built once per architecture with
 //! seccompiler (the architecture field is checked by the program it emits),
-//! installed by the worker after `PR_SET_NO_NEW_PRIVS` and before it runs the
+//! installed by the confined process after `PR_SET_NO_NEW_PRIVS` and before it runs the
 //! program. Denied with `EPERM`: io_uring, ptrace and process_vm_*, the key
 //! ring, mount and friends, unshare/setns, clone with namespace flags, bpf,
 //! perf_event_open, module loading, kexec, `ioctl(TIOCSTI)`, `mknod` of a

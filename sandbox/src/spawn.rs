@@ -1,8 +1,8 @@
-//! The broker side: start a worker under a policy, read its output under the
+//! The broker side: start a confined process under a policy, read its output under the
 //! cap, and end its whole tree when the call ends, times out or overflows.
 //!
-//! Workers are forked from one long-lived thread, so the parent-death signal
-//! each worker sets means "the broker died", not "a pool thread retired".
+//! Confined processes are forked from one long-lived thread, so the parent-death signal
+//! each confined process sets means "the broker died", not "a pool thread retired".
 
 use std::ffi::OsString;
 use std::io::Read;
@@ -18,21 +18,21 @@ use crate::exec_filter::SUPERVISOR_FD;
 use crate::exec_guard::{ConnectRule, ExecJudge, ExecLog, supervise};
 use crate::launch::{self, Launch, Namespace};
 use crate::limits::TreeCgroups;
-use crate::{Policy, bwrap, env, lifetime, private_tmp, worker};
+use crate::{Policy, bwrap, entry, env, lifetime, private_tmp};
 
-/// Why a worker could not start.
+/// Why a confined process could not start.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SandboxError {
     /// The process could not be started.
-    #[error("could not start the worker: {0}")]
+    #[error("could not start the confined process: {0}")]
     Spawn(std::io::Error),
     /// The policy confines, and this machine has no layer to confine with.
     #[error("{0}")]
     Refused(String),
 }
 
-/// What a worker did.
+/// What a confined process did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Output {
     /// Exit code, when it exited.
@@ -49,7 +49,7 @@ pub struct Output {
     pub timed_out: bool,
 }
 
-/// Starts workers under one policy.
+/// Starts confined processes under one policy.
 #[derive(Clone, Debug)]
 pub struct Sandbox {
     entry: PathBuf,
@@ -74,7 +74,7 @@ pub struct Confined {
     proxy_token: Option<String>,
 }
 
-/// Where a worker's standard streams go.
+/// Where a confined process's standard streams go.
 enum Streams {
     /// stdin empty; stdout and stderr read by [`Confined::wait`].
     Captured,
@@ -99,7 +99,7 @@ pub struct ServicePipes {
 /// where to send the child.
 type SpawnJob = (Command, bool, mpsc::Sender<std::io::Result<Child>>);
 
-/// The one thread workers are forked from.
+/// The one thread confined processes are forked from.
 fn spawner() -> &'static Mutex<mpsc::Sender<SpawnJob>> {
     static TX: OnceLock<Mutex<mpsc::Sender<SpawnJob>>> = OnceLock::new();
     TX.get_or_init(|| Mutex::new(start_spawner()))
@@ -130,7 +130,7 @@ fn start_spawner() -> mpsc::Sender<SpawnJob> {
 }
 
 /// Forks `cmd` on the spawner thread; with `new_namespace`, as the init of
-/// a new PID namespace where this process may make one (the worker knows
+/// a new PID namespace where this process may make one (the confined process knows
 /// it is by being PID 1).
 fn spawn_on_spawner(cmd: Command, new_namespace: bool) -> std::io::Result<Child> {
     let gone = || std::io::Error::other("the spawner thread is gone");
@@ -147,9 +147,9 @@ fn spawn_on_spawner(cmd: Command, new_namespace: bool) -> std::io::Result<Child>
 }
 
 impl Sandbox {
-    /// A sandbox that runs workers through `entry` (a binary whose `main`
-    /// calls [`worker::worker_main`] when its first argument is [`worker::WORKER_ARG`]).
-    /// The entry is readable to the worker in every mode (bubblewrap binds
+    /// A sandbox that runs confined processes through `entry` (a binary whose `main`
+    /// calls [`entry::entry_main`] when its first argument is [`entry::ENTRY_ARG`]).
+    /// The entry is readable to the confined process in every mode (bubblewrap binds
     /// it, Landlock grants it).
     pub fn new(entry: &Path, mut policy: Policy) -> Sandbox {
         if !policy.read_only.iter().any(|p| p == entry) {
@@ -163,10 +163,10 @@ impl Sandbox {
         }
     }
 
-    /// Every exec of the workers' trees is decided by `judge` (in every
-    /// mode): the worker sets no_new_privs and installs the exec filter, a
+    /// Every exec of the confined processes' trees is decided by `judge` (in every
+    /// mode): the confined process sets no_new_privs and installs the exec filter, a
     /// supervisor thread answers each exec, refusals fail with `EACCES` and
-    /// are kept in the worker's [`Confined::exec_log`].
+    /// are kept in the confined process's [`Confined::exec_log`].
     pub fn with_exec_judge(mut self, judge: Arc<dyn ExecJudge>) -> Sandbox {
         self.policy.supervise_exec = true;
         self.judge = Some(judge);
@@ -178,7 +178,7 @@ impl Sandbox {
         &self.policy
     }
 
-    /// Whether bubblewrap wraps this sandbox's workers.
+    /// Whether bubblewrap wraps this sandbox's confined processes.
     pub fn uses_bwrap(&self) -> bool {
         matches!(
             self.mode(),
@@ -186,7 +186,7 @@ impl Sandbox {
         )
     }
 
-    /// The layers this sandbox's workers run under (`None`: unconfined),
+    /// The layers this sandbox's confined processes run under (`None`: unconfined),
     /// or why they are refused (`layers.rs` chooses, fail closed).
     pub fn mode(&self) -> Result<Option<crate::layers::Mode>, String> {
         if !self.policy.confine {
@@ -223,7 +223,7 @@ impl Sandbox {
 
     /// Like [`Sandbox::spawn_with_channel`], with stdout and stderr sent to
     /// one pipe (in the order the program wrote them), whose read end is
-    /// returned for the caller to read as the program runs. Poll the worker
+    /// returned for the caller to read as the program runs. Poll the confined process
     /// with [`Confined::try_wait`]; [`Confined::wait`] then finds no pipes to read.
     /// Under bubblewrap only the program's tree holds the pipe (the pipe's
     /// end comes when the program's tree is done, not when bubblewrap is);
@@ -236,13 +236,13 @@ impl Sandbox {
         channel: Option<std::os::fd::OwnedFd>,
     ) -> Result<(Confined, std::io::PipeReader), SandboxError> {
         let (reader, writer) = std::io::pipe().map_err(SandboxError::Spawn)?;
-        let worker = self.start(program, cwd, extra_env, channel, Streams::Merged(writer))?;
-        Ok((worker, reader))
+        let confined = self.start(program, cwd, extra_env, channel, Streams::Merged(writer))?;
+        Ok((confined, reader))
     }
 
     /// Starts a long-running service (an MCP server on stdio, say): stdin,
     /// stdout and stderr are pipes handed to the caller, who talks to the
-    /// program and reads its errors; nothing else about the worker changes
+    /// program and reads its errors; nothing else about the confined process changes
     /// (the layers, the tree ending with it or with the broker). The output
     /// cap does not apply: the caller reads the pipes and bounds them.
     pub fn spawn_service(
@@ -251,11 +251,11 @@ impl Sandbox {
         cwd: &Path,
         extra_env: &[(OsString, OsString)],
     ) -> Result<(Confined, ServicePipes), SandboxError> {
-        let mut worker = self.start(program, cwd, extra_env, None, Streams::Service)?;
+        let mut confined = self.start(program, cwd, extra_env, None, Streams::Service)?;
         let pipes = match (
-            worker.child.stdin.take(),
-            worker.child.stdout.take(),
-            worker.child.stderr.take(),
+            confined.child.stdin.take(),
+            confined.child.stdout.take(),
+            confined.child.stderr.take(),
         ) {
             (Some(stdin), Some(stdout), Some(stderr)) => ServicePipes {
                 stdin,
@@ -268,7 +268,7 @@ impl Sandbox {
                 )));
             }
         };
-        Ok((worker, pipes))
+        Ok((confined, pipes))
     }
 
     fn start(
@@ -285,7 +285,7 @@ impl Sandbox {
 
         let mode = self.mode().map_err(SandboxError::Refused)?;
         if self.policy.confine {
-            worker::trusted_entry(&self.entry, &self.policy.writable)
+            entry::trusted_entry(&self.entry, &self.policy.writable)
                 .map_err(SandboxError::Refused)?;
         }
         if self.judge.is_some()
@@ -314,7 +314,7 @@ impl Sandbox {
         let (vars, proxy_token) = self.program_env(extra_env);
         // Outside bubblewrap the forked child takes the steps to the
         // program itself (no entry binary: the program is the one exec of
-        // the start); inside, bubblewrap runs the worker entry, which takes
+        // the start); inside, bubblewrap runs the confining entry, which takes
         // the same steps.
         // Under bubblewrap a merged output goes to the entry at OUTPUT_FD,
         // and bubblewrap's own stdout and stderr to a pipe of their own.
@@ -336,7 +336,7 @@ impl Sandbox {
             .collect();
         let channel_fd = channel.as_ref().map(std::os::fd::AsRawFd::as_raw_fd);
         let output_fd = output.as_ref().map(std::os::fd::AsRawFd::as_raw_fd);
-        // The supervisor socket: the worker sends its exec listener on it.
+        // The supervisor socket: the confined process sends its exec listener on it.
         // Pathname unix sockets are checked there too where Landlock
         // cannot refuse them: the roots and the private /tmp only.
         let connects = (!bwrap && launch::connects_supervised(&self.policy, false)).then(|| {
@@ -370,7 +370,7 @@ impl Sandbox {
             }
             None => None,
         };
-        // Outside bubblewrap the worker is the init of its own PID
+        // Outside bubblewrap the confined process is the init of its own PID
         // namespace where this process may make one (bubblewrap makes its
         // own); elsewhere it makes one itself or goes without.
         let child = spawn_on_spawner(cmd, !bwrap);
@@ -393,7 +393,7 @@ impl Sandbox {
 
     /// The program's environment: nib's scrubbed, secrets withheld and the
     /// brokered placeholders set when confined, the proxy's variables (with
-    /// the worker's token) when programs reach the network through it, then
+    /// the confined process's token) when programs reach the network through it, then
     /// the caller's. Returns the token too.
     fn program_env(
         &self,
@@ -417,7 +417,7 @@ impl Sandbox {
         (vars, proxy_token)
     }
 
-    /// The command std spawns: bubblewrap running the worker entry (which
+    /// The command std spawns: bubblewrap running the confining entry (which
     /// takes the steps inside), or the program itself, whose forked child
     /// takes the steps of the prepared [`Launch`] before its one exec.
     fn command_for(
@@ -436,13 +436,10 @@ impl Sandbox {
             vars.push(("TMPDIR".into(), "/tmp".into()));
             let policy_json = serde_json::to_string(&self.policy)
                 .map_err(|e| SandboxError::Refused(e.to_string()))?;
-            let mut inner: Vec<OsString> = vec![
-                worker::WORKER_ARG.into(),
-                policy_json.into(),
-                OsString::new(),
-            ];
+            let mut inner: Vec<OsString> =
+                vec![entry::ENTRY_ARG.into(), policy_json.into(), OsString::new()];
             if hand_over {
-                inner.push(worker::OUTPUT_ARG.into());
+                inner.push(entry::OUTPUT_ARG.into());
             }
             inner.push("--".into());
             inner.extend(program.iter().cloned());
@@ -566,10 +563,7 @@ fn child_steps(
                 u32::MAX,
                 libc::CLOSE_RANGE_CLOEXEC,
             );
-            for (slot, target) in [3, SUPERVISOR_FD, worker::OUTPUT_FD]
-                .into_iter()
-                .enumerate()
-            {
+            for (slot, target) in [3, SUPERVISOR_FD, entry::OUTPUT_FD].into_iter().enumerate() {
                 if moved[slot] >= 0 && libc::dup2(moved[slot], target) < 0 {
                     return Err(std::io::Error::last_os_error());
                 }
@@ -684,7 +678,7 @@ impl Confined {
     /// What bubblewrap itself printed (a failure to set the sandbox up),
     /// when the program's output was handed over apart from it
     /// ([`Sandbox::spawn_merged`] under bubblewrap); empty otherwise. What
-    /// is there now: read it once the worker has ended.
+    /// is there now: read it once the confined process has ended.
     pub fn start_messages(&mut self) -> Vec<u8> {
         let mut out = Vec::new();
         if let Some(pipe) = &mut self.bwrap_messages {
@@ -699,7 +693,7 @@ impl Confined {
         out
     }
 
-    /// The name this worker's programs give nib's proxy (in the proxy
+    /// The name this confined process's programs give nib's proxy (in the proxy
     /// variables' address, sent as `Proxy-Authorization`), so the proxy can
     /// tell whose connection is whose; `None` without a proxy route.
     pub fn proxy_token(&self) -> Option<&str> {
@@ -711,17 +705,17 @@ impl Confined {
         self.exec_log.clone()
     }
 
-    /// The cgroups of the worker's tree, where the machine allows them.
+    /// The cgroups of the confined process's tree, where the machine allows them.
     pub(crate) fn cgroups(&self) -> Option<&Arc<TreeCgroups>> {
         self.cgroup.as_ref()
     }
 
-    /// The worker's process id (outside its namespace).
+    /// The confined process id (outside its namespace).
     pub fn id(&self) -> u32 {
         self.child.id()
     }
 
-    /// A handle that ends this worker's whole tree from another thread
+    /// A handle that ends this confined process's whole tree from another thread
     /// while one waits for it ([`Confined::wait_blocking`]).
     pub fn killer(&self) -> Killer {
         Killer {
@@ -731,7 +725,7 @@ impl Confined {
         }
     }
 
-    /// Blocks until the worker has ended, without reaping it: its pid stays
+    /// Blocks until the confined process has ended, without reaping it: its pid stays
     /// its own (a [`Killer`] cannot hit another process) until
     /// [`Confined::wait_blocking`] reaps it.
     pub fn wait_exited(&self) {
@@ -749,7 +743,7 @@ impl Confined {
         }
     }
 
-    /// Blocks until the worker ends and reaps it; then kills what it left behind.
+    /// Blocks until the confined process ends and reaps it; then kills what it left behind.
     pub fn wait_blocking(&mut self) -> Option<std::process::ExitStatus> {
         let status = self.child.wait().ok();
         if let Some(c) = &self.cgroup {
@@ -761,7 +755,7 @@ impl Confined {
         status
     }
 
-    /// The worker's exit status, if it has ended (its leftovers are then
+    /// The confined process's exit status, if it has ended (its leftovers are then
     /// killed); `None` while it runs.
     pub fn try_wait(&mut self) -> Option<std::process::ExitStatus> {
         match self.child.try_wait() {
@@ -781,7 +775,7 @@ impl Confined {
         }
     }
 
-    /// Ends the whole tree: the worker (its namespace follows) and every
+    /// Ends the whole tree: the confined process (its namespace follows) and every
     /// process in its cgroup.
     pub fn kill(&mut self) {
         let _ = self.child.kill();
@@ -790,7 +784,7 @@ impl Confined {
         }
     }
 
-    /// Waits for the worker, reading its output under the cap; kills the
+    /// Waits for the confined process, reading its output under the cap; kills the
     /// tree at the timeout or the cap. Leftover processes are killed when it ends.
     pub fn wait(mut self, timeout: Option<Duration>) -> Output {
         let total = Arc::new(AtomicU64::new(0));
@@ -823,7 +817,7 @@ impl Confined {
                 self.kill();
             }
             match &exit_fd {
-                // Woken the moment the worker ends; the cap and the timeout
+                // Woken the moment the confined process ends; the cap and the timeout
                 // are checked every 5 ms meanwhile.
                 Some(fd) => wait_readable(fd, 5),
                 // Without pidfds: short naps first, most programs end within
@@ -880,12 +874,12 @@ fn wait_readable(fd: &std::os::fd::OwnedFd, ms: i32) {
     }
 }
 
-/// Ends a worker's tree from another thread (see [`Confined::killer`]).
+/// Ends a confined process's tree from another thread (see [`Confined::killer`]).
 #[derive(Clone, Debug)]
 pub struct Killer {
     pid: u32,
     cgroup: Option<Arc<TreeCgroups>>,
-    /// For a worker forked by a zygote: its call init, by pidfd (its pid is
+    /// For a confined process forked by a zygote: its call init, by pidfd (its pid is
     /// another namespace's, and a pidfd never names another process).
     pidfd: Option<Arc<std::os::fd::OwnedFd>>,
 }
@@ -904,9 +898,9 @@ impl Killer {
         }
     }
 
-    /// Kills the worker (its PID namespace, and so its tree, ends with it)
+    /// Kills the confined process (its PID namespace, and so its tree, ends with it)
     /// and every process in its cgroup. Call it only before the waiting
-    /// thread has reaped the worker (the caller records when it has): a
+    /// thread has reaped the confined process (the caller records when it has): a
     /// reaped pid may already belong to another process.
     pub fn kill(&self) {
         if let Some(fd) = &self.pidfd {

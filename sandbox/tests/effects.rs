@@ -46,8 +46,8 @@ fn run(policy: &Policy, cwd: &Path, args: &[&str], timeout: Duration) -> Output 
     let sandbox = Sandbox::new(&probe(), policy.clone());
     let mut argv: Vec<OsString> = vec![probe().into_os_string()];
     argv.extend(args.iter().map(OsString::from));
-    let worker = sandbox.spawn(&argv, cwd, &[]).expect("spawn");
-    worker.wait(Some(timeout))
+    let confined = sandbox.spawn(&argv, cwd, &[]).expect("spawn");
+    confined.wait(Some(timeout))
 }
 
 fn out(o: &Output) -> String {
@@ -393,7 +393,7 @@ fn the_output_ends_when_the_programs_tree_closes_it() {
         .iter()
         .map(OsString::from)
         .collect();
-        let (mut worker, mut pipe) = sandbox.spawn_merged(&argv, &w.root, &[], None).unwrap();
+        let (mut confined, mut pipe) = sandbox.spawn_merged(&argv, &w.root, &[], None).unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let mut text = String::new();
@@ -401,8 +401,8 @@ fn the_output_ends_when_the_programs_tree_closes_it() {
             let _ = tx.send(text);
         });
         let text = rx.recv_timeout(T);
-        let running = worker.try_wait().is_none();
-        drop(worker);
+        let running = confined.try_wait().is_none();
+        drop(confined);
         assert_eq!(
             text.as_deref(),
             Ok("out\nerr\n"),
@@ -427,13 +427,13 @@ fn what_bubblewrap_says_when_it_cannot_start_is_kept() {
         .push((w.outside.join("some-file"), missing.clone()));
     let sandbox = Sandbox::new(&probe(), p);
     let argv: Vec<OsString> = vec!["true".into()];
-    let (mut worker, mut pipe) = sandbox.spawn_merged(&argv, &w.root, &[], None).unwrap();
+    let (mut confined, mut pipe) = sandbox.spawn_merged(&argv, &w.root, &[], None).unwrap();
     let mut text = String::new();
     pipe.read_to_string(&mut text).unwrap();
     assert_eq!(text, "", "nothing of the program's");
-    let status = worker.wait_blocking().expect("status");
+    let status = confined.wait_blocking().expect("status");
     assert!(!status.success());
-    let said = String::from_utf8_lossy(&worker.start_messages()).into_owned();
+    let said = String::from_utf8_lossy(&confined.start_messages()).into_owned();
     assert!(
         said.contains("bwrap") && said.contains("no-such-entry"),
         "{said}"
@@ -461,7 +461,7 @@ fn the_private_tmp_never_reaches_the_hosts_tmp() {
         let name = format!("/tmp/nib-sandbox-canary-{}-{mode:?}", std::process::id());
         let _ = run(&policy(mode, &w.root), &w.root, &["write", &name], T);
         assert!(!Path::new(&name).exists(), "{mode:?}");
-        // The worker's own temp folder is writable in every mode.
+        // The confined process's own temp folder is writable in every mode.
         let o = run(&policy(mode, &w.root), &w.root, &["write-temp"], T);
         assert_eq!(o.code, Some(0), "{mode:?}: {}", out(&o));
     }
@@ -593,7 +593,7 @@ fn the_tree_ends_when_the_broker_dies() {
 }
 
 /// The command lines of running processes that name `root` (every process
-/// of a sandbox for it does: bubblewrap's and the worker's arguments).
+/// of a sandbox for it does: bubblewrap's and the confined process's arguments).
 fn running_in(root: &Path) -> Vec<String> {
     let root = root.to_string_lossy().into_owned();
     std::fs::read_dir("/proc")
@@ -645,10 +645,10 @@ fn a_channel_is_the_only_extra_fd() {
     let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
     let sandbox = Sandbox::new(&probe(), Policy::default());
     let argv: Vec<OsString> = vec![probe().into_os_string(), "fds".into()];
-    let worker = sandbox
+    let confined = sandbox
         .spawn_with_channel(&argv, &w.root, &[], Some(std::os::fd::OwnedFd::from(a)))
         .unwrap();
-    let o = worker.wait(Some(T));
+    let o = confined.wait(Some(T));
     assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "0 1 2 3");
 }
 
@@ -713,9 +713,9 @@ fn execs_are_decided_by_the_judge_in_every_mode() {
             "exec 5<./tool; exec /proc/self/fd/5",
         ] {
             let argv: Vec<OsString> = vec!["/bin/sh".into(), "-c".into(), attempt.into()];
-            let worker = sandbox.spawn(&argv, &w.root, &[]).unwrap();
-            let log = worker.exec_log().unwrap();
-            let o = worker.wait(Some(T));
+            let confined = sandbox.spawn(&argv, &w.root, &[]).unwrap();
+            let log = confined.exec_log().unwrap();
+            let o = confined.wait(Some(T));
             assert!(
                 !w.root.join("canary").exists(),
                 "{name}: {attempt:?} ran the tool: {}",

@@ -38,7 +38,7 @@ pub fn doctor(config: &Config) -> i32 {
         yes(layers.pids_cgroup),
         yes(layers.memory_cgroup)
     ));
-    // The worker entry is a helper the broker starts: it must lie outside
+    // The confining entry is a helper the broker starts: it must lie outside
     // every root, or confined programs are refused.
     let entry = std::env::current_exe()
         .map_err(|e| format!("cannot find nib's own binary: {e}"))
@@ -49,12 +49,12 @@ pub fn doctor(config: &Config) -> i32 {
         });
     match &entry {
         Ok(path) => out.push_str(&format!(
-            "worker entry: {} (outside the roots)\n",
+            "confining entry: {} (outside the roots)\n",
             path.display()
         )),
         // Under NIB_SANDBOX=1 the mode line says it.
         Err(why) if !config.sandbox => {
-            out.push_str(&format!("worker entry (under NIB_SANDBOX=1): {why}\n"))
+            out.push_str(&format!("confining entry (under NIB_SANDBOX=1): {why}\n"))
         }
         Err(_) => {}
     }

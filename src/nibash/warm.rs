@@ -230,7 +230,7 @@ fn fork_from(zygote: &Arc<nib_sandbox::Zygote>) -> Result<Started, String> {
     Ok((Process::Forked(forked), pipe, chan))
 }
 
-/// A sandbox for nibash workers under `policy`: the small worker entry
+/// A sandbox for nibash workers under `policy`: the small confining entry
 /// beside nib applies the layers, then runs `nib` [`nib_shell::channel::NIBASH_ARG`].
 pub fn sandbox(mut policy: nib_sandbox::Policy) -> Result<nib_sandbox::Sandbox, String> {
     let exe = own_binary()?;

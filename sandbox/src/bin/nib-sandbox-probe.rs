@@ -1,6 +1,6 @@
 //! A probe program for the sandbox's effect tests: it tries one thing named
-//! by its first argument and reports on stdout; it also serves as the worker
-//! entry when called with the worker argument.
+//! by its first argument and reports on stdout; it also serves as the confining
+//! entry when called with the entry argument.
 
 #![deny(missing_docs)]
 #![allow(clippy::print_stdout, unsafe_code)]
@@ -10,8 +10,8 @@ use std::io::Write;
 
 fn main() {
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
-    if args.first().is_some_and(|a| a == nib_sandbox::WORKER_ARG) {
-        nib_sandbox::worker_main(&args[1..]);
+    if args.first().is_some_and(|a| a == nib_sandbox::ENTRY_ARG) {
+        nib_sandbox::entry_main(&args[1..]);
     }
     let a: Vec<String> = args
         .iter()
@@ -83,7 +83,7 @@ fn network(what: &str, arg: &dyn Fn(usize) -> String) {
             use std::io::Read;
             let proxy = std::env::var("HTTP_PROXY").unwrap_or_default();
             let addr = proxy.trim_start_matches("http://").trim_end_matches('/');
-            // `user:password@` names the worker; the probe sends none.
+            // `user:password@` names the confined process; the probe sends none.
             let addr = addr.rsplit_once('@').map_or(addr, |(_, a)| a).to_string();
             let url = arg(1);
             let host = url
@@ -235,7 +235,7 @@ fn load(what: &str, arg: &dyn Fn(usize) -> String) {
     }
 }
 
-/// A stand-in broker starting a sandboxed worker of its own.
+/// A stand-in broker starting a sandboxed process of its own.
 fn brokers(what: &str, arg: &dyn Fn(usize) -> String) {
     match what {
         "broker" => {
@@ -254,11 +254,11 @@ fn brokers(what: &str, arg: &dyn Fn(usize) -> String) {
             };
             let sandbox = nib_sandbox::Sandbox::new(&entry, policy);
             let program: Vec<OsString> = vec![entry.clone().into(), "orphan".into(), arg(4).into()];
-            let worker = sandbox.spawn(&program, std::path::Path::new(&arg(2)), &[]);
-            report(worker.is_ok(), "started".into());
+            let confined = sandbox.spawn(&program, std::path::Path::new(&arg(2)), &[]);
+            report(confined.is_ok(), "started".into());
             let _ = std::io::stdout().flush();
             std::thread::sleep(std::time::Duration::from_secs(60));
-            drop(worker);
+            drop(confined);
         }
         "proxied" => {
             // A broker's call under bubblewrap with a proxy route: run
@@ -277,8 +277,8 @@ fn brokers(what: &str, arg: &dyn Fn(usize) -> String) {
             let sandbox = nib_sandbox::Sandbox::new(&entry, policy);
             let program: Vec<OsString> = vec![entry.clone().into(), "sleep".into(), "0".into()];
             match sandbox.spawn(&program, std::path::Path::new(&arg(1)), &[]) {
-                Ok(worker) => {
-                    let o = worker.wait(Some(std::time::Duration::from_secs(10)));
+                Ok(confined) => {
+                    let o = confined.wait(Some(std::time::Duration::from_secs(10)));
                     report(!o.timed_out && o.code == Some(0), format!("{:?}", o.code));
                 }
                 Err(e) => report(false, e.to_string()),

@@ -279,7 +279,7 @@ mod tests {
     fn capture_paths_read_as_dev_null() {
         assert_eq!(
             hide_captures(
-                "error: failed to redirect to /tmp/nib-worker-1-2/nib-stderr-31-0: x\n".into()
+                "error: failed to redirect to /tmp/nib-confined-1-2/nib-stderr-31-0: x\n".into()
             ),
             "error: failed to redirect to /dev/null: x\n"
         );

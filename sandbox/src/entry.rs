@@ -1,6 +1,6 @@
-//! The worker side: what runs in the spawned process before the program.
+//! The confined side: what runs in the spawned process before the program.
 //!
-//! `ENTRY __nib-worker POLICY_JSON PRIVATE_TMP [--output] -- PROGRAM ARGS…`
+//! `ENTRY __nib-confine POLICY_JSON PRIVATE_TMP [--output] -- PROGRAM ARGS…`
 //! (`--output`: stdout and stderr are taken from [`OUTPUT_FD`] first): outside
 //! bubblewrap, as PID 1 of the namespace the broker started it in, fork (PID
 //! 1 reaps and passes the program's exit status on; the program is PID 2);
@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use crate::launch::{self, Launch, Namespace, REFUSED};
 use crate::{Policy, bridge, bwrap};
 
-pub use crate::launch::WORKER_ARG;
+pub use crate::launch::ENTRY_ARG;
 
 /// The entry's argument (before `--`) that says the program's stdout and
 /// stderr are at [`OUTPUT_FD`]. Under bubblewrap the output pipe is handed
@@ -51,23 +51,23 @@ fn die(msg: &str, code: i32) -> ! {
     std::process::exit(code)
 }
 
-/// The file name of the small worker entry installed beside the main binary.
-pub const WORKER_BINARY: &str = "nib-worker";
+/// The file name of the small confining entry installed beside the main binary.
+pub const ENTRY_BINARY: &str = "nib-confine";
 
-/// The worker entry to use for a main binary at `exe`: the small
-/// [`WORKER_BINARY`] beside it when that is an executable file (it starts
+/// The confining entry to use for a main binary at `exe`: the small
+/// [`ENTRY_BINARY`] beside it when that is an executable file (it starts
 /// faster: fewer pages to map, relocate and copy on fork), else `exe`
-/// itself, whose `main` must then call [`worker_main`] for [`WORKER_ARG`].
+/// itself, whose `main` must then call [`entry_main`] for [`ENTRY_ARG`].
 pub fn entry_beside(exe: &Path) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
-    let small = exe.with_file_name(WORKER_BINARY);
+    let small = exe.with_file_name(ENTRY_BINARY);
     match std::fs::metadata(&small) {
         Ok(m) if m.is_file() && m.permissions().mode() & 0o111 != 0 => small,
         _ => exe.to_path_buf(),
     }
 }
 
-/// Whether `entry` may start confined workers for `roots`: the file (its
+/// Whether `entry` may start confined processes for `roots`: the file (its
 /// links followed) lies outside every root and in a folder programs cannot
 /// write (`bwrap.rs`'s `untrusted_folder`). nib inside the project (an
 /// npm or pip install there) would let a program replace the entry that
@@ -75,7 +75,7 @@ pub fn entry_beside(exe: &Path) -> PathBuf {
 pub fn trusted_entry(entry: &Path, roots: &[PathBuf]) -> Result<(), String> {
     let real = std::fs::canonicalize(entry).map_err(|e| {
         format!(
-            "nib's worker entry {} cannot be found: {e}",
+            "nib's confining entry {} cannot be found: {e}",
             entry.display()
         )
     })?;
@@ -86,7 +86,7 @@ pub fn trusted_entry(entry: &Path, roots: &[PathBuf]) -> Result<(), String> {
     match why {
         None => Ok(()),
         Some(why) => Err(format!(
-            "nib's worker entry {} is in a folder programs could change ({why}): \
+            "nib's confining entry {} is in a folder programs could change ({why}): \
              a program could replace it and run unconfined at the next start, so no program is started. \
              Install nib outside the project (npm -g, cargo install, a release archive) and start that one",
             real.display()
@@ -94,13 +94,13 @@ pub fn trusted_entry(entry: &Path, roots: &[PathBuf]) -> Result<(), String> {
     }
 }
 
-/// Runs the worker entry; `args` are the arguments after [`WORKER_ARG`].
-pub fn worker_main(args: &[OsString]) -> ! {
+/// Runs the confining entry; `args` are the arguments after [`ENTRY_ARG`].
+pub fn entry_main(args: &[OsString]) -> ! {
     if args.first().is_some_and(|a| a == launch::REAP_ARG) {
         launch::reap_program();
     }
     let (Some(policy_json), Some(tmp)) = (args.first(), args.get(1)) else {
-        die("worker entry without policy", REFUSED);
+        die("confining entry without policy", REFUSED);
     };
     let mut at = 2;
     if args.get(at).is_some_and(|a| a == OUTPUT_ARG) {
@@ -108,14 +108,14 @@ pub fn worker_main(args: &[OsString]) -> ! {
         at += 1;
     }
     if args.get(at).is_none_or(|a| a != "--") || args.len() < at + 2 {
-        die("worker entry without a program", REFUSED);
+        die("confining entry without a program", REFUSED);
     }
     let policy: Policy = match serde_json::from_slice(policy_json.as_bytes()) {
         Ok(p) => p,
         Err(e) => die(&format!("bad policy: {e}"), REFUSED),
     };
     let in_bwrap_early = std::env::var_os(bwrap::IN_BWRAP).is_some();
-    // Inside bubblewrap, /tmp is its private tmpfs: the worker's temp folder,
+    // Inside bubblewrap, /tmp is its private tmpfs: the confined process's temp folder,
     // writable under Landlock too. Outside, the broker made a private folder.
     let private_tmp = if tmp.is_empty() && in_bwrap_early {
         Some(PathBuf::from("/tmp"))
@@ -171,7 +171,7 @@ mod tests {
         // Missing: nib itself.
         assert_eq!(entry_beside(&exe), exe);
         // Present but not executable: nib itself.
-        let small = dir.path().join(WORKER_BINARY);
+        let small = dir.path().join(ENTRY_BINARY);
         std::fs::write(&small, b"").unwrap();
         std::fs::set_permissions(&small, std::fs::Permissions::from_mode(0o644)).unwrap();
         assert_eq!(entry_beside(&exe), exe);
