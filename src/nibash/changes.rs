@@ -157,11 +157,11 @@ pub fn report(ctx: &Ctx, shell: &Nibash, start: &Start, skip: &[PathBuf]) -> Str
             continue;
         }
         // An edit or write still running may have put this file in place
-        // without having been noted yet: wait for those, [`SETTLE`] at most
-        // in all for the call's report.
+        // without having been noted yet: wait for those that may write it,
+        // [`SETTLE`] at most in all for the call's report.
         let left = settle_until.saturating_duration_since(std::time::Instant::now());
         if !left.is_zero()
-            && shell.tool_writes.settle(left)
+            && shell.tool_writes.settle(&canonical(p), left)
             && written_by_a_tool(shell, start, p, tag)
         {
             continue;
@@ -221,10 +221,14 @@ fn known_to_agent(ctx: &Ctx, path: &Path, tag: Tag, bytes: &[u8]) -> bool {
 /// Whether nib's edit or write tool (any agent's call) wrote exactly this
 /// content to the file while the call ran.
 fn written_by_a_tool(shell: &Nibash, start: &Start, path: &Path, tag: Tag) -> bool {
-    let canonical = nib_files::fs::canonical(path).unwrap_or_else(|_| path.to_path_buf());
     shell
         .tool_writes
-        .wrote_since(start.tool_writes, &canonical, tag)
+        .wrote_since(start.tool_writes, &canonical(path), tag)
+}
+
+/// A changed file's canonical path, as the tools' writes are kept.
+fn canonical(path: &Path) -> PathBuf {
+    nib_files::fs::canonical(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 /// The changed rows of a file the agent saw, when the change is small; the

@@ -19,6 +19,7 @@ use crate::nibash::jobs::Owner;
 
 pub use definitions::{ToolDef, definitions, definitions_for};
 pub use nib_files::tools::{CallError, OUTPUT_CAP, call_file_tool};
+use nib_files::tools::{FileRequest, run_file_request};
 
 /// The names of the tools, in the order they are listed.
 pub const TOOL_NAMES: &[&str] = &[
@@ -56,10 +57,15 @@ pub fn call(
             ctx,
         )?),
         "edit" | "write" => {
-            // Noted, so a nibash call running meanwhile (another agent's)
-            // does not name these writes as its changes.
-            let running = shell.tool_writes.begin();
-            let out = call_file_tool(name, arguments, ctx)?;
+            // Noted, with the files it may write, so a nibash call running
+            // meanwhile (another agent's) does not name these writes as its
+            // changes, and waits only for the calls that may write its files.
+            let request = FileRequest::parse(name, arguments)?;
+            let targets = request
+                .writes_to()
+                .map(|shown| crate::nibash::tool_writes::targets(ctx, &shown));
+            let running = shell.tool_writes.begin(targets);
+            let out = run_file_request(request, ctx)?;
             running.end(ctx, &out.written);
             Ok(out)
         }
