@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
-use http_body_util::{BodyExt, Full, Limited, combinators::BoxBody};
+use http_body_util::{BodyExt, Full, Limited};
 use rmcp::model::{CallToolRequestParams, CallToolResponse, ListToolsResult};
 use rmcp::model::{PaginatedRequestParams, ServerConfig};
 use rmcp::service::RequestContext;
@@ -49,6 +49,8 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::server::{HttpAgent, NibServer};
 use nib_settings::Config;
+
+mod direct;
 
 /// nib's own header for the token, for routers that consume `Authorization`.
 pub const TOKEN_HEADER: &str = "x-nib-token";
@@ -340,7 +342,7 @@ impl ServerHandler for HttpNib {
     }
 }
 
-type Body = BoxBody<Bytes, Infallible>;
+use direct::Body;
 
 /// The front: tokens, limits, health, drain, logging; `/mcp` goes on to rmcp.
 struct Front {
@@ -357,6 +359,9 @@ struct Front {
     manager: Arc<LocalSessionManager>,
     /// Whether the sandbox takes a call, for `/readyz`.
     sandbox: SandboxReady,
+    /// The sessionless calls and lists answered without rmcp's per-request
+    /// service.
+    direct: direct::Direct<HttpNib>,
 }
 
 /// Whether the sandbox would take a call now, tried at most every
@@ -617,6 +622,12 @@ impl Front {
         }
         let closing = parts.method == http::Method::DELETE;
         parts.extensions.insert(AgentName(Arc::clone(&agent)));
+        if session.is_none()
+            && parts.method == http::Method::POST
+            && let Some(request) = self.direct.take(&parts.headers, &bytes)
+        {
+            return self.direct.answer(request, parts).await;
+        }
         let mut response = self
             .mcp
             .handle(Request::from_parts(parts, Full::new(bytes)))
@@ -714,6 +725,9 @@ pub async fn serve(mut config: Config, options: Options) -> anyhow::Result<()> {
         .with_max_request_body_bytes(options.max_body)
         .with_json_response(true);
     let cancel = http_config.cancellation_token.clone();
+    let direct = direct::Direct::new(HttpNib(server.clone()), http_config.clone())
+        .await
+        .map_err(anyhow::Error::msg)?;
     let shared = server.clone();
     let manager = Arc::new(LocalSessionManager::default());
     let mcp = StreamableHttpService::new(
@@ -741,6 +755,7 @@ pub async fn serve(mut config: Config, options: Options) -> anyhow::Result<()> {
         sessions: std::sync::Mutex::default(),
         manager,
         sandbox,
+        direct,
     });
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let _ = writeln!(std::io::stderr(), "listening on http://{local}/mcp");

@@ -1097,3 +1097,119 @@ fn a_call_missing_a_required_argument_is_a_tool_error_over_http() {
         "{text}"
     );
 }
+
+/// A sessionless request, as alice with the plain headers (answered by nib's
+/// front) and as bob with a weighted `Accept` (which the front leaves to
+/// rmcp's per-request service).
+fn modern_both(addr: &str, method: &str, params: Value) -> (Answer, Answer) {
+    let mut params = params;
+    params["_meta"] = modern_meta();
+    let body = json!({"jsonrpc": "2.0", "id": 11, "method": method, "params": params});
+    let name = params["name"].as_str().unwrap_or("").to_string();
+    let send = |token: &str, accept: &str| {
+        let auth = format!("Bearer {token}");
+        let mut headers = vec![
+            ("Authorization", auth.as_str()),
+            ("Content-Type", "application/json"),
+            ("Accept", accept),
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", method),
+        ];
+        if method == "tools/call" {
+            headers.push(("Mcp-Name", &name));
+        }
+        request(addr, "POST", "/mcp", &headers, body.to_string().as_bytes())
+    };
+    (
+        send(ALICE, "application/json, text/event-stream"),
+        send(BOB, "application/json;q=1, text/event-stream"),
+    )
+}
+
+#[test]
+fn sessionless_answers_are_the_same_from_nibs_front_as_from_rmcp() {
+    let dir = project();
+    std::fs::write(dir.path().join("f.txt"), TEN).unwrap();
+    let nib = serve(dir.path(), &[]);
+    let cases = [
+        ("tools/list", json!({})),
+        (
+            "tools/call",
+            json!({"name": "read", "arguments": {"paths": ["f.txt"]}}),
+        ),
+        ("tools/call", json!({"name": "read", "arguments": {}})),
+        (
+            "tools/call",
+            json!({"name": "no_such_tool", "arguments": {}}),
+        ),
+        ("tools/call", json!({"name": "read"})),
+    ];
+    for (method, params) in cases {
+        let (front, rmcp) = modern_both(&nib.addr, method, params.clone());
+        let what = format!("{method} {params}");
+        assert_eq!(front.status, rmcp.status, "{what}: {}", front.body);
+        assert_eq!(
+            front.header("content-type"),
+            rmcp.header("content-type"),
+            "{what}"
+        );
+        assert_eq!(front.body, rmcp.body, "{what}");
+        assert!(
+            front.message().get("id").is_some(),
+            "{what}: {}",
+            front.body
+        );
+    }
+}
+
+#[test]
+fn a_client_that_goes_away_cancels_its_call_whichever_path_answers_it() {
+    let dir = project();
+    let nib = serve(dir.path(), &[]);
+    // The plain headers (nib's front answers) and a weighted Accept (rmcp's
+    // service answers): each call's client leaves, then one that stays.
+    let paths = [
+        ("front", "application/json, text/event-stream"),
+        ("rmcp", "application/json;q=1, text/event-stream"),
+    ];
+    for (path, accept) in paths {
+        for stays in [false, true] {
+            let file = format!("{path}-{}", if stays { "stayed" } else { "left" });
+            let body = json!({
+                "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "nibash",
+                           "arguments": {"command": format!("sleep 2 && touch {file}")},
+                           "_meta": modern_meta()}
+            })
+            .to_string();
+            let mut s = TcpStream::connect(&nib.addr).unwrap();
+            write!(
+                s,
+                "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {ALICE}\r\n\
+                 Content-Type: application/json\r\nAccept: {accept}\r\n\
+                 MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: nibash\r\n\
+                 Content-Length: {}\r\n\r\n{body}",
+                nib.addr,
+                body.len()
+            )
+            .unwrap();
+            if stays {
+                let mut answer = String::new();
+                s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+                let _ = BufReader::new(s).read_line(&mut answer);
+                assert!(answer.contains("200"), "{path}: {answer}");
+            } else {
+                std::thread::sleep(Duration::from_millis(700));
+                drop(s);
+            }
+        }
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    for path in ["front", "rmcp"] {
+        assert!(dir.path().join(format!("{path}-stayed")).exists(), "{path}");
+        assert!(
+            !dir.path().join(format!("{path}-left")).exists(),
+            "{path}: the call ran on after its client left"
+        );
+    }
+}
