@@ -3,8 +3,11 @@
 //! The same [`NibServer`] as on stdio (the same tools and guarantees) behind
 //! rmcp's streamable HTTP service, which serves both protocol eras at `/mcp`:
 //! 2026-07-28 requests without a session, and `initialize` + `Mcp-Session-Id`
-//! for older clients. In front of it, this module decides who may call and how
-//! much:
+//! for older clients. The plain sessionless `tools/call` and `tools/list` of
+//! the 2026-07-28 era, the calls agents make most, skip rmcp's per-request
+//! service: `direct.rs` runs rmcp's dispatch for them itself and writes rmcp's
+//! answer, taking only requests whose headers rmcp would accept. In front of
+//! both, this module decides who may call and how much:
 //!
 //! - every `/mcp` request names its agent by a token of the token file
 //!   (`NAME TOKEN` a line), in `Authorization: Bearer TOKEN` or
