@@ -3,6 +3,6 @@
 # Usage: bench/run.sh [--quick] [--tree PATH] [--iterations N]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --locked --quiet -p nib -p nib-bench
-cargo build --release --locked --quiet -p nib --example nib-test-provider
+cargo build --release --locked --quiet -p nib-tools -p nib-bench
+cargo build --release --locked --quiet -p nib-tools --example nib-test-provider
 exec target/release/nib-bench --nib target/release/nib "$@"

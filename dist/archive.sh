@@ -13,7 +13,7 @@ name="nib-$version-$target"
 if [ -n "${NIB_DIST_BIN_DIR:-}" ]; then
   bin="$NIB_DIST_BIN_DIR"
 else
-  cargo build --release --locked --target "$target" -p nib
+  cargo build --release --locked --target "$target" -p nib-tools
   bin="target/$target/release"
 fi
 for f in nib nib-confine; do

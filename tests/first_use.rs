@@ -209,3 +209,60 @@ fn a_nib_leaves_nothing_in_tmpdir_but_the_hidden_stand_ins() {
         assert!(left_in(&tmp).is_empty(), "{mode:?}: {:?}", left_in(&tmp));
     }
 }
+
+/// The package names of the workspace's members (the root's first), with
+/// whether each library runs doc tests.
+fn packages() -> Vec<(String, bool)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let read = |dir: &Path| -> toml::Table {
+        std::fs::read_to_string(dir.join("Cargo.toml"))
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let manifest = read(root);
+    let mut dirs = vec![root.to_path_buf()];
+    for m in manifest["workspace"]["members"].as_array().unwrap() {
+        let m = m.as_str().unwrap();
+        if m != "." {
+            dirs.push(root.join(m));
+        }
+    }
+    dirs.iter()
+        .map(|d| {
+            let t = read(d);
+            let name = t["package"]["name"].as_str().unwrap().to_string();
+            let has_lib = d.join("src/lib.rs").exists();
+            let doctest = t
+                .get("lib")
+                .and_then(|l| l.get("doctest"))
+                .and_then(toml::Value::as_bool)
+                .unwrap_or(true);
+            (name, has_lib && doctest)
+        })
+        .collect()
+}
+
+#[test]
+fn the_skip_list_is_the_last_thing_cargo_test_prints() {
+    // cargo test runs the test binaries in package-name order, the doc
+    // tests after them all: the black-box run (the root package's one
+    // test binary) comes last when the root's name sorts after every
+    // member's and no library has doc tests to run.
+    let all = packages();
+    let (root, _) = &all[0];
+    let before: Vec<&String> = all[1..]
+        .iter()
+        .map(|(n, _)| n)
+        .filter(|n| *n > root)
+        .collect();
+    assert!(
+        before.is_empty(),
+        "{before:?} sort after the root package {root}: their tests run after the skip list"
+    );
+    let doctests: Vec<&String> = all.iter().filter(|(_, d)| *d).map(|(n, _)| n).collect();
+    assert!(
+        doctests.is_empty(),
+        "{doctests:?} run doc tests after the skip list; set doctest = false in [lib]"
+    );
+}

@@ -380,7 +380,7 @@ fn path_dependencies(manifest: &Path) -> BTreeSet<String> {
 
 #[test]
 fn crates_depend_only_on_crates_written_beneath_them() {
-    // ARCHITECTURE.md's crate layers name packages; "nib" is the root's.
+    // ARCHITECTURE.md's crate layers name packages; "nib-tools" is the root's.
     let layers = written_layers("crates");
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut found = Vec::new();
