@@ -827,8 +827,8 @@ pub fn diff(change: &Change) -> String {
 }
 
 /// Whether `dir` is a checkout of nib's own repository: its Cargo.toml's
-/// `[package]` is named `nib` and the Claude Code plugin folder
-/// (`claude/.claude-plugin`) is beside it. Setting nib up there would write
+/// `[package]` is named `nib-tools` (`nib` before it was renamed) and the
+/// Claude Code plugin folder (`claude/.claude-plugin`) is beside it. Setting nib up there would write
 /// nib's client files into nib's sources.
 pub fn is_nib_checkout(dir: &Path) -> bool {
     let Ok(manifest) = std::fs::read_to_string(dir.join("Cargo.toml")) else {
@@ -844,7 +844,7 @@ pub fn is_nib_checkout(dir: &Path) -> bool {
             && line
                 .strip_prefix("name")
                 .and_then(|rest| rest.trim_start().strip_prefix('='))
-                .is_some_and(|v| v.trim() == "\"nib\"")
+                .is_some_and(|v| ["\"nib-tools\"", "\"nib\""].contains(&v.trim()))
     });
     named_nib && dir.join("claude/.claude-plugin").is_dir()
 }
@@ -869,7 +869,7 @@ pub fn run(places: &Places, args: &SetupArgs) -> (String, i32) {
     if !args.user && is_nib_checkout(&places.project) {
         return (
             format!(
-                "nib setup: {} is a checkout of nib's own sources (Cargo.toml's package is nib, with the claude/ plugin), not a project to set nib up in; nothing was written.\nRun nib setup in your project's folder (cd there first, or NIB_DIRECTORY=PROJECT nib setup); nib setup --user sets nib up for every project.\n",
+                "nib setup: {} is a checkout of nib's own sources (Cargo.toml's package is nib-tools, with the claude/ plugin), not a project to set nib up in; nothing was written.\nRun nib setup in your project's folder (cd there first, or NIB_DIRECTORY=PROJECT nib setup); nib setup --user sets nib up for every project.\n",
                 places.project.display()
             ),
             2,
