@@ -451,6 +451,8 @@ struct Tracked {
 impl Drop for Tracked {
     fn drop(&mut self) {
         self.log.write();
+        // A warm worker's refill waits for the answer to be out first.
+        crate::stdio::note_answer_sent();
     }
 }
 
