@@ -1562,16 +1562,17 @@ async fn warm_workers_are_ready_before_the_first_call_and_follow_a_burst() {
             line.starts_with("warm workers: 1 ready"),
             "{mode:?}: {line}"
         );
-        // A turn's four calls at once: afterwards four are ready.
+        // A turn's eight calls at once (more than the four once kept):
+        // afterwards eight are ready.
         let calls =
-            (0..4).map(|i| nib.call("nibash", json!({"command": format!("echo burst {i}")})));
+            (0..8).map(|i| nib.call("nibash", json!({"command": format!("echo burst {i}")})));
         let answers = futures::future::join_all(calls).await;
         for (i, (text, _)) in answers.iter().enumerate() {
             assert!(text.contains(&format!("burst {i}")), "{mode:?}: {text}");
         }
-        let line = wait_for_warm(&nib, 4).await;
+        let line = wait_for_warm(&nib, 8).await;
         assert!(
-            line.starts_with("warm workers: 4 ready"),
+            line.starts_with("warm workers: 8 ready"),
             "{mode:?}: {line}"
         );
         nib.stop().await;

@@ -440,7 +440,7 @@ fn session_lines(ctx: &BrokerCtx, nib: &Nibash, owner: &str) -> String {
     }
     let (ready, kib) = nib.warm.report();
     out.push_str(&format!(
-        "warm workers: {ready} ready ({:.1} MiB resident; at most {}, following how many calls run at once)\n",
+        "warm workers: {ready} ready ({:.1} MiB with their zygote, shared pages counted once; at most {}, following how many calls run at once)\n",
         kib as f64 / 1024.0,
         crate::nibash::warm::MOST
     ));
