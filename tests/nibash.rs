@@ -1579,6 +1579,46 @@ async fn warm_workers_are_ready_before_the_first_call_and_follow_a_burst() {
     }
 }
 
+/// Under a low open-file limit the pool keeps to its share of the broker's
+/// descriptors: a burst of eight leaves four ready, not eight, and the
+/// broker stays far from the limit (each ready worker holds seven).
+#[tokio::test]
+async fn warm_workers_keep_to_their_share_of_a_low_descriptor_limit() {
+    for mode in [
+        &[][..],
+        &[("NIB_SANDBOX", "1")][..],
+        &[("NIB_SANDBOX", "1"), ("NIB_SANDBOX_BWRAP", "0")][..],
+    ] {
+        let dir = project();
+        let nib = start_mode(dir.path(), mode).await;
+        let pid = nib.pid.expect("the broker's pid");
+        let limited = std::process::Command::new("prlimit")
+            .args(["--pid", &pid.to_string(), "--nofile=256:256"])
+            .status()
+            .expect("prlimit runs");
+        assert!(limited.success(), "{mode:?}");
+        let calls =
+            (0..8).map(|i| nib.call("nibash", json!({"command": format!("echo burst {i}")})));
+        for (i, (text, _)) in futures::future::join_all(calls).await.iter().enumerate() {
+            assert!(text.contains(&format!("burst {i}")), "{mode:?}: {text}");
+        }
+        wait_for_warm(&nib, 4).await;
+        // Given time to start more, it does not.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let line = wait_for_warm(&nib, 4).await;
+        assert!(
+            line.starts_with("warm workers: 4 ready") && line.contains("at most 4,"),
+            "{mode:?}: {line}"
+        );
+        let held = std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count());
+        assert!(
+            held < 128,
+            "{mode:?}: the broker holds {held} of 256 descriptors"
+        );
+        nib.stop().await;
+    }
+}
+
 /// The call init (host pid) of the call whose program runs with command
 /// line `program` (its arguments joined by NUL) under `root`: the parent
 /// of the nearest `__nibash` ancestor of that program.

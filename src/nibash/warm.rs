@@ -8,7 +8,7 @@
 //! forks a fresh worker for each call. The pool keeps forked workers ready
 //! as demand asks: as many as calls ran at once lately (a turn's parallel
 //! calls come as a burst: after the first burst of K, K are ready), at most
-//! [`MOST`], and lets extras go once no burst needed them for [`IDLE`]; a
+//! [`most_ready`], and lets extras go once no burst needed them for [`IDLE`]; a
 //! call that finds none ready has one forked on its path (a fork, not a
 //! start). The zygote and the first worker are started when the session
 //! starts, so the first call finds one. A call takes a worker only when its
@@ -127,6 +127,15 @@ impl Process {
 /// nibash p99 within 10x one call's p50, where four did not
 /// (docs/performance.md, "The warm pool's size").
 pub const MOST: usize = 16;
+
+/// The most workers kept ready under the broker's open-file limit now: each
+/// holds 7 of the broker's descriptors (its output pipe, its channel, a
+/// pidfd, its two cgroups' `cgroup.procs`), and the pool keeps to about a
+/// ninth of the limit, so the proxy's and the HTTP front's shares and the
+/// tools keep theirs: 4 under a limit of 256, [`MOST`] from 1024.
+pub fn most_ready() -> usize {
+    (nib_sandbox::open_files_quarter() / 16).clamp(1, MOST)
+}
 /// How long a burst's demand is remembered: extras beyond the demand of
 /// the last `IDLE` are let go.
 const IDLE: Duration = Duration::from_secs(30);
@@ -178,7 +187,7 @@ impl Pool {
     fn wanted(&self) -> usize {
         let recent = self.peak_at.is_some_and(|t| t.elapsed() < IDLE);
         let peak = if recent { self.peak } else { 1 };
-        peak.clamp(1, MOST)
+        peak.clamp(1, most_ready())
     }
 }
 

@@ -442,7 +442,7 @@ fn session_lines(ctx: &BrokerCtx, nib: &Nibash, owner: &str) -> String {
     out.push_str(&format!(
         "warm workers: {ready} ready ({:.1} MiB with their zygote, shared pages counted once; at most {}, following how many calls run at once)\n",
         kib as f64 / 1024.0,
-        crate::nibash::warm::MOST
+        crate::nibash::warm::most_ready()
     ));
     out.push_str(&usage(&own_usage(nib, owner)));
     out
