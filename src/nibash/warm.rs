@@ -136,6 +136,7 @@ pub const MOST: usize = 16;
 pub fn most_ready() -> usize {
     (nib_sandbox::open_files_quarter() / 16).clamp(1, MOST)
 }
+
 /// How long a burst's demand is remembered: extras beyond the demand of
 /// the last `IDLE` are let go.
 const IDLE: Duration = Duration::from_secs(30);
