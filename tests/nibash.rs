@@ -14,6 +14,14 @@ use crate::common::*;
 /// The two ways nibash runs: plain, and confined.
 const MODES: [&[(&str, &str)]; 2] = [&[], &[("NIB_SANDBOX", "1")]];
 
+/// Every mode: plain, confined with bubblewrap, and confined by Landlock and
+/// seccomp alone.
+const EVERY_MODE: [&[(&str, &str)]; 3] = [
+    &[],
+    &[("NIB_SANDBOX", "1")],
+    &[("NIB_SANDBOX", "1"), ("NIB_SANDBOX_BWRAP", "0")],
+];
+
 async fn start_mode(dir: &Path, env: &[(&str, &str)]) -> Nib {
     start_with(Era::Handshake, dir, TestClient::new(Roots::Undeclared), env).await
 }
@@ -276,11 +284,7 @@ async fn a_cancelled_call_ends_its_whole_process_tree() {
 /// (a call here takes well under a second).
 #[tokio::test]
 async fn what_a_forked_call_leaves_ends_with_it_even_when_its_init_is_killed() {
-    let modes: [&[(&str, &str)]; 3] = [
-        &[],
-        &[("NIB_SANDBOX", "1")],
-        &[("NIB_SANDBOX", "1"), ("NIB_SANDBOX_BWRAP", "0")],
-    ];
+    let modes = EVERY_MODE;
     // With cgroups (root) and without (an ordinary user's case: the call
     // init and the zygote are then all that ends the leftovers).
     let cgroups = [true, false];
@@ -576,8 +580,7 @@ async fn calls_start_afresh_and_run_in_parallel_without_sharing_state() {
 
 #[tokio::test]
 async fn seconds_count_from_the_calls_start_though_its_shell_was_made_before() {
-    let landlock: &[(&str, &str)] = &[("NIB_SANDBOX", "1"), ("NIB_SANDBOX_BWRAP", "0")];
-    for env in MODES.into_iter().chain([landlock]) {
+    for env in EVERY_MODE {
         let dir = project();
         let nib = start_mode(dir.path(), env).await;
         // The first call leaves a warm worker, whose shell is made at once.
@@ -1493,11 +1496,7 @@ async fn the_status_as_json_names_calls_trash_names_usage_and_seen_lines_and_sto
 
 #[tokio::test]
 async fn the_trash_names_only_what_came_from_the_roots_in_every_mode() {
-    let modes: [&[(&str, &str)]; 3] = [
-        &[],
-        &[("NIB_SANDBOX", "1")],
-        &[("NIB_SANDBOX", "1"), ("NIB_SANDBOX_BWRAP", "0")],
-    ];
+    let modes = EVERY_MODE;
     for env in modes {
         let dir = project();
         std::fs::write(dir.path().join("mine.txt"), "mine\n").unwrap();
@@ -1541,13 +1540,18 @@ async fn wait_for_warm(nib: &Nib, want: usize) -> String {
     }
 }
 
+/// `n` nibash calls at once, as a turn's parallel tool calls come; each must
+/// answer its own.
+async fn burst(nib: &Nib, n: usize, mode: &[(&str, &str)]) {
+    let calls = (0..n).map(|i| nib.call("nibash", json!({"command": format!("echo burst {i}")})));
+    for (i, (text, _)) in futures::future::join_all(calls).await.iter().enumerate() {
+        assert!(text.contains(&format!("burst {i}")), "{mode:?}: {text}");
+    }
+}
+
 #[tokio::test]
 async fn warm_workers_are_ready_before_the_first_call_and_follow_a_burst() {
-    for mode in [
-        &[][..],
-        &[("NIB_SANDBOX", "1")][..],
-        &[("NIB_SANDBOX", "1"), ("NIB_SANDBOX_BWRAP", "0")][..],
-    ] {
+    for mode in EVERY_MODE {
         let dir = project();
         let nib = start_with(
             Era::Handshake,
@@ -1564,12 +1568,7 @@ async fn warm_workers_are_ready_before_the_first_call_and_follow_a_burst() {
         );
         // A turn's eight calls at once (more than the four once kept):
         // afterwards eight are ready.
-        let calls =
-            (0..8).map(|i| nib.call("nibash", json!({"command": format!("echo burst {i}")})));
-        let answers = futures::future::join_all(calls).await;
-        for (i, (text, _)) in answers.iter().enumerate() {
-            assert!(text.contains(&format!("burst {i}")), "{mode:?}: {text}");
-        }
+        burst(&nib, 8, mode).await;
         let line = wait_for_warm(&nib, 8).await;
         assert!(
             line.starts_with("warm workers: 8 ready"),
@@ -1584,11 +1583,7 @@ async fn warm_workers_are_ready_before_the_first_call_and_follow_a_burst() {
 /// broker stays far from the limit (each ready worker holds seven).
 #[tokio::test]
 async fn warm_workers_keep_to_their_share_of_a_low_descriptor_limit() {
-    for mode in [
-        &[][..],
-        &[("NIB_SANDBOX", "1")][..],
-        &[("NIB_SANDBOX", "1"), ("NIB_SANDBOX_BWRAP", "0")][..],
-    ] {
+    for mode in EVERY_MODE {
         let dir = project();
         let nib = start_mode(dir.path(), mode).await;
         let pid = nib.pid.expect("the broker's pid");
@@ -1597,11 +1592,7 @@ async fn warm_workers_keep_to_their_share_of_a_low_descriptor_limit() {
             .status()
             .expect("prlimit runs");
         assert!(limited.success(), "{mode:?}");
-        let calls =
-            (0..8).map(|i| nib.call("nibash", json!({"command": format!("echo burst {i}")})));
-        for (i, (text, _)) in futures::future::join_all(calls).await.iter().enumerate() {
-            assert!(text.contains(&format!("burst {i}")), "{mode:?}: {text}");
-        }
+        burst(&nib, 8, mode).await;
         wait_for_warm(&nib, 4).await;
         // Given time to start more, it does not.
         tokio::time::sleep(Duration::from_secs(2)).await;
@@ -1705,11 +1696,7 @@ fn zygote_of(root: u32) -> Option<u32> {
 /// answers within its timeout, in every mode.
 #[tokio::test]
 async fn a_stopped_zygote_does_not_hang_later_calls() {
-    let modes: [&[(&str, &str)]; 3] = [
-        &[],
-        &[("NIB_SANDBOX", "1")],
-        &[("NIB_SANDBOX", "1"), ("NIB_SANDBOX_BWRAP", "0")],
-    ];
+    let modes = EVERY_MODE;
     for env in modes {
         let dir = project();
         let nib = start_mode(dir.path(), env).await;
