@@ -107,6 +107,11 @@ fn lookup_tool_use(state: &Path, id: &str) -> Option<ToolUse> {
     serde_json::from_slice(&bytes).ok()
 }
 
+/// How `nib serve --http` names its agents' sessions ("http:NAME"). No hook
+/// writes for them (the front drops the client's own session and tool-use
+/// ids), so no reset or fork is looked for on their calls.
+pub const HTTP_SESSION_PREFIX: &str = "http:";
+
 /// The identity of the agent behind a call.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct AgentKey {
@@ -199,7 +204,8 @@ impl Agents {
         load: &dyn Fn(&Path) -> Option<Vec<u8>>,
     ) -> Arc<Mutex<Agent>> {
         let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
-        let reset = (!key.session.is_empty())
+        let hooked = !key.session.is_empty() && !key.session.starts_with(HTTP_SESSION_PREFIX);
+        let reset = hooked
             .then(|| reset_time(&self.state, &key.session))
             .flatten();
         if let Some(slot) = slots.get_mut(key) {
@@ -224,6 +230,7 @@ impl Agents {
         // A fork starts with a copy of what its parent's main agent saw, and
         // of its names.
         if key.agent == "main"
+            && hooked
             && let Some(parent) = fork_parent(&self.state, &key.session)
         {
             let pkey = AgentKey {

@@ -315,9 +315,10 @@ fn as_agent(
         caps.roots = None;
         context.meta.set_client_capabilities(caps);
     }
-    context
-        .meta
-        .insert(AGENT_META.into(), Value::String(format!("http:{name}")));
+    context.meta.insert(
+        AGENT_META.into(),
+        Value::String(format!("{}{name}", crate::agents::HTTP_SESSION_PREFIX)),
+    );
     // Whose jobs the call reaches, and how nibash_status names it.
     context.extensions.insert(HttpAgent(name));
     Ok(context)
@@ -825,6 +826,7 @@ pub async fn serve(mut config: Config, options: Options) -> anyhow::Result<()> {
         );
     }
     cancel.cancel();
+    front.direct.close().await;
     server.save();
     server.stop_providers();
     crate::netproxy::remove_socket_folder();

@@ -20,7 +20,25 @@ struct Served {
     child: Child,
     addr: String,
     stderr: std::sync::Arc<std::sync::Mutex<String>>,
+    /// The thread that copies stderr into `stderr`: done at its end.
+    sink: std::thread::JoinHandle<()>,
     _home: tempfile::TempDir,
+}
+
+impl Served {
+    /// Everything nib wrote on stderr after its address, once nib has
+    /// exited and its stderr reached its end (at most 10 s later).
+    fn stderr_to_end(&self) -> String {
+        let start = Instant::now();
+        while !self.sink.is_finished() {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "nib's stderr stayed open"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.stderr.lock().unwrap().clone()
+    }
 }
 
 impl Drop for Served {
@@ -82,7 +100,7 @@ fn serve_under(wrapper: &[&str], dir: &Path, extra: &[&str], env: &[(&str, &str)
     assert!(!addr.ends_with(":0"), "port 0 picks a port: {addr}");
     let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
     let sink = std::sync::Arc::clone(&stderr);
-    std::thread::spawn(move || {
+    let sink = std::thread::spawn(move || {
         for line in lines.map_while(Result::ok) {
             sink.lock().unwrap().push_str(&(line + "\n"));
         }
@@ -91,6 +109,7 @@ fn serve_under(wrapper: &[&str], dir: &Path, extra: &[&str], env: &[(&str, &str)
         child,
         addr,
         stderr,
+        sink,
         _home: home,
     }
 }
@@ -600,6 +619,13 @@ fn sigterm_drains_and_exits_0() {
     };
     assert!(status.success(), "{status:?}");
     assert!(!dir.path().join("canary").exists());
+    // A drain is not an error: stderr has the requests' lines and no error
+    // (rmcp once logged the end of the front's own peer as one).
+    let log = nib.stderr_to_end();
+    assert!(
+        log.lines().all(|l| !l.contains("ERROR")),
+        "an error at a clean stop:\n{log}"
+    );
 }
 
 #[test]

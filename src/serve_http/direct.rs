@@ -52,8 +52,8 @@ pub(super) struct Direct<S: ServerHandler + Clone> {
     /// request can name: nothing ever arrives on it, and in this era nothing
     /// is sent (a server may not ask the client; progress goes to rmcp). A
     /// session's transport, as rmcp serves sessions, so the binary holds no
-    /// second copy of rmcp's service loop.
-    _service: RunningService<RoleServer, S>,
+    /// second copy of rmcp's service loop. Taken by [`Direct::close`].
+    service: std::sync::Mutex<Option<RunningService<RoleServer, S>>>,
     _sessions: LocalSessionManager,
 }
 
@@ -65,6 +65,9 @@ impl<S: ServerHandler + Clone> Direct<S> {
     ) -> Result<Direct<S>, String> {
         let mut sessions = LocalSessionManager::default();
         sessions.session_config.keep_alive = None;
+        // Its session never sees an initialize: rmcp's wait for one would
+        // end the loop after a minute, with an error line on stderr.
+        sessions.session_config.init_timeout = None;
         let (_, transport) = sessions.create_session().await.map_err(|e| {
             format!("cannot start the HTTP front's MCP peer: {e}; nothing was served")
         })?;
@@ -76,9 +79,25 @@ impl<S: ServerHandler + Clone> Direct<S> {
             nib,
             peer: service.peer().clone(),
             config,
-            _service: service,
+            service: std::sync::Mutex::new(Some(service)),
             _sessions: sessions,
         })
+    }
+
+    /// Ends the peer's loop when the server stops, as a cancellation: were
+    /// it dropped with its session, rmcp would log the session's end before
+    /// an initialize as an error.
+    pub(super) async fn close(&self) {
+        let service = self
+            .service
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(mut service) = service {
+            let _ = service
+                .close_with_timeout(std::time::Duration::from_secs(1))
+                .await;
+        }
     }
 
     /// The request, when it is the plain case this module answers; `None`
@@ -292,5 +311,28 @@ impl Drop for Finish {
                 let _ = work.await;
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Clone)]
+    struct Empty;
+    impl ServerHandler for Empty {}
+
+    /// The peer's session never sees an initialize: its loop outlives rmcp's
+    /// wait for one (a minute by default) for as long as nib serves, and ends
+    /// when the server closes it.
+    #[tokio::test(start_paused = true)]
+    async fn the_peer_lives_past_rmcps_wait_for_an_initialize_until_closed() {
+        let direct = Direct::new(Empty, StreamableHttpServerConfig::default())
+            .await
+            .expect("the front's peer");
+        tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
+        assert!(!direct.peer.is_transport_closed(), "the loop ended early");
+        direct.close().await;
+        assert!(direct.peer.is_transport_closed(), "the loop outlived close");
     }
 }
