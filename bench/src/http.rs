@@ -643,6 +643,24 @@ fn cpu_ns(pid: u32) -> u64 {
         .sum()
 }
 
+/// Waits (at most 20 s) until the machine is quiet: under a tenth of its CPU
+/// busy in two quarter-seconds in a row, so that what a warm-up started in
+/// the background (nibash's warm workers) is not timed with the rows.
+fn settle() {
+    let mut quiet = 0;
+    let mut last = machine_ticks();
+    for _ in 0..80 {
+        std::thread::sleep(Duration::from_millis(250));
+        let now = machine_ticks();
+        let (busy, all) = (now.0.saturating_sub(last.0), now.1.saturating_sub(last.1));
+        last = now;
+        quiet = if busy * 10 < all { quiet + 1 } else { 0 };
+        if quiet == 2 {
+            return;
+        }
+    }
+}
+
 /// The machine's CPU time so far, busy and in all, in ticks (`/proc/stat`).
 fn machine_ticks() -> (u64, u64) {
     let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
@@ -783,6 +801,9 @@ pub(crate) fn http_scenarios(nib: &Path, scratch: &Path, n: usize, quick: bool) 
         }
         None => None,
     };
+    // The servers fork their warm workers in the background (at the start and
+    // after the first nibash call): rows timed meanwhile time a busy machine.
+    settle();
     let before_pid = before.as_ref().map(|(s, _, _)| s.child.id());
     let before_cpu = |n: usize, ns: u64| {
         if let Some(pid) = before_pid {
