@@ -154,6 +154,8 @@ pub struct Agents {
     /// cleanup), saving makes nothing again rather than bring it back.
     anchor: Option<PathBuf>,
     slots: Mutex<HashMap<AgentKey, Slot>>,
+    /// Held while the agents are saved.
+    saving: Mutex<()>,
 }
 
 impl Agents {
@@ -166,6 +168,7 @@ impl Agents {
                 .find(|a| a.is_dir())
                 .map(Path::to_path_buf),
             slots: Mutex::new(HashMap::new()),
+            saving: Mutex::new(()),
         }
     }
 
@@ -286,7 +289,18 @@ impl Agents {
 
     /// Saves every agent with a session (the default agent is the connection's own).
     pub fn save_all(&self) {
-        let slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        // One save at a time, so the last to start is the last to write;
+        // the map is held only to list the agents: a call looking up its
+        // agent never waits for files to be written.
+        let _one = self.saving.lock().unwrap_or_else(|p| p.into_inner());
+        let agents: Vec<(PathBuf, Arc<Mutex<Agent>>)> = {
+            let slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+            slots
+                .iter()
+                .filter(|(k, _)| !k.session.is_empty())
+                .map(|(key, slot)| (self.saved_path(key), Arc::clone(&slot.agent)))
+                .collect()
+        };
         let dir = self.state.join("seen");
         // A state folder removed since nib started is not made again, nor
         // its parents (they would be left behind, in `$TMPDIR` for tests).
@@ -295,8 +309,8 @@ impl Agents {
         {
             return;
         }
-        for (key, slot) in slots.iter().filter(|(k, _)| !k.session.is_empty()) {
-            let agent = slot.agent.lock().unwrap_or_else(|p| p.into_inner());
+        for (path, agent) in agents {
+            let agent = agent.lock().unwrap_or_else(|p| p.into_inner());
             let saved = SavedAgent {
                 versions: agent
                     .seen
@@ -310,8 +324,11 @@ impl Agents {
                     })
                     .collect(),
             };
+            // The agent's own calls wait for what is saved of it, not for
+            // the file.
+            drop(agent);
             if let Ok(body) = serde_json::to_vec(&saved) {
-                let _ = fs::write_state(&self.saved_path(key), &body);
+                let _ = fs::write_state(&path, &body);
             }
         }
         expire(&dir);
@@ -373,6 +390,50 @@ fn expire(seen_dir: &Path) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_save_waiting_on_one_agent_lets_another_agents_call_go_on() {
+        let state = tempfile::tempdir().unwrap();
+        let agents = Arc::new(Agents::new(state.path()));
+        let none = |_: &Path| None;
+        let key = |name: &str| AgentKey {
+            session: format!("{HTTP_SESSION_PREFIX}{name}"),
+            agent: "main".into(),
+        };
+        let busy = agents.get(&key("a"), &none);
+        agents.get(&key("b"), &none);
+        // Agent a is in a call: the save waits for it.
+        let held = busy.lock().unwrap();
+        let saver = {
+            let agents = Arc::clone(&agents);
+            std::thread::spawn(move || agents.save_all())
+        };
+        while agents.saving.try_lock().is_ok() {
+            std::thread::yield_now();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        // Agent b's next call looks its agent up meanwhile.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let caller = {
+            let agents = Arc::clone(&agents);
+            std::thread::spawn(move || {
+                agents.get(&key("b"), &|_: &Path| None);
+                let _ = tx.send(());
+            })
+        };
+        let went_on = rx.recv_timeout(std::time::Duration::from_secs(5)).is_ok();
+        drop(held);
+        saver.join().unwrap();
+        caller.join().unwrap();
+        assert!(went_on, "b's lookup waited for the save of a");
+        assert!(
+            state
+                .path()
+                .join("seen")
+                .join(key("a").file_name())
+                .exists()
+        );
+    }
 
     #[test]
     fn calls_find_their_agent_through_hook_records() {

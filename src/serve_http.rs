@@ -568,8 +568,20 @@ impl Front {
                 "the request body is larger than --max-body; nothing ran\n",
             );
         }
-        // A call takes its places before its body is read, so bodies held in
-        // memory are bounded by the calls at once.
+        // Only a POST carries a body (rmcp reads none on GET or DELETE), and
+        // a call takes its places before its body is read, so bodies held
+        // in memory are bounded by the calls at once.
+        let has_body = req
+            .headers()
+            .get(http::header::CONTENT_LENGTH)
+            .is_some_and(|v| v.as_bytes() != b"0")
+            || req.headers().contains_key(http::header::TRANSFER_ENCODING);
+        if has_body && req.method() != http::Method::POST {
+            return plain(
+                StatusCode::BAD_REQUEST,
+                "only a POST to /mcp may carry a body; nothing ran\n",
+            );
+        }
         if req.method() == http::Method::POST {
             let mine = self.per_agent.get(&agent).map(Arc::clone);
             let permits = mine.and_then(|m| m.try_acquire_owned().ok()).and_then(|m| {
@@ -646,7 +658,10 @@ impl Front {
         let kept = {
             let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
             match (session, response.headers().get(SESSION_HEADER)) {
-                (Some(id), _) if closing => {
+                // Only a DELETE rmcp carried out ends the session: one it
+                // refused (a foreign Host, another era's version header)
+                // leaves the session running, and its owner with it.
+                (Some(id), _) if closing && response.status().is_success() => {
                     sessions.remove(&id);
                 }
                 (None, Some(opened)) => {

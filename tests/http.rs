@@ -448,14 +448,12 @@ fn an_agent_keeps_its_seen_lines_between_sessionless_requests_and_others_cannot_
     );
 }
 
-#[test]
-fn older_clients_initialize_and_keep_a_session() {
-    let dir = project();
-    std::fs::write(dir.path().join("f.txt"), TEN).unwrap();
-    let nib = serve(dir.path(), &[]);
-    let bearer = format!("Bearer {ALICE}");
+/// Opens an older-era session as the agent of `bearer` (`Bearer TOKEN`):
+/// `initialize` (2025-06-18), then `notifications/initialized`. Returns the
+/// session's id.
+fn open_session(addr: &str, bearer: &str) -> String {
     let base = [
-        ("Authorization", bearer.as_str()),
+        ("Authorization", bearer),
         ("Content-Type", "application/json"),
         ("Accept", "application/json, text/event-stream"),
     ];
@@ -464,13 +462,7 @@ fn older_clients_initialize_and_keep_a_session() {
         "params": {"protocolVersion": "2025-06-18", "capabilities": {},
                    "clientInfo": {"name": "old", "version": "1"}}
     });
-    let a = request(
-        &nib.addr,
-        "POST",
-        "/mcp",
-        &base,
-        init.to_string().as_bytes(),
-    );
+    let a = request(addr, "POST", "/mcp", &base, init.to_string().as_bytes());
     assert_eq!(a.status, 200, "{}", a.body);
     let session = a
         .header("mcp-session-id")
@@ -482,13 +474,30 @@ fn older_clients_initialize_and_keep_a_session() {
     with_session.push(("MCP-Protocol-Version", "2025-06-18"));
     let done = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
     let a = request(
-        &nib.addr,
+        addr,
         "POST",
         "/mcp",
         &with_session,
         done.to_string().as_bytes(),
     );
     assert!(a.status < 300, "{} {}", a.status, a.body);
+    session
+}
+
+#[test]
+fn older_clients_initialize_and_keep_a_session() {
+    let dir = project();
+    std::fs::write(dir.path().join("f.txt"), TEN).unwrap();
+    let nib = serve(dir.path(), &[]);
+    let bearer = format!("Bearer {ALICE}");
+    let session = open_session(&nib.addr, &bearer);
+    let with_session = [
+        ("Authorization", bearer.as_str()),
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("Mcp-Session-Id", &session),
+        ("MCP-Protocol-Version", "2025-06-18"),
+    ];
     let call = |id: u64, tool: &str, args: Value| {
         let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
                           "params": {"name": tool, "arguments": args}});
@@ -516,7 +525,7 @@ fn older_clients_initialize_and_keep_a_session() {
     );
     // Bob cannot ride alice's session: with his own token and her session
     // id he is answered as for an unknown session, and nothing runs.
-    let mut bobs = with_session.clone();
+    let mut bobs = with_session;
     bobs[0] = ("X-Nib-Token", BOB);
     let body = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
                       "params": {"name": "nibash", "arguments": {"command": "touch canary"}}});
@@ -537,6 +546,95 @@ fn older_clients_initialize_and_keep_a_session() {
     assert_eq!(a.status, 200, "{}", a.body);
     let a = call(5, "read", json!({"paths": ["f.txt"]}));
     assert_eq!(a.status, 404, "{}", a.body);
+}
+
+/// A DELETE rmcp refuses (another era's version header, a foreign Host)
+/// ends nothing: the session stays its owner's, and another agent naming it
+/// is still answered as for an unknown session. Before, the front forgot the
+/// owner on any DELETE and bob's call then ran in alice's session.
+#[test]
+fn a_refused_delete_leaves_the_session_its_owners() {
+    let dir = project();
+    let nib = serve(dir.path(), &[]);
+    let bearer = format!("Bearer {ALICE}");
+    let session = open_session(&nib.addr, &bearer);
+    let alices = |version: &'static str, host: &'static str| {
+        let mut h = vec![
+            ("Authorization", bearer.clone()),
+            ("Content-Type", "application/json".into()),
+            ("Accept", "application/json, text/event-stream".into()),
+            ("Mcp-Session-Id", session.clone()),
+            ("MCP-Protocol-Version", version.into()),
+        ];
+        if !host.is_empty() {
+            h.push(("Host", host.into()));
+        }
+        h
+    };
+    for (version, host) in [("2026-07-28", ""), ("2025-06-18", "evil.example")] {
+        let h = alices(version, host);
+        let h: Vec<(&str, &str)> = h.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let a = request(&nib.addr, "DELETE", "/mcp", &h, b"");
+        assert!(
+            (400..500).contains(&a.status),
+            "{version} {host}: {} {}",
+            a.status,
+            a.body
+        );
+        let mut bobs = alices("2025-06-18", "");
+        bobs[0] = ("X-Nib-Token", BOB.into());
+        let bobs: Vec<(&str, &str)> = bobs.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let body = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+                          "params": {"name": "nibash", "arguments": {"command": "touch canary"}}});
+        let a = request(
+            &nib.addr,
+            "POST",
+            "/mcp",
+            &bobs,
+            body.to_string().as_bytes(),
+        );
+        assert_eq!(a.status, 404, "after {version} {host}: {}", a.body);
+        assert!(
+            !dir.path().join("canary").exists(),
+            "bob's call ran in alice's session after her refused DELETE ({version} {host})"
+        );
+    }
+    // The session is still alice's.
+    let h = alices("2025-06-18", "");
+    let h: Vec<(&str, &str)> = h.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let body = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                      "params": {"name": "nibash", "arguments": {"command": "touch hers"}}});
+    let a = request(&nib.addr, "POST", "/mcp", &h, body.to_string().as_bytes());
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert!(dir.path().join("hers").exists(), "{}", a.body);
+}
+
+/// Only a POST carries a body: a GET or DELETE to `/mcp` announcing one gets
+/// 400 at once, without nib waiting for (and holding) it. Before, such
+/// bodies took no call's place, and 200 connections each holding a 4 MiB
+/// body on a GET grew nib from 16 to 830 MiB.
+#[test]
+fn a_body_on_a_get_or_delete_is_refused_before_it_is_read() {
+    let dir = project();
+    let nib = serve(dir.path(), &[]);
+    for method in ["GET", "DELETE", "PUT"] {
+        let mut s = TcpStream::connect(&nib.addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        // The body is announced and never sent.
+        let head = format!(
+            "{method} /mcp HTTP/1.1\r\nHost: {}\r\nX-Nib-Token: {ALICE}\r\n\
+             Accept: text/event-stream\r\nContent-Length: 4194303\r\n\r\n",
+            nib.addr
+        );
+        s.write_all(head.as_bytes()).unwrap();
+        let mut first = [0u8; 12];
+        let got = s.read_exact(&mut first);
+        assert!(
+            got.is_ok(),
+            "{method}: no answer while the body was held back"
+        );
+        assert_eq!(&first, b"HTTP/1.1 400", "{method}");
+    }
 }
 
 #[test]

@@ -403,6 +403,8 @@ impl HttpAgent {
 struct AgentRun {
     /// Times per tool, in [`TOOLS`] order.
     times: [Vec<Duration>; 3],
+    /// When each of those calls started.
+    starts: [Vec<Instant>; 3],
     errors: Vec<String>,
     /// The rounds whose edit nib took, in order.
     edits: Vec<u64>,
@@ -427,6 +429,7 @@ fn agent_loop(
 ) -> AgentRun {
     let mut run = AgentRun {
         times: [Vec::new(), Vec::new(), Vec::new()],
+        starts: [Vec::new(), Vec::new(), Vec::new()],
         errors: Vec::new(),
         edits: Vec::new(),
         bash_chars: 0,
@@ -454,6 +457,7 @@ fn agent_loop(
         let t = Instant::now();
         let read = agent.call("read", json!({"paths": [format!("{file}:1-40")]}));
         run.times[0].push(t.elapsed());
+        run.starts[0].push(t);
         let tag = match read.and_then(|r| tag_of(&r)) {
             Ok(tag) => tag,
             Err(e) => {
@@ -467,6 +471,7 @@ fn agent_loop(
             json!({"input": format!("[{file}#{tag}]\nPUT >$:\n+// {name} round {round}\n")}),
         );
         run.times[1].push(t.elapsed());
+        run.starts[1].push(t);
         match edit {
             Ok(_) => run.edits.push(round),
             Err(e) => run.errors.push(e),
@@ -474,6 +479,7 @@ fn agent_loop(
         let t = Instant::now();
         let bash = agent.call("nibash", json!({"command": "true"}));
         run.times[2].push(t.elapsed());
+        run.starts[2].push(t);
         match bash {
             Ok(text) => {
                 run.bash_chars += text.chars().count();
@@ -538,6 +544,7 @@ fn load_level(
             .map(|h| {
                 h.join().unwrap_or_else(|_| AgentRun {
                     times: [Vec::new(), Vec::new(), Vec::new()],
+                    starts: [Vec::new(), Vec::new(), Vec::new()],
                     errors: vec!["an agent's thread panicked".into()],
                     edits: Vec::new(),
                     bash_chars: 0,
@@ -570,6 +577,21 @@ fn load_level(
         if got != want {
             wrong_files.push(name);
         }
+    }
+    // NIB_BENCH_SHOW=DIR keeps every call's start and time, to see whether
+    // a level's slow calls come together (the machine) or alone.
+    if let Some(dir) = std::env::var_os("NIB_BENCH_SHOW") {
+        let mut rows = String::from("agent\ttool\tstart_ms\tms\n");
+        for (i, run) in runs.iter().enumerate() {
+            for (k, tool) in TOOLS.iter().enumerate() {
+                for (t, d) in run.starts[k].iter().zip(&run.times[k]) {
+                    let at = t.saturating_duration_since(t0).as_secs_f64() * 1e3;
+                    let ms = d.as_secs_f64() * 1e3;
+                    rows.push_str(&format!("a{i:03}\t{tool}\t{at:.3}\t{ms:.3}\n"));
+                }
+            }
+        }
+        write(&Path::new(&dir).join(format!("http-{folder}.tsv")), &rows)?;
     }
     let errors: Vec<&String> = runs.iter().flat_map(|r| &r.errors).collect();
     let calls: usize = runs

@@ -238,16 +238,25 @@ impl NibServer {
         self.inner.agents.get(&key, &load)
     }
 
-    /// Saves what agents saw, at most every two seconds (and at exit).
+    /// Saves what agents saw, at most every two seconds (and at exit), on
+    /// a blocking thread: the call that found the time come answers
+    /// without waiting for every agent's file to be written.
     pub(super) fn save_soon(&self) {
-        let mut last = self
-            .inner
-            .last_save
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        if last.elapsed() >= std::time::Duration::from_secs(2) {
+        {
+            let mut last = self
+                .inner
+                .last_save
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            if last.elapsed() < std::time::Duration::from_secs(2) {
+                return;
+            }
             *last = std::time::Instant::now();
-            self.save();
+        }
+        let server = self.clone();
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => drop(runtime.spawn_blocking(move || server.save())),
+            Err(_) => server.save(),
         }
     }
 
