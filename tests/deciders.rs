@@ -14,9 +14,9 @@ use serde_json::{Value, json};
 use crate::common::{self, Era, Roots, TestClient};
 
 /// The mock server, killed when dropped.
-struct Mock {
+pub(crate) struct Mock {
     child: Child,
-    url: String,
+    pub(crate) url: String,
     log: PathBuf,
     _dir: tempfile::TempDir,
     cert: Option<PathBuf>,
@@ -30,7 +30,7 @@ impl Drop for Mock {
 }
 
 impl Mock {
-    fn start(tls: bool) -> Mock {
+    pub(crate) fn start(tls: bool) -> Mock {
         let dir = tempfile::tempdir().unwrap();
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/models/mock.py");
         let port_file = dir.path().join("port");

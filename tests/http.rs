@@ -484,6 +484,17 @@ fn open_session(addr: &str, bearer: &str) -> String {
     session
 }
 
+/// Bob's nibash call that would create `canary`, sent with alice's session
+/// headers (`headers`, her credential first) and his own token in place of
+/// hers.
+fn bobs_call_in(addr: &str, headers: &[(&str, &str)]) -> Answer {
+    let mut bobs = headers.to_vec();
+    bobs[0] = ("X-Nib-Token", BOB);
+    let body = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+                      "params": {"name": "nibash", "arguments": {"command": "touch canary"}}});
+    request(addr, "POST", "/mcp", &bobs, body.to_string().as_bytes())
+}
+
 #[test]
 fn older_clients_initialize_and_keep_a_session() {
     let dir = project();
@@ -525,21 +536,13 @@ fn older_clients_initialize_and_keep_a_session() {
     );
     // Bob cannot ride alice's session: with his own token and her session
     // id he is answered as for an unknown session, and nothing runs.
-    let mut bobs = with_session;
-    bobs[0] = ("X-Nib-Token", BOB);
-    let body = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
-                      "params": {"name": "nibash", "arguments": {"command": "touch canary"}}});
-    let a = request(
-        &nib.addr,
-        "POST",
-        "/mcp",
-        &bobs,
-        body.to_string().as_bytes(),
-    );
+    let a = bobs_call_in(&nib.addr, &with_session);
     assert_eq!(a.status, 404, "{}", a.body);
     assert!(!dir.path().join("canary").exists());
     // Bob cannot end it either; alice's DELETE ends it, answered 200 (the
     // session is over, not accepted for later), and the id is then unknown.
+    let mut bobs = with_session;
+    bobs[0] = ("X-Nib-Token", BOB);
     let a = request(&nib.addr, "DELETE", "/mcp", &bobs, b"");
     assert_eq!(a.status, 404, "{}", a.body);
     let a = request(&nib.addr, "DELETE", "/mcp", &with_session, b"");
@@ -581,18 +584,9 @@ fn a_refused_delete_leaves_the_session_its_owners() {
             a.status,
             a.body
         );
-        let mut bobs = alices("2025-06-18", "");
-        bobs[0] = ("X-Nib-Token", BOB.into());
-        let bobs: Vec<(&str, &str)> = bobs.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let body = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
-                          "params": {"name": "nibash", "arguments": {"command": "touch canary"}}});
-        let a = request(
-            &nib.addr,
-            "POST",
-            "/mcp",
-            &bobs,
-            body.to_string().as_bytes(),
-        );
+        let hers = alices("2025-06-18", "");
+        let hers: Vec<(&str, &str)> = hers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let a = bobs_call_in(&nib.addr, &hers);
         assert_eq!(a.status, 404, "after {version} {host}: {}", a.body);
         assert!(
             !dir.path().join("canary").exists(),
@@ -635,6 +629,46 @@ fn a_body_on_a_get_or_delete_is_refused_before_it_is_read() {
         );
         assert_eq!(&first, b"HTTP/1.1 400", "{method}");
     }
+}
+
+/// `nibash_control`'s summaries switch is the agent's own: bob turning
+/// summaries off leaves alice's long output summarized, and his is shown
+/// whole. Before, the switch was the server's, so bob turned them off for
+/// every agent (found by a red-team pass).
+#[test]
+fn one_agents_summaries_switch_leaves_anothers_on() {
+    let mock = crate::deciders::Mock::start(false);
+    let dir = project();
+    let nib = serve_with(
+        dir.path(),
+        &[],
+        &[
+            ("NIB_DECIDER_SUMMARY", "ok-session"),
+            ("NIB_DECIDER_SUMMARY_URL", mock.url.as_str()),
+            ("NIB_DECIDER_KEY", "k"),
+        ],
+    );
+    let (switched, err) = modern_call(
+        &nib.addr,
+        BOB,
+        "nibash_control",
+        json!({"summaries": false}),
+    )
+    .tool_text();
+    assert!(!err && switched.contains("summaries off"), "{switched}");
+    let long = json!({"command": "seq 1 300"});
+    let (out, _) = modern_call(&nib.addr, ALICE, "nibash", long.clone()).tool_text();
+    assert!(
+        out.contains("<summary>Summary from ok-session."),
+        "alice: {out}"
+    );
+    let (status, _) = modern_call(&nib.addr, ALICE, "nibash_status", json!({})).tool_text();
+    assert!(status.contains("summaries: ok-session — on"), "{status}");
+    let (out, _) = modern_call(&nib.addr, BOB, "nibash", long).tool_text();
+    assert!(
+        !out.contains("<summary>") && out.contains("\n299\n300\n"),
+        "bob's is shown whole: {out}"
+    );
 }
 
 #[test]

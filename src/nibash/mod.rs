@@ -72,8 +72,9 @@ pub struct Nibash {
     watcher: Mutex<Option<WatcherFor>>,
     /// A walk for changed files stopped at its limit once: do not walk again.
     pub walk_too_big: std::sync::atomic::AtomicBool,
-    /// `nibash_control {"summaries": false}`: no summaries for this session.
-    pub summaries_off: std::sync::atomic::AtomicBool,
+    /// The agents that turned summaries off (`nibash_control {"summaries":
+    /// false}`), by [`jobs::Owner`]: an HTTP agent's switch is its own.
+    summaries_off: Mutex<std::collections::HashSet<jobs::Owner>>,
     /// A call has named the sandbox's private /tmp to the agent (once a
     /// session for the zygote's, which later calls share).
     pub tmp_named: std::sync::atomic::AtomicBool,
@@ -88,6 +89,25 @@ pub struct Nibash {
 pub type StatusFn = Box<dyn Fn() -> String + Send + Sync>;
 
 impl Nibash {
+    /// Whether `owner` left summaries on (they are unless it turned them off).
+    pub fn summaries_on(&self, owner: &str) -> bool {
+        !self
+            .summaries_off
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(owner)
+    }
+
+    /// Turns summaries on or off for `owner`'s calls.
+    pub fn set_summaries(&self, owner: &jobs::Owner, on: bool) {
+        let mut off = self.summaries_off.lock().unwrap_or_else(|p| p.into_inner());
+        if on {
+            off.remove(owner);
+        } else {
+            off.insert(std::sync::Arc::clone(owner));
+        }
+    }
+
     /// The watcher for these roots (made on first use, remade when the roots
     /// change), or `None` when the roots cannot be watched.
     pub fn watcher(&self, roots: &[PathBuf]) -> Option<std::sync::Arc<watch::Watcher>> {

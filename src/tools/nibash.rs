@@ -390,9 +390,7 @@ pub fn control(
         }
     }
     if let Some(on) = summaries {
-        shell
-            .summaries_off
-            .store(!on, std::sync::atomic::Ordering::Relaxed);
+        shell.set_summaries(owner, on);
         out.push_str(if on {
             "summaries on for this session\n"
         } else {
@@ -423,7 +421,7 @@ fn session_lines(ctx: &BrokerCtx, nib: &Nibash, owner: &str) -> String {
     out.push_str(&crate::nibash::summary::describe(
         &ctx.config.model,
         ctx.config.sandbox,
-        nib.summaries_off.load(std::sync::atomic::Ordering::Relaxed),
+        !nib.summaries_on(owner),
     ));
     out.push_str(
         &ctx.workspace

@@ -73,7 +73,7 @@ pub(super) fn answer(
     }
     let text = hide_captures(String::from_utf8_lossy(&bytes).into_owned());
     let mut out = finished_jobs;
-    let (shaped, shown_whole) = cut_or_summarize(ctx, nib, args, &text, &bytes, code, entry.id);
+    let (shaped, shown_whole) = cut_or_summarize(ctx, nib, args, &text, &bytes, code, &entry);
     out.push_str(&shaped);
     if shown_whole {
         out.push_str(&text);
@@ -171,20 +171,20 @@ fn cut_or_summarize(
     text: &str,
     bytes: &[u8],
     code: Option<i32>,
-    id: u32,
+    call: &crate::nibash::jobs::Entry,
 ) -> (String, bool) {
     // nib's own commands (cat, head, grep …) already cut their rows to a
     // tool's answer: one cut, one numbering.
     let long = cut::is_long(text) && !cut::is_own_rows(text);
     let summarize = !ctx.config.model.summarizers.is_empty()
-        && !nib.summaries_off.load(std::sync::atomic::Ordering::Relaxed)
+        && nib.summaries_on(&call.owner)
         && crate::nibash::summary::wanted(text);
     let mut out = String::new();
     let mut shown_whole = !long;
     if !(long || summarize) {
         return (out, shown_whole);
     }
-    let name = format!("nibash-{}-{}", std::process::id(), id);
+    let name = format!("nibash-{}-{}", std::process::id(), call.id);
     let log = cut::save_log(&name, bytes).ok();
     let rows: Vec<&str> = text.lines().collect();
     let words = cut::expect_words(args.expect.as_deref().unwrap_or_default(), &rows);
