@@ -200,6 +200,29 @@ fn an_agents_programs_never_read_the_token_file() {
     }
 }
 
+/// The sandbox's private /tmp is named to each agent whose programs write
+/// there, and over HTTP the note says the server's other agents share it
+/// (every agent's calls are forked by one zygote; SECURITY.md). Before, the
+/// first agent's call named it for the whole server, and as the session's
+/// own: bob wrote there and was told nothing.
+#[test]
+fn each_agent_is_told_the_private_tmp_is_shared() {
+    for env in SANDBOXES {
+        let dir = project();
+        let nib = serve(dir.path(), env);
+        let write =
+            |name: &str| json!({"command": format!("echo x > \"${{TMPDIR:-/tmp}}/{name}\"")});
+        let shared = "the server's other agents' too";
+        let alice = call(&nib.addr, ALICE, "nibash", write("alice-1"));
+        assert!(alice.contains(shared), "{env:?}: alice: {alice}");
+        let bob = call(&nib.addr, BOB, "nibash", write("bob-1"));
+        assert!(bob.contains(shared), "{env:?}: bob: {bob}");
+        // Once each.
+        let again = call(&nib.addr, ALICE, "nibash", write("alice-2"));
+        assert!(!again.contains("private /tmp"), "{env:?}: {again}");
+    }
+}
+
 /// A 2026-07-28 tools/call from a client that can be asked (elicitation),
 /// with `extra` params (a retry's requestState and inputResponses): the
 /// JSON-RPC answer.

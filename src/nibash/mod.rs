@@ -75,9 +75,9 @@ pub struct Nibash {
     /// The agents that turned summaries off (`nibash_control {"summaries":
     /// false}`), by [`jobs::Owner`]: an HTTP agent's switch is its own.
     summaries_off: Mutex<std::collections::HashSet<jobs::Owner>>,
-    /// A call has named the sandbox's private /tmp to the agent (once a
-    /// session for the zygote's, which later calls share).
-    pub tmp_named: std::sync::atomic::AtomicBool,
+    /// The agents ([`jobs::Owner`]) a call has named the sandbox's private
+    /// /tmp to: once each for the zygote's, which later calls share.
+    tmp_named: Mutex<std::collections::HashSet<jobs::Owner>>,
     /// The providers' lines for nibash_status (set by the server, which runs them).
     pub provider_status: Mutex<Option<StatusFn>>,
     /// What nib's edit and write tools wrote, so a call's report names only
@@ -96,6 +96,22 @@ impl Nibash {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .contains(owner)
+    }
+
+    /// Whether a call of `owner`'s has named the zygote's private /tmp.
+    pub fn tmp_named(&self, owner: &str) -> bool {
+        self.tmp_named
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(owner)
+    }
+
+    /// A call of `owner`'s named the zygote's private /tmp.
+    pub fn note_tmp_named(&self, owner: &jobs::Owner) {
+        self.tmp_named
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(std::sync::Arc::clone(owner));
     }
 
     /// Turns summaries on or off for `owner`'s calls.

@@ -246,10 +246,7 @@ impl Consumer {
                 tmp_named,
             }) => {
                 if tmp_named {
-                    self.asker
-                        .nib
-                        .tmp_named
-                        .store(true, std::sync::atomic::Ordering::Relaxed);
+                    self.asker.nib.note_tmp_named(&self.entry.owner);
                 }
                 self.entry.update(|s| {
                     s.done = Some(code);

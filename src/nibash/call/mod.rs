@@ -76,7 +76,10 @@ pub fn run(ctx: &BrokerCtx, nib: &Arc<Nibash>, owner: &Owner, args: CallArgs) ->
     let started = match start_worker(
         ctx,
         &nib.warm,
-        &nib.tmp_named,
+        TmpNote {
+            given: nib.tmp_named(owner),
+            http_agent: !owner.is_empty(),
+        },
         &request,
         &cwd,
         masked,
@@ -201,6 +204,14 @@ fn request_for(ctx: &BrokerCtx, args: &CallArgs, job: u32, rules: Vec<RuntimeRul
     }
 }
 
+/// Whether a call names the zygote's private /tmp to its agent.
+struct TmpNote {
+    /// A call of the agent's has named it already.
+    given: bool,
+    /// The agent is an HTTP client's: the zygote is every agent's.
+    http_agent: bool,
+}
+
 /// Starts the call's worker — the warm one when it was started for the same
 /// configuration — and hands it the request. Without command rules, and in
 /// a server (not a one-call `nib sh`), it also names the next warm worker
@@ -208,7 +219,7 @@ fn request_for(ctx: &BrokerCtx, args: &CallArgs, job: u32, rules: Vec<RuntimeRul
 fn start_worker(
     ctx: &BrokerCtx,
     warm: &crate::nibash::warm::Warm,
-    tmp_named: &std::sync::atomic::AtomicBool,
+    tmp: TmpNote,
     request: &Request,
     cwd: &Path,
     masked: Vec<PathBuf>,
@@ -241,10 +252,15 @@ fn start_worker(
     // is its zygote's, kept for the session's next calls; a started one's
     // goes with it.
     let mut request = request.clone();
-    // The zygote's /tmp is named once a session; a worker's own, each call.
-    let named = tmp_named.load(std::sync::atomic::Ordering::Relaxed);
-    request.private_tmp = if !ctx.config.sandbox || (forked && named) {
+    // The zygote's /tmp is named once to each agent; a worker's own, each
+    // call. Over HTTP every agent's calls are forked by the one zygote.
+    request.private_tmp = if !ctx.config.sandbox || (forked && tmp.given) {
         None
+    } else if forked && tmp.http_agent {
+        Some(
+            "it is kept for later nibash calls, the server's other agents' too (they share it), and goes when the server stops"
+                .into(),
+        )
     } else if forked {
         Some(
             "it is kept for this session's later nibash calls, and goes when the session ends"
