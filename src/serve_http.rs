@@ -63,6 +63,12 @@ const AGENT_META: &str = "sessionId";
 const SESSION_HEADER: &str = "mcp-session-id";
 /// Session owners kept before those of ended sessions are forgotten.
 const PRUNE_SESSIONS: usize = 1024;
+/// Older-era sessions one agent may hold open at once (rmcp keeps an idle
+/// one five minutes).
+const SESSIONS_PER_AGENT: usize = 64;
+/// The longest request head (hyper's default is about 400 KiB a
+/// connection, held before the token is checked).
+const MAX_HEAD: usize = 32 * 1024;
 /// Shortest token accepted.
 const MIN_TOKEN: usize = 16;
 /// How long `/readyz` keeps the sandbox's last answer before trying again.
@@ -359,6 +365,10 @@ struct Front {
     /// Older-era sessions and the agent that opened each: another agent's
     /// request naming one is answered as for an unknown session.
     sessions: std::sync::Mutex<HashMap<String, Arc<str>>>,
+    /// How many owners may be kept before the next prune (doubles when a
+    /// prune forgets little, so live sessions do not make every request
+    /// walk them all).
+    prune_at: std::sync::atomic::AtomicUsize,
     /// rmcp's sessions, to forget the owners of those that ended.
     manager: Arc<LocalSessionManager>,
     /// Whether the sandbox takes a call, for `/readyz`.
@@ -638,6 +648,19 @@ impl Front {
                 return plain(StatusCode::NOT_FOUND, "no such session; nothing ran\n");
             }
         }
+        if session.is_none()
+            && log.method.as_deref() == Some("initialize")
+            && self.sessions_full(&agent).await
+        {
+            return plain(
+                StatusCode::TOO_MANY_REQUESTS,
+                &format!(
+                    "this agent holds {SESSIONS_PER_AGENT} open sessions; no new one was opened. \
+                     End one (DELETE /mcp with its Mcp-Session-Id) or retry once an idle one \
+                     expires (5 minutes)\n"
+                ),
+            );
+        }
         let closing = parts.method == http::Method::DELETE;
         parts.extensions.insert(AgentName(Arc::clone(&agent)));
         if session.is_none()
@@ -655,6 +678,19 @@ impl Front {
         if closing && response.status() == StatusCode::ACCEPTED {
             *response.status_mut() = StatusCode::OK;
         }
+        self.note_session(session, closing, agent, &response).await;
+        response
+    }
+
+    /// Records who opened a session rmcp has just opened, forgets the owner
+    /// of one a DELETE ended, and prunes the owners now and then.
+    async fn note_session(
+        &self,
+        session: Option<String>,
+        closing: bool,
+        agent: Arc<str>,
+        response: &Response<Body>,
+    ) {
         let kept = {
             let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
             match (session, response.headers().get(SESSION_HEADER)) {
@@ -673,14 +709,23 @@ impl Front {
             }
             sessions.len()
         };
-        if kept > PRUNE_SESSIONS {
-            self.prune_sessions().await;
+        if kept > self.prune_at.load(Ordering::Relaxed) {
+            let left = self.prune_sessions().await;
+            self.prune_at
+                .store((left * 2).max(PRUNE_SESSIONS), Ordering::Relaxed);
         }
-        response
     }
 
-    /// Forgets the owners of sessions rmcp no longer has (ended or expired).
-    async fn prune_sessions(&self) {
+    /// Forgets the owners of sessions rmcp no longer has (ended or
+    /// expired); returns how many are kept. Only owners recorded before
+    /// rmcp's sessions are listed can be forgotten: one recorded meanwhile
+    /// is of a session opened after the list was made, live though not in
+    /// it.
+    async fn prune_sessions(&self) -> usize {
+        let known: Vec<String> = {
+            let sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+            sessions.keys().cloned().collect()
+        };
         let live: std::collections::HashSet<String> = self
             .manager
             .sessions
@@ -690,7 +735,32 @@ impl Front {
             .map(|k| k.to_string())
             .collect();
         let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
-        sessions.retain(|id, _| live.contains(id));
+        forget_ended(&mut sessions, &known, &live);
+        sessions.len()
+    }
+
+    /// Whether `agent` holds [`SESSIONS_PER_AGENT`] sessions rmcp still has.
+    async fn sessions_full(&self, agent: &Arc<str>) -> bool {
+        let count = |s: &HashMap<String, Arc<str>>| s.values().filter(|o| *o == agent).count();
+        let held = count(&self.sessions.lock().unwrap_or_else(|p| p.into_inner()));
+        if held < SESSIONS_PER_AGENT {
+            return false;
+        }
+        self.prune_sessions().await;
+        count(&self.sessions.lock().unwrap_or_else(|p| p.into_inner())) >= SESSIONS_PER_AGENT
+    }
+}
+
+/// Forgets the owners of the sessions in `known` (the owners recorded when
+/// rmcp's sessions were about to be listed) that are not `live`; an owner
+/// recorded since is kept.
+fn forget_ended(
+    sessions: &mut HashMap<String, Arc<str>>,
+    known: &[String],
+    live: &std::collections::HashSet<String>,
+) {
+    for id in known.iter().filter(|id| !live.contains(*id)) {
+        sessions.remove(id);
     }
 }
 
@@ -774,6 +844,7 @@ pub async fn serve(mut config: Config, options: Options) -> anyhow::Result<()> {
         max_body: options.max_body,
         draining: AtomicBool::new(false),
         sessions: std::sync::Mutex::default(),
+        prune_at: std::sync::atomic::AtomicUsize::new(PRUNE_SESSIONS),
         manager,
         sandbox,
         direct,
@@ -802,6 +873,9 @@ pub async fn serve(mut config: Config, options: Options) -> anyhow::Result<()> {
             if let Err(e) = hyper::server::conn::http1::Builder::new()
                 .timer(hyper_util::rt::TokioTimer::new())
                 .header_read_timeout(Duration::from_secs(10))
+                // A head past it gets 431: what a connection holds before
+                // its token is checked stays small.
+                .max_buf_size(MAX_HEAD)
                 .serve_connection(io, service)
                 .await
             {
@@ -851,6 +925,28 @@ pub async fn serve(mut config: Config, options: Options) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_prune_forgets_only_owners_it_knew_of_before_listing_rmcps_sessions() {
+        let owner = |n: &str| -> Arc<str> { Arc::from(n) };
+        let mut sessions: HashMap<String, Arc<str>> = [
+            ("ended".to_string(), owner("bob")),
+            ("live".to_string(), owner("bob")),
+        ]
+        .into();
+        let known = vec!["ended".to_string(), "live".to_string()];
+        // Alice's session opens after the owners were listed and before
+        // rmcp's sessions were: it is live, though not in `live`.
+        sessions.insert("alices".into(), owner("alice"));
+        let live = ["live".to_string()].into();
+        forget_ended(&mut sessions, &known, &live);
+        let mut kept: Vec<(&str, &str)> = sessions
+            .iter()
+            .map(|(id, o)| (id.as_str(), o.as_ref()))
+            .collect();
+        kept.sort();
+        assert_eq!(kept, [("alices", "alice"), ("live", "bob")]);
+    }
 
     #[test]
     fn tokens_are_read_and_matched_whole() {

@@ -671,6 +671,68 @@ fn one_agents_summaries_switch_leaves_anothers_on() {
     );
 }
 
+/// One agent may hold 64 older-era sessions at once: its 65th
+/// `initialize` gets 429 and opens nothing, another agent still opens
+/// one, and once it ends a session it may open another. Before, an agent
+/// could open sessions without bound (about 85 KB each, kept five
+/// minutes).
+#[test]
+fn sessions_are_bounded_per_agent() {
+    let dir = project();
+    let nib = serve(dir.path(), &[]);
+    let bobs = format!("Bearer {BOB}");
+    let first = open_session(&nib.addr, &bobs);
+    for _ in 1..64 {
+        open_session(&nib.addr, &bobs);
+    }
+    let init = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "old", "version": "1"}}
+    });
+    let base = [
+        ("Authorization", bobs.as_str()),
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+    ];
+    let a = request(
+        &nib.addr,
+        "POST",
+        "/mcp",
+        &base,
+        init.to_string().as_bytes(),
+    );
+    assert_eq!(a.status, 429, "{}", a.body);
+    assert!(a.header("mcp-session-id").is_none(), "{:?}", a.headers);
+    open_session(&nib.addr, &format!("Bearer {ALICE}"));
+    let mut ending = base.to_vec();
+    ending.push(("Mcp-Session-Id", &first));
+    let a = request(&nib.addr, "DELETE", "/mcp", &ending, b"");
+    assert_eq!(a.status, 200, "{}", a.body);
+    open_session(&nib.addr, &bobs);
+}
+
+/// A request head of 100 KB gets 431 and runs nothing: what a connection
+/// holds before its token is checked stays small (nib bounds hyper's buffer
+/// at 32 KiB, where its default let each hold about 400 KiB: 6000
+/// unfinished heads held 1 GB). A 20 KB head is served.
+#[test]
+fn a_long_request_head_is_refused() {
+    let dir = project();
+    let nib = serve(dir.path(), &[]);
+    // Ten headers of 10 KB (hyper refuses more than 100 headers anyway).
+    let pad = "x".repeat(10_000);
+    let mut headers = vec![];
+    let names: Vec<String> = (0..10).map(|i| format!("X-Pad-{i}")).collect();
+    for name in &names {
+        headers.push((name.as_str(), pad.as_str()));
+    }
+    let a = request(&nib.addr, "GET", "/healthz", &headers, b"");
+    assert_eq!(a.status, 431, "{}", a.body);
+    let a = request(&nib.addr, "GET", "/healthz", &headers[..2], b"");
+    assert_eq!(a.status, 200, "{}", a.body);
+}
+
 #[test]
 fn calls_at_once_are_bounded_per_agent_and_in_all() {
     let dir = project();
