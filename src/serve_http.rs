@@ -5,8 +5,11 @@
 //! 2026-07-28 requests without a session, and `initialize` + `Mcp-Session-Id`
 //! for older clients. The plain sessionless `tools/call` and `tools/list` of
 //! the 2026-07-28 era, the calls agents make most, skip rmcp's per-request
-//! service: `direct.rs` runs rmcp's dispatch for them itself and writes rmcp's
-//! answer, taking only requests whose headers rmcp would accept. In front of
+//! service, and a session's `tools/list` and reads (tools that never ask the
+//! client) skip its session worker: `direct.rs` runs rmcp's dispatch for them
+//! itself and writes rmcp's JSON answer, taking only requests whose headers
+//! rmcp would accept, in a session only the agent's own that rmcp still has
+//! (whose idle timer the front then restarts now and then). In front of
 //! both, this module decides who may call and how much:
 //!
 //! - every `/mcp` request names its agent by a token of the token file
@@ -64,8 +67,11 @@ const SESSION_HEADER: &str = "mcp-session-id";
 /// Session owners kept before those of ended sessions are forgotten.
 const PRUNE_SESSIONS: usize = 1024;
 /// Older-era sessions one agent may hold open at once (rmcp keeps an idle
-/// one five minutes).
+/// one `--session-idle`, five minutes by default).
 const SESSIONS_PER_AGENT: usize = 64;
+/// A request stream no session ever has (rmcp numbers them from 0): closing
+/// it changes nothing but restarts the session's idle timer.
+const NO_REQUEST_STREAM: u64 = u64::MAX;
 /// The longest request head (hyper's default is about 400 KiB a
 /// connection, held before the token is checked).
 const MAX_HEAD: usize = 32 * 1024;
@@ -95,6 +101,8 @@ pub struct Options {
     pub max_calls_per_agent: usize,
     /// How long running calls may take to finish after SIGTERM.
     pub grace: Duration,
+    /// How long an older-era session may go unused before it ends.
+    pub session_idle: Duration,
 }
 
 /// `nib serve --http` and its options.
@@ -109,6 +117,8 @@ nib serve --http HOST:PORT --token-file FILE [OPTIONS]
   --max-calls N            calls running at once in all (default 16)
   --max-calls-per-agent N  calls running at once per agent (default 4)
   --grace SECONDS          how long running calls get after SIGTERM (default 25)
+  --session-idle SECONDS   how long an older-era session may go unused before
+                           it ends (default 300)
   Each request needs `Authorization: Bearer TOKEN` or `X-Nib-Token: TOKEN`.
   docs/http.md has the rest.
 ";
@@ -126,6 +136,7 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
         max_calls: 16,
         max_calls_per_agent: 4,
         grace: Duration::from_secs(25),
+        session_idle: Duration::from_secs(300),
     };
     let mut it = args.iter();
     while let Some(arg) = it.next() {
@@ -159,6 +170,9 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
                     .parse::<u64>()
                     .map_err(|_| format!("serve: --grace takes seconds; got \"{v}\""))?;
                 options.grace = Duration::from_secs(secs);
+            }
+            "--session-idle" => {
+                options.session_idle = Duration::from_secs(number(value()?)? as u64);
             }
             other => return Err(format!("serve: unknown option \"{other}\"\n\n{USAGE}")),
         }
@@ -364,7 +378,10 @@ struct Front {
     draining: AtomicBool,
     /// Older-era sessions and the agent that opened each: another agent's
     /// request naming one is answered as for an unknown session.
-    sessions: std::sync::Mutex<HashMap<String, Arc<str>>>,
+    sessions: std::sync::Mutex<HashMap<String, Held>>,
+    /// How often a session used only through the direct path has rmcp's
+    /// idle timer restarted (a quarter of `--session-idle`).
+    refresh_every: Duration,
     /// How many owners may be kept before the next prune (doubles when a
     /// prune forgets little, so live sessions do not make every request
     /// walk them all).
@@ -373,9 +390,18 @@ struct Front {
     manager: Arc<LocalSessionManager>,
     /// Whether the sandbox takes a call, for `/readyz`.
     sandbox: SandboxReady,
-    /// The sessionless calls and lists answered without rmcp's per-request
-    /// service.
+    /// The plain calls and lists answered without rmcp's per-request
+    /// service or session worker.
     direct: direct::Direct<HttpNib>,
+}
+
+/// An older-era session as the front knows it.
+struct Held {
+    /// The agent that opened it.
+    owner: Arc<str>,
+    /// When rmcp last saw the session used: its idle timer restarts on each
+    /// request it handles, not on those the front answers itself.
+    seen_by_rmcp: Instant,
 }
 
 /// Whether the sandbox would take a call now, tried at most every
@@ -644,7 +670,7 @@ impl Front {
             .map(str::to_string);
         if let Some(id) = &session {
             let sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
-            if sessions.get(id).is_some_and(|owner| *owner != agent) {
+            if sessions.get(id).is_some_and(|held| held.owner != agent) {
                 return plain(StatusCode::NOT_FOUND, "no such session; nothing ran\n");
             }
         }
@@ -657,17 +683,26 @@ impl Front {
                 &format!(
                     "this agent holds {SESSIONS_PER_AGENT} open sessions; no new one was opened. \
                      End one (DELETE /mcp with its Mcp-Session-Id) or retry once an idle one \
-                     expires (5 minutes)\n"
+                     expires (--session-idle, 5 minutes by default)\n"
                 ),
             );
         }
         let closing = parts.method == http::Method::DELETE;
         parts.extensions.insert(AgentName(Arc::clone(&agent)));
-        if session.is_none()
-            && parts.method == http::Method::POST
-            && let Some(request) = self.direct.take(&parts.headers, &bytes)
-        {
-            return self.direct.answer(request, parts).await;
+        if parts.method == http::Method::POST {
+            let era = match session {
+                Some(_) => direct::Era::Session,
+                None => direct::Era::Sessionless,
+            };
+            if let Some(request) = self.direct.take(&parts.headers, &bytes, era)
+                && self.open_to(session.as_deref(), &agent).await
+            {
+                let response = self.direct.answer(request, parts, era).await;
+                if let Some(id) = &session {
+                    self.keep_open(id);
+                }
+                return response;
+            }
         }
         let mut response = self
             .mcp
@@ -700,12 +735,21 @@ impl Front {
                 (Some(id), _) if closing && response.status().is_success() => {
                     sessions.remove(&id);
                 }
-                (None, Some(opened)) => {
-                    if let Ok(id) = opened.to_str() {
-                        sessions.insert(id.to_string(), agent);
+                (Some(id), _) => {
+                    if let Some(held) = sessions.get_mut(&id) {
+                        held.seen_by_rmcp = Instant::now();
                     }
                 }
-                _ => {}
+                (None, Some(opened)) => {
+                    if let Ok(id) = opened.to_str() {
+                        let held = Held {
+                            owner: agent,
+                            seen_by_rmcp: Instant::now(),
+                        };
+                        sessions.insert(id.to_string(), held);
+                    }
+                }
+                (None, None) => {}
             }
             sessions.len()
         };
@@ -739,9 +783,50 @@ impl Front {
         sessions.len()
     }
 
+    /// Whether the front may answer a request in `session` for `agent`:
+    /// always without a session; in one, only when the agent opened it and
+    /// rmcp still has it (else rmcp answers, 404 for an ended session).
+    async fn open_to(&self, session: Option<&str>, agent: &Arc<str>) -> bool {
+        let Some(id) = session else {
+            return true;
+        };
+        let owned = self
+            .sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(id)
+            .is_some_and(|held| held.owner == *agent);
+        owned && self.manager.sessions.read().await.contains_key(id)
+    }
+
+    /// After the front answered a request in session `id`: restarts rmcp's
+    /// idle timer for it when rmcp has not seen it used for a while, so a
+    /// session used only for reads is not ended as idle. The restart is an
+    /// event the session's worker handles without touching the session
+    /// (closing a request stream no request has), sent off the answer's path.
+    fn keep_open(&self, id: &str) {
+        {
+            let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+            let Some(held) = sessions.get_mut(id) else {
+                return;
+            };
+            if held.seen_by_rmcp.elapsed() < self.refresh_every {
+                return;
+            }
+            held.seen_by_rmcp = Instant::now();
+        }
+        let (manager, id) = (Arc::clone(&self.manager), id.to_string());
+        tokio::spawn(async move {
+            let handle = manager.sessions.read().await.get(id.as_str()).cloned();
+            if let Some(handle) = handle {
+                let _ = handle.close_request_wise_channel(NO_REQUEST_STREAM).await;
+            }
+        });
+    }
+
     /// Whether `agent` holds [`SESSIONS_PER_AGENT`] sessions rmcp still has.
     async fn sessions_full(&self, agent: &Arc<str>) -> bool {
-        let count = |s: &HashMap<String, Arc<str>>| s.values().filter(|o| *o == agent).count();
+        let count = |s: &HashMap<String, Held>| s.values().filter(|h| h.owner == *agent).count();
         let held = count(&self.sessions.lock().unwrap_or_else(|p| p.into_inner()));
         if held < SESSIONS_PER_AGENT {
             return false;
@@ -754,8 +839,8 @@ impl Front {
 /// Forgets the owners of the sessions in `known` (the owners recorded when
 /// rmcp's sessions were about to be listed) that are not `live`; an owner
 /// recorded since is kept.
-fn forget_ended(
-    sessions: &mut HashMap<String, Arc<str>>,
+fn forget_ended<V>(
+    sessions: &mut HashMap<String, V>,
     known: &[String],
     live: &std::collections::HashSet<String>,
 ) {
@@ -820,7 +905,9 @@ pub async fn serve(mut config: Config, options: Options) -> anyhow::Result<()> {
         .await
         .map_err(anyhow::Error::msg)?;
     let shared = server.clone();
-    let manager = Arc::new(LocalSessionManager::default());
+    let mut manager = LocalSessionManager::default();
+    manager.session_config.keep_alive = Some(options.session_idle);
+    let manager = Arc::new(manager);
     let mcp = StreamableHttpService::new(
         move || Ok(HttpNib(shared.clone())),
         Arc::clone(&manager),
@@ -844,6 +931,7 @@ pub async fn serve(mut config: Config, options: Options) -> anyhow::Result<()> {
         max_body: options.max_body,
         draining: AtomicBool::new(false),
         sessions: std::sync::Mutex::default(),
+        refresh_every: options.session_idle / 4,
         prune_at: std::sync::atomic::AtomicUsize::new(PRUNE_SESSIONS),
         manager,
         sandbox,

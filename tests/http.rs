@@ -1382,6 +1382,178 @@ fn sessionless_answers_are_the_same_from_nibs_front_as_from_rmcp() {
     }
 }
 
+/// A request in an older-era session: `token`'s headers with `accept`.
+fn in_session(addr: &str, token: &str, session: &str, accept: &str, body: &Value) -> Answer {
+    let bearer = format!("Bearer {token}");
+    let headers = [
+        ("Authorization", bearer.as_str()),
+        ("Content-Type", "application/json"),
+        ("Accept", accept),
+        ("Mcp-Session-Id", session),
+        ("MCP-Protocol-Version", "2025-06-18"),
+    ];
+    request(addr, "POST", "/mcp", &headers, body.to_string().as_bytes())
+}
+
+/// The plain `Accept` (nib's front may answer) and a weighted one (only
+/// rmcp answers).
+const FRONT: &str = "application/json, text/event-stream";
+const RMCP: &str = "application/json;q=1, text/event-stream";
+
+/// A session's reads and tool list skip rmcp's session worker: nib's front
+/// answers them in JSON with the message rmcp streams, only in the agent's
+/// own session and only while rmcp has it; calls that may ask the client
+/// (edit, nibash) still go through the session.
+#[test]
+fn a_sessions_reads_are_answered_by_nibs_front_with_rmcps_message() {
+    let dir = project();
+    std::fs::write(dir.path().join("f.txt"), TEN).unwrap();
+    let nib = serve(dir.path(), &[]);
+    let session = open_session(&nib.addr, &format!("Bearer {ALICE}"));
+    // Bob's session is answered by rmcp, so each answer is a first one.
+    let bobs = open_session(&nib.addr, &format!("Bearer {BOB}"));
+    let cases = [
+        ("tools/list", json!({})),
+        (
+            "tools/call",
+            json!({"name": "read", "arguments": {"paths": ["f.txt"]}}),
+        ),
+        ("tools/call", json!({"name": "read", "arguments": {}})),
+        (
+            "tools/call",
+            json!({"name": "grep", "arguments": {"pattern": "l1"}}),
+        ),
+        ("tools/call", json!({"name": "read"})),
+    ];
+    for (k, (method, params)) in cases.iter().enumerate() {
+        let body = json!({"jsonrpc": "2.0", "id": 20 + k, "method": method, "params": params});
+        let front = in_session(&nib.addr, ALICE, &session, FRONT, &body);
+        let rmcp = in_session(&nib.addr, BOB, &bobs, RMCP, &body);
+        let what = format!("{method} {params}");
+        assert_eq!(
+            (front.status, rmcp.status),
+            (200, 200),
+            "{what}: {}",
+            front.body
+        );
+        assert_eq!(
+            front.header("content-type"),
+            Some("application/json"),
+            "{what}"
+        );
+        assert_eq!(
+            rmcp.header("content-type"),
+            Some("text/event-stream"),
+            "{what}"
+        );
+        assert_eq!(front.message(), rmcp.message(), "{what}");
+    }
+    // Calls that may ask the client mid-call stay on the session's stream.
+    let tag = header_tag(
+        &in_session(
+            &nib.addr,
+            ALICE,
+            &session,
+            FRONT,
+            &json!({"jsonrpc": "2.0", "id": 30, "method": "tools/call",
+                "params": {"name": "read", "arguments": {"paths": ["f.txt"]}}}),
+        )
+        .tool_text()
+        .0,
+    );
+    for (id, tool, args) in [
+        (
+            31,
+            "edit",
+            json!({"input": format!("[f.txt#{tag}]\nPUT 3:\n+three\n")}),
+        ),
+        (32, "nibash", json!({"command": "touch ran"})),
+    ] {
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                          "params": {"name": tool, "arguments": args}});
+        let a = in_session(&nib.addr, ALICE, &session, FRONT, &body);
+        assert_eq!(
+            a.header("content-type"),
+            Some("text/event-stream"),
+            "{tool}"
+        );
+        assert!(!a.tool_text().1, "{tool}: {}", a.body);
+    }
+    assert!(dir.path().join("ran").exists());
+    // Bob naming alice's session reads nothing, whichever path would answer.
+    let read = json!({"jsonrpc": "2.0", "id": 40, "method": "tools/call",
+                      "params": {"name": "read", "arguments": {"paths": ["f.txt"]}}});
+    for accept in [FRONT, RMCP] {
+        let headers = [
+            ("X-Nib-Token", BOB),
+            ("Content-Type", "application/json"),
+            ("Accept", accept),
+            ("Mcp-Session-Id", session.as_str()),
+            ("MCP-Protocol-Version", "2025-06-18"),
+        ];
+        let a = request(
+            &nib.addr,
+            "POST",
+            "/mcp",
+            &headers,
+            read.to_string().as_bytes(),
+        );
+        assert_eq!(a.status, 404, "{accept}: {}", a.body);
+        assert!(!a.body.contains("three"), "{}", a.body);
+    }
+    // An ended session answers nothing.
+    let bearer = format!("Bearer {ALICE}");
+    let headers = [
+        ("Authorization", bearer.as_str()),
+        ("Mcp-Session-Id", session.as_str()),
+        ("MCP-Protocol-Version", "2025-06-18"),
+    ];
+    let a = request(&nib.addr, "DELETE", "/mcp", &headers, b"");
+    assert!(a.status < 300, "{} {}", a.status, a.body);
+    let a = in_session(&nib.addr, ALICE, &session, FRONT, &read);
+    assert_eq!(a.status, 404, "{}", a.body);
+    assert!(!a.body.contains("three"), "{}", a.body);
+}
+
+/// The front's answers do not let a session idle out: with `--session-idle
+/// 2`, a session used only for reads (which rmcp never sees) for longer
+/// than that stays open, while an unused one ends.
+#[test]
+fn a_session_used_only_for_reads_is_not_ended_as_idle() {
+    let dir = project();
+    std::fs::write(dir.path().join("f.txt"), TEN).unwrap();
+    let nib = serve(dir.path(), &["--session-idle", "2"]);
+    let bearer = format!("Bearer {ALICE}");
+    let (used, unused) = (
+        open_session(&nib.addr, &bearer),
+        open_session(&nib.addr, &bearer),
+    );
+    let read = |session: &str, id: u64| {
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                          "params": {"name": "read", "arguments": {"paths": ["f.txt"]}}});
+        in_session(&nib.addr, ALICE, session, FRONT, &body)
+    };
+    let start = Instant::now();
+    let mut id = 100;
+    while start.elapsed() < Duration::from_secs(5) {
+        id += 1;
+        let a = read(&used, id);
+        assert_eq!(a.status, 200, "after {:?}: {}", start.elapsed(), a.body);
+        assert_eq!(a.header("content-type"), Some("application/json"));
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                      "params": {"name": "nibash", "arguments": {"command": "touch still-open"}}});
+    let a = in_session(&nib.addr, ALICE, &used, FRONT, &body);
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert!(dir.path().join("still-open").exists(), "{}", a.body);
+    assert_eq!(
+        read(&unused, 2).status,
+        404,
+        "an unused session outlived --session-idle"
+    );
+}
+
 #[test]
 fn a_client_that_goes_away_cancels_its_call_whichever_path_answers_it() {
     let dir = project();

@@ -654,6 +654,27 @@ fn load_level(
 }
 
 /// CPU time a process's threads have had, in ns (`/proc/PID/task/*/schedstat`).
+/// The older era's baseline in the read rows: the same call in a session.
+const OLDER_ERA: &str = "HTTP, older era (a session)";
+
+/// The older era against stdio, from one read row's baselines (both timed
+/// in the same interleaved loop as the new era).
+fn print_older_era_ratio(label: &str, baselines: &[(String, Stat)]) {
+    let find = |name: &str| baselines.iter().find(|(n, _)| n == name).map(|(_, s)| s);
+    if let (Some(older), Some(stdio)) = (find(OLDER_ERA), find("stdio"))
+        && stdio.median > Duration::ZERO
+    {
+        println!(
+            "| {label}, older era (a session) | {} ({}–{}) | | stdio {} | {:.2}x |",
+            ms(older.median),
+            ms(older.p10),
+            ms(older.p90),
+            ms(stdio.median),
+            older.median.as_secs_f64() / stdio.median.as_secs_f64()
+        );
+    }
+}
+
 fn cpu_ns(pid: u32) -> u64 {
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
         return 0;
@@ -886,6 +907,16 @@ pub(crate) fn http_scenarios(nib: &Path, scratch: &Path, n: usize, quick: bool) 
         cpu.print();
         before_cpu(n, ns);
     }
+    // The older era (initialize, then every request in the session, as
+    // Claude Code's `http` servers and the Python SDK's legacy mode speak) is
+    // timed in the same rows as the new era, interleaved with the same stdio
+    // calls: rows timed minutes apart differed by more than the margin.
+    let session = {
+        let mut a = HttpAgent::connect(&http.addr, &token(1))?;
+        a.open_session()?;
+        a.call("read", json!({"paths": ["f300.ts:1-300"]}))?;
+        std::cell::RefCell::new(a)
+    };
     for (label, args) in [
         (
             "read 60 lines of a 300-line file",
@@ -901,19 +932,31 @@ pub(crate) fn http_scenarios(nib: &Path, scratch: &Path, n: usize, quick: bool) 
             let (d, text) = time(|| agent.borrow_mut().call("read", args.clone()))?;
             Ok((d, text.chars().count()))
         };
-        let mut bases: Baselines<'_> = vec![(
-            "stdio".into(),
-            Box::new(|| time(|| stdio.borrow_mut().call("read", a2.clone())).map(|(d, _)| d)),
-        )];
-        if let Some((_, a, _)) = &before {
-            let a3 = args.clone();
+        let a4 = args.clone();
+        let mut bases: Baselines<'_> = vec![
+            (
+                "stdio".into(),
+                Box::new(|| time(|| stdio.borrow_mut().call("read", a2.clone())).map(|(d, _)| d)),
+            ),
+            (
+                OLDER_ERA.into(),
+                Box::new(|| time(|| session.borrow_mut().call("read", a4.clone())).map(|(d, _)| d)),
+            ),
+        ];
+        if let Some((_, a, s)) = &before {
+            let (a3, a5) = (args.clone(), args.clone());
             bases.push((
                 "HTTP before".into(),
                 Box::new(move || time(|| a.borrow_mut().call("read", a3.clone())).map(|(d, _)| d)),
             ));
+            bases.push((
+                format!("{OLDER_ERA}, before"),
+                Box::new(move || time(|| s.borrow_mut().call("read", a5.clone())).map(|(d, _)| d)),
+            ));
         }
         let ns = before_ns();
         let ((s, c, b), cpu) = with_cpu(pids, n, || interleave(n, Some(&mut f), &mut bases))?;
+        print_older_era_ratio(label, &b);
         Row {
             scenario: label.into(),
             nib: s,
@@ -924,6 +967,7 @@ pub(crate) fn http_scenarios(nib: &Path, scratch: &Path, n: usize, quick: bool) 
         cpu.print();
         before_cpu(n, ns);
     }
+    drop(session);
     {
         let mut k = 0u64;
         let mut f = || -> Result<(Duration, usize)> {
@@ -985,53 +1029,6 @@ pub(crate) fn http_scenarios(nib: &Path, scratch: &Path, n: usize, quick: bool) 
         .print();
         cpu.print();
     }
-    // The older era: initialize, then every request in the session (as
-    // Claude Code's `http` servers and the Python SDK's legacy mode speak).
-    let session = {
-        let mut a = HttpAgent::connect(&http.addr, &token(1))?;
-        a.open_session()?;
-        a.call("read", json!({"paths": ["f300.ts:1-300"]}))?;
-        std::cell::RefCell::new(a)
-    };
-    for (label, args) in [
-        (
-            "read 60 lines, older era (a session)",
-            json!({"paths": ["f300.ts:1-60"], "full": true}),
-        ),
-        (
-            "read a whole 300-line file, older era (a session)",
-            json!({"paths": ["f300.ts:1-300"], "full": true}),
-        ),
-    ] {
-        let a2 = args.clone();
-        let mut f = || -> Result<(Duration, usize)> {
-            let (d, text) = time(|| session.borrow_mut().call("read", args.clone()))?;
-            Ok((d, text.chars().count()))
-        };
-        let mut bases: Baselines<'_> = vec![(
-            "stdio".into(),
-            Box::new(|| time(|| stdio.borrow_mut().call("read", a2.clone())).map(|(d, _)| d)),
-        )];
-        if let Some((_, _, a)) = &before {
-            let a3 = args.clone();
-            bases.push((
-                "HTTP before".into(),
-                Box::new(move || time(|| a.borrow_mut().call("read", a3.clone())).map(|(d, _)| d)),
-            ));
-        }
-        let ns = before_ns();
-        let ((s, c, b), cpu) = with_cpu(pids, n, || interleave(n, Some(&mut f), &mut bases))?;
-        Row {
-            scenario: label.into(),
-            nib: s,
-            chars: c,
-            baselines: b,
-        }
-        .print();
-        cpu.print();
-        before_cpu(n, ns);
-    }
-    drop(session);
     drop(before);
     drop(agent);
     drop(stdio);
