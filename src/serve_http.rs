@@ -379,8 +379,9 @@ struct Front {
     /// Older-era sessions and the agent that opened each: another agent's
     /// request naming one is answered as for an unknown session.
     sessions: std::sync::Mutex<HashMap<String, Held>>,
-    /// How often a session used only through the direct path has rmcp's
-    /// idle timer restarted (a quarter of `--session-idle`).
+    /// How often a session used through the direct path has rmcp's idle
+    /// timer restarted (a sixteenth of `--session-idle`: such a session ends
+    /// at the earliest fifteen sixteenths of it after its last use).
     refresh_every: Duration,
     /// How many owners may be kept before the next prune (doubles when a
     /// prune forgets little, so live sessions do not make every request
@@ -399,9 +400,10 @@ struct Front {
 struct Held {
     /// The agent that opened it.
     owner: Arc<str>,
-    /// When rmcp last saw the session used: its idle timer restarts on each
-    /// request it handles, not on those the front answers itself.
-    seen_by_rmcp: Instant,
+    /// When the front last restarted rmcp's idle timer for it (or opened
+    /// it): the timer restarts on each request rmcp's session handles, not
+    /// on those the front answers itself.
+    refreshed: Instant,
 }
 
 /// Whether the sandbox would take a call now, tried at most every
@@ -699,7 +701,7 @@ impl Front {
             {
                 let response = self.direct.answer(request, parts, era).await;
                 if let Some(id) = &session {
-                    self.keep_open(id);
+                    self.keep_open(id).await;
                 }
                 return response;
             }
@@ -735,21 +737,16 @@ impl Front {
                 (Some(id), _) if closing && response.status().is_success() => {
                     sessions.remove(&id);
                 }
-                (Some(id), _) => {
-                    if let Some(held) = sessions.get_mut(&id) {
-                        held.seen_by_rmcp = Instant::now();
-                    }
-                }
                 (None, Some(opened)) => {
                     if let Ok(id) = opened.to_str() {
                         let held = Held {
                             owner: agent,
-                            seen_by_rmcp: Instant::now(),
+                            refreshed: Instant::now(),
                         };
                         sessions.insert(id.to_string(), held);
                     }
                 }
-                (None, None) => {}
+                _ => {}
             }
             sessions.len()
         };
@@ -800,28 +797,28 @@ impl Front {
     }
 
     /// After the front answered a request in session `id`: restarts rmcp's
-    /// idle timer for it when rmcp has not seen it used for a while, so a
-    /// session used only for reads is not ended as idle. The restart is an
+    /// idle timer for it when the front has not for a while (whatever rmcp
+    /// answered meanwhile: some of its answers, a refusal or a sessionless
+    /// request naming the session, never reach the session), so a session
+    /// used only for reads is not ended as idle. The restart is an
     /// event the session's worker handles without touching the session
-    /// (closing a request stream no request has), sent off the answer's path.
-    fn keep_open(&self, id: &str) {
+    /// (closing a request stream no request has): one round trip to the
+    /// worker, at most once every sixteenth of `--session-idle` a session.
+    async fn keep_open(&self, id: &str) {
         {
             let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
             let Some(held) = sessions.get_mut(id) else {
                 return;
             };
-            if held.seen_by_rmcp.elapsed() < self.refresh_every {
+            if held.refreshed.elapsed() < self.refresh_every {
                 return;
             }
-            held.seen_by_rmcp = Instant::now();
+            held.refreshed = Instant::now();
         }
-        let (manager, id) = (Arc::clone(&self.manager), id.to_string());
-        tokio::spawn(async move {
-            let handle = manager.sessions.read().await.get(id.as_str()).cloned();
-            if let Some(handle) = handle {
-                let _ = handle.close_request_wise_channel(NO_REQUEST_STREAM).await;
-            }
-        });
+        let handle = self.manager.sessions.read().await.get(id).cloned();
+        if let Some(handle) = handle {
+            let _ = handle.close_request_wise_channel(NO_REQUEST_STREAM).await;
+        }
     }
 
     /// Whether `agent` holds [`SESSIONS_PER_AGENT`] sessions rmcp still has.
@@ -931,7 +928,7 @@ pub async fn serve(mut config: Config, options: Options) -> anyhow::Result<()> {
         max_body: options.max_body,
         draining: AtomicBool::new(false),
         sessions: std::sync::Mutex::default(),
-        refresh_every: options.session_idle / 4,
+        refresh_every: options.session_idle / 16,
         prune_at: std::sync::atomic::AtomicUsize::new(PRUNE_SESSIONS),
         manager,
         sandbox,

@@ -1517,7 +1517,8 @@ fn a_sessions_reads_are_answered_by_nibs_front_with_rmcps_message() {
 
 /// The front's answers do not let a session idle out: with `--session-idle
 /// 2`, a session used only for reads (which rmcp never sees) for longer
-/// than that stays open, while an unused one ends.
+/// than that stays open, also when requests naming it that rmcp answers
+/// without the session come between; an unused one ends.
 #[test]
 fn a_session_used_only_for_reads_is_not_ended_as_idle() {
     let dir = project();
@@ -1533,14 +1534,39 @@ fn a_session_used_only_for_reads_is_not_ended_as_idle() {
                           "params": {"name": "read", "arguments": {"paths": ["f.txt"]}}});
         in_session(&nib.addr, ALICE, session, FRONT, &body)
     };
+    // Just before each read, requests naming the session that rmcp answers
+    // without it: a refused one (no SSE in Accept) and a sessionless one.
+    let status = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                        "params": {"name": "nibash_status", "arguments": {}}});
+    let mut modern = status.clone();
+    modern["params"]["_meta"] = modern_meta();
     let start = Instant::now();
     let mut id = 100;
     while start.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(300));
+        let a = in_session(&nib.addr, ALICE, &used, "application/json", &status);
+        assert_eq!(a.status, 406, "{}", a.body);
+        let headers = [
+            ("Authorization", bearer.as_str()),
+            ("Content-Type", "application/json"),
+            ("Accept", FRONT),
+            ("Mcp-Session-Id", used.as_str()),
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", "nibash_status"),
+        ];
+        let a = request(
+            &nib.addr,
+            "POST",
+            "/mcp",
+            &headers,
+            modern.to_string().as_bytes(),
+        );
+        assert_eq!(a.status, 200, "{}", a.body);
         id += 1;
         let a = read(&used, id);
         assert_eq!(a.status, 200, "after {:?}: {}", start.elapsed(), a.body);
         assert_eq!(a.header("content-type"), Some("application/json"));
-        std::thread::sleep(Duration::from_millis(300));
     }
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                       "params": {"name": "nibash", "arguments": {"command": "touch still-open"}}});
