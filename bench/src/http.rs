@@ -803,6 +803,9 @@ pub(crate) fn http_scenarios(nib: &Path, scratch: &Path, n: usize, quick: bool) 
     }
     write(&stdio_dir.join("f300.ts"), &body)?;
     write(&http_dir.join("f300.ts"), &body)?;
+    // The older era's agent edits a file of its own (the new era's agent
+    // moves f300.ts's tag on).
+    write(&http_dir.join("f300s.ts"), &body)?;
 
     println!(
         "nib-bench --only http: {n} iterations per call, interleaved; times in ms, median (p10–p90); \
@@ -917,6 +920,11 @@ pub(crate) fn http_scenarios(nib: &Path, scratch: &Path, n: usize, quick: bool) 
         a.call("read", json!({"paths": ["f300.ts:1-300"]}))?;
         std::cell::RefCell::new(a)
     };
+    let mut session_tag = tag_of(
+        &session
+            .borrow_mut()
+            .call("read", json!({"paths": ["f300s.ts:1-300"]}))?,
+    )?;
     for (label, args) in [
         (
             "read 60 lines of a 300-line file",
@@ -967,7 +975,6 @@ pub(crate) fn http_scenarios(nib: &Path, scratch: &Path, n: usize, quick: bool) 
         cpu.print();
         before_cpu(n, ns);
     }
-    drop(session);
     {
         let mut k = 0u64;
         let mut f = || -> Result<(Duration, usize)> {
@@ -977,7 +984,7 @@ pub(crate) fn http_scenarios(nib: &Path, scratch: &Path, n: usize, quick: bool) 
             http_tag = tag_of(&out)?;
             Ok((d, out.chars().count()))
         };
-        let mut j = 0u64;
+        let (mut j, mut m) = (0u64, 0u64);
         let mut bases: Baselines<'_> = vec![(
             "stdio".into(),
             Box::new(|| {
@@ -988,10 +995,22 @@ pub(crate) fn http_scenarios(nib: &Path, scratch: &Path, n: usize, quick: bool) 
                 Ok(d)
             }),
         )];
+        bases.push((
+            OLDER_ERA.into(),
+            Box::new(|| {
+                m += 1;
+                let input = format!("[f300s.ts#{session_tag}]\nPUT 20:\n+    // edit {m}\n");
+                let (d, out) = time(|| session.borrow_mut().call("edit", json!({"input": input})))?;
+                session_tag = tag_of(&out)?;
+                Ok(d)
+            }),
+        ));
         let ((s, c, b), cpu) = with_cpu(pids, n, || interleave(n, Some(&mut f), &mut bases))?;
         drop(bases);
+        let label = "edit: one line, the tag from the last answer";
+        print_older_era_ratio(label, &b);
         Row {
-            scenario: "edit: one line, the tag from the last answer".into(),
+            scenario: label.into(),
             nib: s,
             chars: c,
             baselines: b,
@@ -999,6 +1018,7 @@ pub(crate) fn http_scenarios(nib: &Path, scratch: &Path, n: usize, quick: bool) 
         .print();
         cpu.print();
     }
+    drop(session);
     {
         let mut f = || -> Result<(Duration, usize)> {
             let (d, text) = time(|| {
