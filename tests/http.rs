@@ -1346,24 +1346,27 @@ fn modern_both(addr: &str, method: &str, params: Value) -> (Answer, Answer) {
     )
 }
 
-#[test]
-fn sessionless_answers_are_the_same_from_nibs_front_as_from_rmcp() {
-    let dir = project();
-    std::fs::write(dir.path().join("f.txt"), TEN).unwrap();
-    let nib = serve(dir.path(), &[]);
-    let cases = [
+/// Requests nib's front answers, each compared with rmcp's answer: the tool
+/// list, a read of `f.txt`, reads with bad arguments, and `call`.
+fn front_cases(call: Value) -> [(&'static str, Value); 5] {
+    [
         ("tools/list", json!({})),
         (
             "tools/call",
             json!({"name": "read", "arguments": {"paths": ["f.txt"]}}),
         ),
         ("tools/call", json!({"name": "read", "arguments": {}})),
-        (
-            "tools/call",
-            json!({"name": "no_such_tool", "arguments": {}}),
-        ),
+        ("tools/call", call),
         ("tools/call", json!({"name": "read"})),
-    ];
+    ]
+}
+
+#[test]
+fn sessionless_answers_are_the_same_from_nibs_front_as_from_rmcp() {
+    let dir = project();
+    std::fs::write(dir.path().join("f.txt"), TEN).unwrap();
+    let nib = serve(dir.path(), &[]);
+    let cases = front_cases(json!({"name": "no_such_tool", "arguments": {}}));
     for (method, params) in cases {
         let (front, rmcp) = modern_both(&nib.addr, method, params.clone());
         let what = format!("{method} {params}");
@@ -1412,19 +1415,7 @@ fn a_sessions_reads_are_answered_by_nibs_front_with_rmcps_message() {
     let session = open_session(&nib.addr, &format!("Bearer {ALICE}"));
     // Bob's session is answered by rmcp, so each answer is a first one.
     let bobs = open_session(&nib.addr, &format!("Bearer {BOB}"));
-    let cases = [
-        ("tools/list", json!({})),
-        (
-            "tools/call",
-            json!({"name": "read", "arguments": {"paths": ["f.txt"]}}),
-        ),
-        ("tools/call", json!({"name": "read", "arguments": {}})),
-        (
-            "tools/call",
-            json!({"name": "grep", "arguments": {"pattern": "l1"}}),
-        ),
-        ("tools/call", json!({"name": "read"})),
-    ];
+    let cases = front_cases(json!({"name": "grep", "arguments": {"pattern": "l1"}}));
     for (k, (method, params)) in cases.iter().enumerate() {
         let body = json!({"jsonrpc": "2.0", "id": 20 + k, "method": method, "params": params});
         let front = in_session(&nib.addr, ALICE, &session, FRONT, &body);
