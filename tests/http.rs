@@ -1138,6 +1138,7 @@ fn nib_help_lists_serve_and_serve_help_shows_its_options() {
             "--max-calls ",
             "--max-calls-per-agent",
             "--grace",
+            "--session-idle",
             "X-Nib-Token",
         ] {
             assert!(page.contains(option), "{option}: {page}");
