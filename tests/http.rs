@@ -1476,20 +1476,7 @@ fn a_sessions_reads_are_answered_by_nibs_front_with_rmcps_message() {
     let read = json!({"jsonrpc": "2.0", "id": 40, "method": "tools/call",
                       "params": {"name": "read", "arguments": {"paths": ["f.txt"]}}});
     for accept in [FRONT, RMCP] {
-        let headers = [
-            ("X-Nib-Token", BOB),
-            ("Content-Type", "application/json"),
-            ("Accept", accept),
-            ("Mcp-Session-Id", session.as_str()),
-            ("MCP-Protocol-Version", "2025-06-18"),
-        ];
-        let a = request(
-            &nib.addr,
-            "POST",
-            "/mcp",
-            &headers,
-            read.to_string().as_bytes(),
-        );
+        let a = in_session(&nib.addr, BOB, &session, accept, &read);
         assert_eq!(a.status, 404, "{accept}: {}", a.body);
         assert!(!a.body.contains("three"), "{}", a.body);
     }

@@ -22,8 +22,8 @@
 //!   answer any POST.
 //!
 //! For those it runs rmcp's own dispatch of the front's `HttpNib` (the same
-//! `_meta` checks, tools, agent and errors) with one peer made once, on the
-//! request's own task, and writes the JSON reply rmcp writes without a
+//! `_meta` checks, tools, agent and errors) with a peer made once for the
+//! request's protocol version, on the request's own task, and writes the JSON reply rmcp writes without a
 //! session: the same body and `Content-Type`. A client that goes away
 //! mid-call cancels the call, which runs on to its end as under rmcp.
 //! [`Direct::take`] leaves every other request (`initialize`, other methods,
@@ -133,8 +133,8 @@ impl<S: ServerHandler + Clone> Direct<S> {
         })
     }
 
-    /// Ends the peer's loop when the server stops, as a cancellation: were
-    /// it dropped with its session, rmcp would log the session's end before
+    /// Ends the peers' loops when the server stops, as a cancellation: were
+    /// one dropped with its session, rmcp would log the session's end before
     /// an initialize as an error.
     pub(super) async fn close(&self) {
         let services =
