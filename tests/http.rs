@@ -1307,6 +1307,58 @@ fn a_nibash_answer_names_its_own_changes_not_another_agents_edits() {
 }
 
 #[test]
+fn a_nibash_answer_leaves_out_another_agents_edit_still_running() {
+    // Bob's two-file edit puts bobs1.txt in place, then a failpoint holds
+    // it for a minute before bobs2.txt, while alice's call runs: the file
+    // holds bob's content and his call has not ended.
+    let dir = project();
+    let held = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("bobs1.txt"), TEN).unwrap();
+    std::fs::write(dir.path().join("bobs2.txt"), TEN).unwrap();
+    let failpoint = format!(
+        "edit-between-files:{}",
+        held.path().join("paused").display()
+    );
+    let nib = serve_with(dir.path(), &[], &[("NIB_FAILPOINT", failpoint.as_str())]);
+    let (text, err) = modern_call(
+        &nib.addr,
+        BOB,
+        "read",
+        json!({"paths": ["bobs1.txt", "bobs2.txt"]}),
+    )
+    .tool_text();
+    assert!(!err, "{text}");
+    let tags: Vec<String> = text.split("\n\n").map(header_tag).collect();
+    let patch = format!(
+        "[bobs1.txt#{}]\nPUT 3:\n+bob's three\n[bobs2.txt#{}]\nPUT 3:\n+bob's three\n",
+        tags[0], tags[1]
+    );
+    let addr = nib.addr.clone();
+    let alice = std::thread::spawn(move || {
+        let command = "echo > started.txt; until grep -q three bobs1.txt; do sleep 0.05; done; echo made > mine.txt";
+        modern_call(&addr, ALICE, "nibash", json!({ "command": command })).tool_text()
+    });
+    let started = std::time::Instant::now();
+    while !dir.path().join("started.txt").exists() {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "alice's call never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Not joined: the failpoint holds bob's call until the server is gone.
+    let addr = nib.addr.clone();
+    std::thread::spawn(move || modern_call(&addr, BOB, "edit", json!({ "input": patch })));
+    let (text, err) = alice.join().unwrap();
+    assert!(!err, "{text}");
+    assert!(text.contains("mine.txt"), "her own change is named: {text}");
+    assert!(
+        !text.contains("bobs1.txt"),
+        "bob's running edit is named as alice's change: {text}"
+    );
+}
+
+#[test]
 fn a_call_missing_a_required_argument_is_a_tool_error_over_http() {
     let dir = project();
     let nib = serve(dir.path(), &[]);

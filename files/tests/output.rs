@@ -73,6 +73,7 @@ impl Session {
             enforce_seen: true,
             live: None,
             programs: &NoPrograms,
+            placing: None,
         };
         let out = match call_file_tool(tool, args.as_object().cloned(), &ctx) {
             Ok(out) if out.is_error => format!("error: {}", out.text),

@@ -70,6 +70,7 @@ pub fn run_tool(config: Config, mut call: ToolCall, as_json: bool) -> i32 {
             enforce_seen: false,
             live: None,
             programs: &programs,
+            placing: None,
         },
         config: &config,
     };

@@ -114,7 +114,6 @@ pub fn report(ctx: &Ctx, shell: &Nibash, start: &Start, skip: &[PathBuf]) -> Str
         .filter(|p| !skip.contains(p))
         .filter(|p| !p.file_name().is_some_and(nib_files::fs::is_temp_name))
         .collect();
-    let settle_until = std::time::Instant::now() + SETTLE;
     // A folder with many changed files is one entry with its count.
     let mut per_folder: std::collections::BTreeMap<&Path, usize> = Default::default();
     for p in &paths {
@@ -152,18 +151,9 @@ pub fn report(ctx: &Ctx, shell: &Nibash, start: &Start, skip: &[PathBuf]) -> Str
             continue;
         }
         if written_by_a_tool(shell, start, p, tag) {
-            // Another agent's edit or write while this call ran: not this
-            // call's change.
-            continue;
-        }
-        // An edit or write still running may have put this file in place
-        // without having been noted yet: wait for those that may write it,
-        // [`SETTLE`] at most in all for the call's report.
-        let left = settle_until.saturating_duration_since(std::time::Instant::now());
-        if !left.is_zero()
-            && shell.tool_writes.settle(&canonical(p), left)
-            && written_by_a_tool(shell, start, p, tag)
-        {
+            // Another agent's edit or write while this call ran (ended, or
+            // still running: it said what it puts in place before it was
+            // there): not this call's change.
             continue;
         }
         listed.push(format!("{shown}#{tag}"));
@@ -198,10 +188,6 @@ pub fn report(ctx: &Ctx, shell: &Nibash, start: &Start, skip: &[PathBuf]) -> Str
     }
     out
 }
-
-/// How long a report waits at most, in all, for other agents' running edit
-/// and write calls, when a changed file is not yet explained by one.
-const SETTLE: Duration = Duration::from_millis(250);
 
 /// A folder with this many changed files is listed as one entry with its count.
 const FOLD: usize = 8;

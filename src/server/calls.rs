@@ -146,6 +146,7 @@ impl NibServer {
                     enforce_seen: true,
                     live: Some(live.as_ref()),
                     programs: &programs,
+                    placing: None,
                 },
                 config,
             };

@@ -9,8 +9,8 @@ pub mod nibash;
 
 use std::sync::Arc;
 
-use nib_files::context::ToolOutput;
 use nib_files::context::args::Args;
+use nib_files::context::{Ctx, ToolOutput};
 use serde_json::{Map, Value};
 
 use crate::broker_ctx::BrokerCtx;
@@ -57,17 +57,16 @@ pub fn call(
             ctx,
         )?),
         "edit" | "write" => {
-            // Noted, with the files it may write, so a nibash call running
-            // meanwhile (another agent's) does not name these writes as its
-            // changes, and waits only for the calls that may write its files.
+            // Noted, with what it puts in place before it is there, so a
+            // nibash call running meanwhile (another agent's) does not name
+            // these writes as its changes, and never waits for this call.
             let request = FileRequest::parse(name, arguments)?;
-            let targets = request
-                .writes_to()
-                .map(|shown| crate::nibash::tool_writes::targets(ctx, &shown));
-            let running = shell.tool_writes.begin(targets);
-            let out = run_file_request(request, ctx)?;
-            running.end(ctx, &out.written);
-            Ok(out)
+            let running = shell.tool_writes.begin();
+            let files = Ctx {
+                placing: Some(&running),
+                ..ctx.files.clone()
+            };
+            run_file_request(request, &files)
         }
         _ if TOOL_NAMES.contains(&name) => call_file_tool(name, arguments, ctx),
         other => Err(CallError::UnknownTool(other.to_string(), TOOL_NAMES)),

@@ -542,6 +542,7 @@ impl Library {
             enforce_seen: true,
             live: None,
             programs: &self.programs,
+            placing: None,
         }
     }
 }

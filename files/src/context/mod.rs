@@ -21,6 +21,7 @@ use nib_settings::FileTools;
 pub const TEXT_LIMIT: u64 = 8 * 1024 * 1024;
 
 /// What a tool call sees of the server.
+#[derive(Clone)]
 pub struct Ctx<'a> {
     /// Paths and roots.
     pub workspace: &'a Workspace,
@@ -39,6 +40,17 @@ pub struct Ctx<'a> {
     pub live: Option<&'a Live>,
     /// Where the tools' own programs run (read's `path@REV` runs git).
     pub programs: &'a dyn Programs,
+    /// Told of each file an edit or write is about to put in place, before
+    /// it is there (the broker's nibash reports tell them from a program's
+    /// changes); `None` where nothing needs to know.
+    pub placing: Option<&'a dyn Placing>,
+}
+
+/// Who is told what the file tools are about to write ([`Ctx::placing`]).
+/// A trait so the file tools need nothing of the broker's shell.
+pub trait Placing: Sync {
+    /// `bytes` are about to replace, or create, the file at `path`.
+    fn about_to_place(&self, path: &Path, bytes: &[u8]);
 }
 
 /// Where a tool's own program runs (read's `path@REV` runs git). The
@@ -51,6 +63,13 @@ pub trait Programs: Sync {
 }
 
 impl Ctx<'_> {
+    /// Tells [`Ctx::placing`] that `bytes` are about to be put at `path`.
+    pub fn about_to_place(&self, path: &Path, bytes: &[u8]) {
+        if let Some(p) = self.placing {
+            p.about_to_place(path, bytes);
+        }
+    }
+
     /// Runs `f` with the agent's state locked.
     pub fn with_agent<R>(&self, f: impl FnOnce(&mut Agent) -> R) -> R {
         let mut guard = self.agent.lock().unwrap_or_else(|p| p.into_inner());

@@ -70,33 +70,6 @@ impl FileRequest {
         }
     }
 
-    /// The files this request may write, as written in it (a move's or a
-    /// copy's destination too): none for a read, grep or find, none for a
-    /// patch that does not parse (it writes nothing); `None` when the
-    /// request does not say (`REAPPLY TOKEN` re-applies a kept edit).
-    pub fn writes_to(&self) -> Option<Vec<String>> {
-        match self {
-            FileRequest::Read(_) | FileRequest::Grep(_) | FileRequest::Find(_) => Some(Vec::new()),
-            FileRequest::Write(w) => Some(vec![w.path.clone()]),
-            FileRequest::Edit(e) => match edit::patch::parse(&e.input) {
-                Err(_) => Some(Vec::new()),
-                Ok((edit::patch::Patch::Reapply(_), _)) => None,
-                Ok((edit::patch::Patch::Sections(sections), _)) => {
-                    let mut paths = Vec::new();
-                    for section in sections {
-                        if let Some(edit::patch::FileOp::Mv(to) | edit::patch::FileOp::Cp(to)) =
-                            &section.file_op
-                        {
-                            paths.push(to.clone());
-                        }
-                        paths.push(section.path);
-                    }
-                    Some(paths)
-                }
-            },
-        }
-    }
-
     /// Parses a file tool's arguments (absent arguments are an empty
     /// object) into its request.
     pub fn parse(
@@ -141,29 +114,6 @@ pub fn call_file_tool(
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn a_request_says_which_files_it_may_write() {
-        let writes = |name: &str, args: serde_json::Value| {
-            FileRequest::parse(name, args.as_object().cloned())
-                .unwrap()
-                .writes_to()
-        };
-        assert_eq!(writes("read", json!({"paths": ["a.rs"]})), Some(vec![]));
-        assert_eq!(
-            writes("write", json!({"path": "new.txt", "content": "x"})),
-            Some(vec!["new.txt".to_string()])
-        );
-        let patch = "[a.rs#0A1B]\nPUT 1:\n+x\n[b.rs#0A1C]\nMV c.rs\n";
-        let mut got = writes("edit", json!({"input": patch})).unwrap();
-        got.sort();
-        assert_eq!(got, ["a.rs", "b.rs", "c.rs"]);
-        assert_eq!(writes("edit", json!({"input": "REAPPLY x1"})), None);
-        assert_eq!(
-            writes("edit", json!({"input": "not a patch"})),
-            Some(vec![])
-        );
-    }
 
     #[test]
     fn lenient_forms_build_the_same_request_as_the_typed_ones() {

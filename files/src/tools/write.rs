@@ -152,6 +152,7 @@ pub fn run(request: WriteRequest, ctx: &Ctx) -> Result<ToolOutput, ArgError> {
         before: old.clone(),
         after: Some(bytes.clone()),
     }];
+    ctx.about_to_place(&target.path, &bytes);
     let step = crate::tools::edit::journal::Step::Place {
         target,
         bytes: bytes.clone(),

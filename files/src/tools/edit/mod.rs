@@ -209,6 +209,11 @@ fn apply_sections(
 
     let steps: Vec<Step> = ready.iter().flat_map(|r| r.steps.iter().cloned()).collect();
     let undo_files = undo_files(&ctx.scope, &steps);
+    for step in &steps {
+        if let Step::Place { target, bytes, .. } = step {
+            ctx.about_to_place(&target.path, bytes);
+        }
+    }
     if let Err(e) = journal::commit_all(
         &ctx.settings.state_dir,
         steps,

@@ -64,6 +64,7 @@ pub fn with_tools<T>(f: impl FnOnce(&Ctx, &Workspace) -> T) -> Result<T, String>
         enforce_seen: false,
         live: None,
         programs: &programs,
+        placing: None,
     };
     let result = f(&ctx, &workspace);
     let guard = agent.lock().unwrap_or_else(|p| p.into_inner());
