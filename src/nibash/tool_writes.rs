@@ -8,6 +8,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use nib_files::context::Placing;
 use nib_text::hashline::Tag;
@@ -24,8 +25,8 @@ pub struct ToolWrites {
 struct State {
     /// The number the next write gets.
     next: u64,
-    /// The newest writes: (number, canonical path, tag).
-    kept: VecDeque<(u64, PathBuf, Tag)>,
+    /// The newest writes: (number, canonical path, tag, when kept).
+    kept: VecDeque<(u64, PathBuf, Tag, Instant)>,
     /// The next running call's number, and the calls running, each with
     /// what it is putting in place (canonical path, tag).
     next_call: u64,
@@ -35,6 +36,10 @@ struct State {
 /// Tool writes kept; a call that ran past this many others' writes may list
 /// some of the oldest as its own (as before they were kept at all).
 const TOOL_WRITES_KEPT: usize = 4096;
+
+/// A call's mark takes in the writes kept this long before it starts: the
+/// roots' watcher may hand their changes to a call that started just after.
+const JUST_BEFORE: Duration = Duration::from_millis(100);
 
 /// An edit or write call running: told what it puts in place before it is
 /// there; on drop, that is kept as written (whether the call then succeeded
@@ -56,12 +61,13 @@ impl Placing for Running<'_> {
 impl Drop for Running<'_> {
     fn drop(&mut self) {
         let mut s = self.writes.lock();
+        let now = Instant::now();
         for (path, tag) in s.running.remove(&self.id).unwrap_or_default() {
             if s.kept.len() == TOOL_WRITES_KEPT {
                 s.kept.pop_front();
             }
             let n = s.next;
-            s.kept.push_back((n, path, tag));
+            s.kept.push_back((n, path, tag, now));
             s.next += 1;
         }
     }
@@ -81,9 +87,19 @@ impl ToolWrites {
         Running { writes: self, id }
     }
 
-    /// The number the next write gets: a call's mark at its start.
+    /// A call's mark at its start: the number of the first write kept
+    /// [`JUST_BEFORE`] ago or since (the next write's when none was).
     pub fn mark(&self) -> u64 {
-        self.lock().next
+        let s = self.lock();
+        let Some(since) = Instant::now().checked_sub(JUST_BEFORE) else {
+            return 0;
+        };
+        s.kept
+            .iter()
+            .rev()
+            .take_while(|(_, _, _, at)| *at >= since)
+            .last()
+            .map_or(s.next, |(n, ..)| *n)
     }
 
     /// Whether a tool wrote exactly this content (`tag`) to `canonical`
@@ -94,8 +110,8 @@ impl ToolWrites {
         s.kept
             .iter()
             .rev()
-            .take_while(|(n, _, _)| *n >= mark)
-            .any(|(_, p, t)| is(p, t))
+            .take_while(|(n, ..)| *n >= mark)
+            .any(|(_, p, t, _)| is(p, t))
             || s.running.values().flatten().any(|(p, t)| is(p, t))
     }
 }
@@ -137,8 +153,11 @@ mod tests {
         assert!(!writes.wrote_since(mark, &canonical, old));
         assert!(!writes.wrote_since(mark, &canonical_target(&dir.path().join("b.txt")), new));
         drop(running);
-        // Ended: kept as written since the mark, not since a later one.
+        // Ended: kept as written since the mark, and in the mark of a call
+        // starting just after, not in one starting later.
         assert!(writes.wrote_since(mark, &canonical, new));
+        assert!(writes.wrote_since(writes.mark(), &canonical, new));
+        std::thread::sleep(JUST_BEFORE + Duration::from_millis(20));
         assert!(!writes.wrote_since(writes.mark(), &canonical, new));
     }
 
