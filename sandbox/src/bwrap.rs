@@ -251,6 +251,19 @@ fn start_path() -> &'static Option<OsString> {
 /// relative PATH entry, one inside a root (programs write there), one
 /// other users may change, or one this user cannot read.
 pub fn untrusted_folder(dir: &Path, roots: &[PathBuf]) -> Option<String> {
+    untrusted_beside(dir, &real_roots(roots))
+}
+
+/// The roots with their links resolved (as given when they cannot be).
+fn real_roots(roots: &[PathBuf]) -> Vec<PathBuf> {
+    roots
+        .iter()
+        .map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| r.clone()))
+        .collect()
+}
+
+/// [`untrusted_folder`] for roots already resolved ([`real_roots`]).
+fn untrusted_beside(dir: &Path, real_roots: &[PathBuf]) -> Option<String> {
     use std::os::unix::fs::MetadataExt;
     if !dir.is_absolute() {
         return Some("a relative PATH entry".into());
@@ -259,14 +272,11 @@ pub fn untrusted_folder(dir: &Path, roots: &[PathBuf]) -> Option<String> {
         Ok(r) => r,
         Err(e) => return Some(format!("cannot be resolved: {e}")),
     };
-    for root in roots {
-        let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.clone());
-        if real.starts_with(&root) {
-            return Some(format!(
-                "inside the root {}, where programs write",
-                root.display()
-            ));
-        }
+    if let Some(root) = real_roots.iter().find(|root| real.starts_with(root)) {
+        return Some(format!(
+            "inside the root {}, where programs write",
+            root.display()
+        ));
     }
     match std::fs::metadata(&real) {
         Ok(m) if m.mode() & 0o022 != 0 && m.mode() & 0o1000 == 0 => {
@@ -288,13 +298,14 @@ pub fn trusted(name: &str, roots: &[PathBuf]) -> Result<PathBuf, String> {
         .clone()
         .unwrap_or_else(|| OsString::from("/usr/local/bin:/usr/bin:/bin"));
     let mut skipped = Vec::new();
+    let real_roots = real_roots(roots);
     for dir in path.as_bytes().split(|b| *b == b':') {
         let dir = Path::new(std::ffi::OsStr::from_bytes(dir));
         let candidate = dir.join(name);
         let is_exe = |p: &Path| {
             std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
         };
-        if let Some(why) = untrusted_folder(dir, roots) {
+        if let Some(why) = untrusted_beside(dir, &real_roots) {
             if is_exe(&candidate) {
                 skipped.push(format!("{} ({why})", candidate.display()));
             }
@@ -321,7 +332,7 @@ pub fn trusted(name: &str, roots: &[PathBuf]) -> Result<PathBuf, String> {
 pub fn trusted_usable(roots: &[PathBuf]) -> Result<PathBuf, String> {
     static TRIED: std::sync::Mutex<Vec<(PathBuf, Result<(), String>)>> =
         std::sync::Mutex::new(Vec::new());
-    let path = trusted("bwrap", roots)?;
+    let path = trusted_for(roots)?;
     let mut tried = TRIED.lock().unwrap_or_else(|e| e.into_inner());
     if let Some((_, r)) = tried.iter().find(|(p, _)| *p == path) {
         return r.clone().map(|()| path);
@@ -329,6 +340,38 @@ pub fn trusted_usable(roots: &[PathBuf]) -> Result<PathBuf, String> {
     let r = try_start(&path);
     tried.push((path.clone(), r.clone()));
     r.map(|()| path)
+}
+
+/// [`trusted`] bubblewrap for `roots`, looked up once per set of roots: a
+/// confined call asks several times, and the lookup resolves every folder
+/// of PATH. Programs cannot write the folders it may take bubblewrap from,
+/// so what it found stays right while the roots stay the same; a folder a
+/// new root takes in is looked at again.
+fn trusted_for(roots: &[PathBuf]) -> Result<PathBuf, String> {
+    static FOUND: ByRoots<Result<PathBuf, String>> = ByRoots::new();
+    FOUND.get(roots, || trusted("bwrap", roots))
+}
+
+/// A value found for a set of roots, kept until asked for other roots.
+struct ByRoots<T>(std::sync::Mutex<Option<(Vec<PathBuf>, T)>>);
+
+impl<T: Clone> ByRoots<T> {
+    const fn new() -> Self {
+        Self(std::sync::Mutex::new(None))
+    }
+
+    /// The value kept for exactly these roots, else `find`'s (then kept).
+    fn get(&self, roots: &[PathBuf], find: impl FnOnce() -> T) -> T {
+        let mut kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((for_roots, v)) = &*kept
+            && for_roots == roots
+        {
+            return v.clone();
+        }
+        let v = find();
+        *kept = Some((roots.to_vec(), v.clone()));
+        v
+    }
 }
 
 /// Starts `bwrap` with a fixed configuration that owes nothing to the
@@ -383,6 +426,25 @@ fn try_start(bwrap: &Path) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lookup_is_kept_for_the_same_roots_and_made_again_for_others() {
+        let kept: ByRoots<usize> = ByRoots::new();
+        let lookups = std::cell::Cell::new(0);
+        let find = || {
+            lookups.set(lookups.get() + 1);
+            lookups.get()
+        };
+        let (a, b) = (
+            vec![PathBuf::from("/p")],
+            vec![PathBuf::from("/p"), PathBuf::from("/q")],
+        );
+        assert_eq!(kept.get(&a, find), 1);
+        assert_eq!(kept.get(&a, find), 1, "the same roots: kept");
+        assert_eq!(kept.get(&b, find), 2, "a root more: looked up again");
+        assert_eq!(kept.get(&a, find), 3, "back to fewer: looked up again");
+        assert_eq!(lookups.get(), 3);
+    }
 
     #[test]
     fn argv_is_whole_and_ordered() {
