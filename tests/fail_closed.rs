@@ -492,6 +492,68 @@ fn without_user_notification_programs_are_refused_while_program_rules_exist() {
     }
 }
 
+/// A project holding `tools/bin`, a link to /usr/bin, first on nib's PATH:
+/// the link resolves outside the roots, so bubblewrap is found through it;
+/// a program may then put a folder of its own there.
+#[tokio::test]
+async fn over_mcp_a_bwrap_found_through_a_link_in_the_project_is_never_swapped() {
+    for (mode, env) in modes() {
+        let world = World::new(None);
+        let (marker, _) = planted(&world);
+        std::fs::remove_dir_all(world.project.join(".venv")).unwrap();
+        std::fs::create_dir(world.project.join("tools")).unwrap();
+        std::os::unix::fs::symlink("/usr/bin", world.project.join("tools/bin")).unwrap();
+        let path = format!(
+            "{}:{}",
+            world.project.join("tools/bin").display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let mut env: Vec<(&str, String)> = env;
+        env.push(("PATH", path));
+        env.push(("HOME", world.home.display().to_string()));
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let nib = start_with(
+            Era::Handshake,
+            &world.project,
+            TestClient::new(Roots::Undeclared),
+            &env,
+        )
+        .await;
+        let first = nib
+            .ok(
+                "nibash",
+                serde_json::json!({ "command": "echo first call" }),
+            )
+            .await;
+        assert!(first.contains("first call"), "{mode}: {first}");
+        // Away in one call (bubblewrap binds the PATH folder in it), a
+        // folder of the program's own in the next.
+        let gone = nib
+            .ok("nibash", serde_json::json!({ "command": "rm -r tools" }))
+            .await;
+        assert!(!world.project.join("tools").exists(), "{mode}: {gone}");
+        let swap = format!(
+            "mkdir -p tools/bin && printf '#!/bin/sh\\ntouch {}\\nexec /usr/bin/bwrap \"$@\"\\n' > tools/bin/bwrap && chmod +x tools/bin/bwrap && echo swapped",
+            marker.display()
+        );
+        let swapped = nib
+            .ok("nibash", serde_json::json!({ "command": swap }))
+            .await;
+        assert!(swapped.contains("swapped"), "{mode}: {swapped}");
+        let read = nib
+            .ok("read", serde_json::json!({ "paths": ["a.txt@HEAD"] }))
+            .await;
+        let again = nib
+            .ok("nibash", serde_json::json!({ "command": "echo again" }))
+            .await;
+        nib.stop().await;
+        assert!(
+            !marker.exists(),
+            "{mode}: the program's bwrap ran:\n{swapped}\n{read}\n{again}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn over_mcp_a_bwrap_planted_on_path_inside_the_project_never_runs() {
     for (mode, env) in modes() {

@@ -696,6 +696,28 @@ async fn skim_reads_a_test_log_for_what_failed_then_only_what_is_new() {
 }
 
 #[tokio::test]
+async fn a_file_a_program_puts_back_to_an_older_tools_write_is_listed() {
+    // Tools' writes just before a call may be the roots' watcher's news in
+    // it, but only the newest write to a file explains its content.
+    for env in MODES {
+        let dir = project();
+        let nib = start_mode(dir.path(), env).await;
+        nib.ok("write", json!({"path": "f.txt", "content": "b\n"}))
+            .await;
+        let tag = expected_tag(b"b\n");
+        nib.ok(
+            "write",
+            json!({"path": "f.txt", "content": "c\n", "tag": tag}),
+        )
+        .await;
+        let out = sh(&nib, "printf 'b\\n' > f.txt").await;
+        let tag = expected_tag(b"b\n");
+        assert!(out.contains(&format!("f.txt#{tag}")), "{env:?}\n{out}");
+        nib.stop().await;
+    }
+}
+
+#[tokio::test]
 async fn changed_files_are_listed_with_tags_and_small_changes_to_seen_files_print_as_rows() {
     for env in MODES {
         let dir = project();

@@ -251,7 +251,7 @@ fn start_path() -> &'static Option<OsString> {
 /// relative PATH entry, one inside a root (programs write there), one
 /// other users may change, or one this user cannot read.
 pub fn untrusted_folder(dir: &Path, roots: &[PathBuf]) -> Option<String> {
-    untrusted_beside(dir, &real_roots(roots))
+    trusted_folder(dir, &real_roots(roots)).err()
 }
 
 /// The roots with their links resolved (as given when they cannot be).
@@ -262,28 +262,27 @@ fn real_roots(roots: &[PathBuf]) -> Vec<PathBuf> {
         .collect()
 }
 
-/// [`untrusted_folder`] for roots already resolved ([`real_roots`]).
-fn untrusted_beside(dir: &Path, real_roots: &[PathBuf]) -> Option<String> {
+/// `dir` with its links resolved when it is a place to take a helper from
+/// ([`untrusted_folder`], for roots already resolved by [`real_roots`]);
+/// else why not.
+fn trusted_folder(dir: &Path, real_roots: &[PathBuf]) -> Result<PathBuf, String> {
     use std::os::unix::fs::MetadataExt;
     if !dir.is_absolute() {
-        return Some("a relative PATH entry".into());
+        return Err("a relative PATH entry".into());
     }
-    let real = match std::fs::canonicalize(dir) {
-        Ok(r) => r,
-        Err(e) => return Some(format!("cannot be resolved: {e}")),
-    };
+    let real = std::fs::canonicalize(dir).map_err(|e| format!("cannot be resolved: {e}"))?;
     if let Some(root) = real_roots.iter().find(|root| real.starts_with(root)) {
-        return Some(format!(
+        return Err(format!(
             "inside the root {}, where programs write",
             root.display()
         ));
     }
     match std::fs::metadata(&real) {
         Ok(m) if m.mode() & 0o022 != 0 && m.mode() & 0o1000 == 0 => {
-            Some("writable by other users".into())
+            Err("writable by other users".into())
         }
-        Ok(_) => None,
-        Err(e) => Some(format!("cannot be read: {e}")),
+        Ok(_) => Ok(real),
+        Err(e) => Err(format!("cannot be read: {e}")),
     }
 }
 
@@ -301,18 +300,34 @@ pub fn trusted(name: &str, roots: &[PathBuf]) -> Result<PathBuf, String> {
     let real_roots = real_roots(roots);
     for dir in path.as_bytes().split(|b| *b == b':') {
         let dir = Path::new(std::ffi::OsStr::from_bytes(dir));
-        let candidate = dir.join(name);
         let is_exe = |p: &Path| {
             std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
         };
-        if let Some(why) = untrusted_beside(dir, &real_roots) {
-            if is_exe(&candidate) {
-                skipped.push(format!("{} ({why})", candidate.display()));
+        let real_dir = match trusted_folder(dir, &real_roots) {
+            Ok(real) => real,
+            Err(why) => {
+                if is_exe(&dir.join(name)) {
+                    skipped.push(format!("{} ({why})", dir.join(name).display()));
+                }
+                continue;
             }
+        };
+        // The file as resolved now, in the folder as resolved now: what is
+        // kept and run is never a path through a link a program could later
+        // point elsewhere (a project's `.venv/bin` linked to /usr/bin).
+        let candidate = real_dir.join(name);
+        if !is_exe(&candidate) {
             continue;
         }
-        if is_exe(&candidate) {
-            return Ok(candidate);
+        let file = std::fs::canonicalize(&candidate)
+            .map_err(|e| format!("cannot be resolved: {e}"))
+            .and_then(|file| {
+                let folder = file.parent().unwrap_or(Path::new("/"));
+                trusted_folder(folder, &real_roots).map(|_| file)
+            });
+        match file {
+            Ok(file) => return Ok(file),
+            Err(why) => skipped.push(format!("{} ({why})", candidate.display())),
         }
     }
     Err(if skipped.is_empty() {

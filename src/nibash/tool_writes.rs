@@ -4,6 +4,8 @@
 //! agent's edit, not the call's change. A tool tells what it is about to put
 //! in place before the file is there ([`Running`] is the file tools'
 //! [`Placing`]), so a report never waits for another agent's call to end.
+//! Only the newest write a tool made to a file explains it: a program that
+//! puts back what a tool wrote before that has changed the file.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
@@ -42,11 +44,21 @@ const TOOL_WRITES_KEPT: usize = 4096;
 const JUST_BEFORE: Duration = Duration::from_millis(100);
 
 /// An edit or write call running: told what it puts in place before it is
-/// there; on drop, that is kept as written (whether the call then succeeded
-/// or not: a file holding that content holds the tool's).
+/// there; on drop, that is kept as written if the call [`succeeded`], and
+/// forgotten if not (a failed write explains nothing).
+///
+/// [`succeeded`]: Running::succeeded
 pub struct Running<'a> {
     writes: &'a ToolWrites,
     id: u64,
+    ok: bool,
+}
+
+impl Running<'_> {
+    /// The call wrote what it said it would.
+    pub fn succeeded(&mut self) {
+        self.ok = true;
+    }
 }
 
 impl Placing for Running<'_> {
@@ -62,7 +74,11 @@ impl Drop for Running<'_> {
     fn drop(&mut self) {
         let mut s = self.writes.lock();
         let now = Instant::now();
-        for (path, tag) in s.running.remove(&self.id).unwrap_or_default() {
+        let placed = s.running.remove(&self.id).unwrap_or_default();
+        if !self.ok {
+            return;
+        }
+        for (path, tag) in placed {
             if s.kept.len() == TOOL_WRITES_KEPT {
                 s.kept.pop_front();
             }
@@ -84,7 +100,11 @@ impl ToolWrites {
         let id = s.next_call;
         s.next_call += 1;
         s.running.insert(id, Vec::new());
-        Running { writes: self, id }
+        Running {
+            writes: self,
+            id,
+            ok: false,
+        }
     }
 
     /// A call's mark at its start: the number of the first write kept
@@ -102,17 +122,21 @@ impl ToolWrites {
             .map_or(s.next, |(n, ..)| *n)
     }
 
-    /// Whether a tool wrote exactly this content (`tag`) to `canonical`
-    /// since `mark`, or a running one is putting it there.
+    /// Whether this content (`tag`) of `canonical` is a tool's: a running
+    /// call is putting it there, or it is what the newest write a tool made
+    /// to that file since `mark` put there.
     pub fn wrote_since(&self, mark: u64, canonical: &Path, tag: Tag) -> bool {
         let s = self.lock();
-        let is = |p: &PathBuf, t: &Tag| *t == tag && p == canonical;
-        s.kept
-            .iter()
-            .rev()
-            .take_while(|(n, ..)| *n >= mark)
-            .any(|(_, p, t, _)| is(p, t))
-            || s.running.values().flatten().any(|(p, t)| is(p, t))
+        s.running
+            .values()
+            .flatten()
+            .any(|(p, t)| *t == tag && p == canonical)
+            || s.kept
+                .iter()
+                .rev()
+                .take_while(|(n, ..)| *n >= mark)
+                .find(|(_, p, ..)| p == canonical)
+                .is_some_and(|(_, _, t, _)| *t == tag)
     }
 }
 
@@ -152,6 +176,8 @@ mod tests {
         assert!(writes.wrote_since(mark, &canonical, new));
         assert!(!writes.wrote_since(mark, &canonical, old));
         assert!(!writes.wrote_since(mark, &canonical_target(&dir.path().join("b.txt")), new));
+        let mut running = running;
+        running.succeeded();
         drop(running);
         // Ended: kept as written since the mark, and in the mark of a call
         // starting just after, not in one starting later.
@@ -159,6 +185,31 @@ mod tests {
         assert!(writes.wrote_since(writes.mark(), &canonical, new));
         std::thread::sleep(JUST_BEFORE + Duration::from_millis(20));
         assert!(!writes.wrote_since(writes.mark(), &canonical, new));
+    }
+
+    #[test]
+    fn only_the_newest_write_of_a_call_that_succeeded_explains_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let here = dir.path().join("a.txt");
+        let canonical = canonical_target(&here);
+        let writes = ToolWrites::default();
+        let mark = writes.mark();
+        let write = |bytes: &[u8], ok: bool| {
+            let mut running = writes.begin();
+            running.about_to_place(&here, bytes);
+            if ok {
+                running.succeeded();
+            }
+        };
+        write(b"b\n", true);
+        write(b"c\n", true);
+        write(b"d\n", false);
+        // The file holds what the newest write put there: the tool's.
+        assert!(writes.wrote_since(mark, &canonical, Tag::of(b"c\n")));
+        // Back to an older write's content: a program's change.
+        assert!(!writes.wrote_since(mark, &canonical, Tag::of(b"b\n")));
+        // A write that failed explains nothing.
+        assert!(!writes.wrote_since(mark, &canonical, Tag::of(b"d\n")));
     }
 
     #[test]

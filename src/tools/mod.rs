@@ -61,12 +61,18 @@ pub fn call(
             // nibash call running meanwhile (another agent's) does not name
             // these writes as its changes, and never waits for this call.
             let request = FileRequest::parse(name, arguments)?;
-            let running = shell.tool_writes.begin();
-            let files = Ctx {
-                placing: Some(&running),
-                ..ctx.files.clone()
-            };
-            run_file_request(request, &files)
+            let mut running = shell.tool_writes.begin();
+            let out = run_file_request(
+                request,
+                &Ctx {
+                    placing: Some(&running),
+                    ..ctx.files.clone()
+                },
+            );
+            if out.as_ref().is_ok_and(|o| !o.is_error) {
+                running.succeeded();
+            }
+            out
         }
         _ if TOOL_NAMES.contains(&name) => call_file_tool(name, arguments, ctx),
         other => Err(CallError::UnknownTool(other.to_string(), TOOL_NAMES)),
