@@ -140,6 +140,9 @@ pub fn report(ctx: &Ctx, shell: &Nibash, start: &Start, skip: &[PathBuf]) -> Str
         }
         taken += 1;
         let shown = ctx.workspace.display(p);
+        // The tools' writes kept by now: one kept after the read is newer
+        // than what was read.
+        let read_at = shell.tool_writes.now();
         let Ok(file) = nib_files::fs::read_file(&ctx.scope, p, nib_files::context::TEXT_LIMIT)
         else {
             listed.push(shown);
@@ -150,7 +153,7 @@ pub fn report(ctx: &Ctx, shell: &Nibash, start: &Start, skip: &[PathBuf]) -> Str
             // Written through nib's own tools (or already shown): not news.
             continue;
         }
-        if written_by_a_tool(shell, start, p, tag) {
+        if written_by_a_tool(shell, start, read_at, p, tag) {
             // Another agent's edit or write while this call ran (ended, or
             // still running: it said what it puts in place before it was
             // there): not this call's change.
@@ -206,10 +209,10 @@ fn known_to_agent(ctx: &Ctx, path: &Path, tag: Tag, bytes: &[u8]) -> bool {
 
 /// Whether nib's edit or write tool (any agent's call) wrote exactly this
 /// content to the file while the call ran.
-fn written_by_a_tool(shell: &Nibash, start: &Start, path: &Path, tag: Tag) -> bool {
+fn written_by_a_tool(shell: &Nibash, start: &Start, read_at: u64, path: &Path, tag: Tag) -> bool {
     shell
         .tool_writes
-        .wrote_since(start.tool_writes, &canonical(path), tag)
+        .wrote_since(start.tool_writes, read_at, &canonical(path), tag)
 }
 
 /// A changed file's canonical path, as the tools' writes are kept.

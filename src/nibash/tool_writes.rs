@@ -122,18 +122,29 @@ impl ToolWrites {
             .map_or(s.next, |(n, ..)| *n)
     }
 
-    /// Whether this content (`tag`) of `canonical` is a tool's: a running
-    /// call is putting it there, or it is what the newest write a tool made
-    /// to that file since `mark` put there.
-    pub fn wrote_since(&self, mark: u64, canonical: &Path, tag: Tag) -> bool {
+    /// The number the next write to be kept gets: taken before a file is
+    /// read, for [`ToolWrites::wrote_since`].
+    pub fn now(&self) -> u64 {
+        self.lock().next
+    }
+
+    /// Whether this content (`tag`) of `canonical`, read when the writes
+    /// kept numbered below `read_at`, is a tool's: the newest of those
+    /// since `mark` put it there, or a call running then or since was
+    /// putting it there (still running, or kept from `read_at` on).
+    pub fn wrote_since(&self, mark: u64, read_at: u64, canonical: &Path, tag: Tag) -> bool {
         let s = self.lock();
-        s.running
-            .values()
-            .flatten()
-            .any(|(p, t)| *t == tag && p == canonical)
+        let is = |p: &PathBuf, t: &Tag| *t == tag && p == canonical;
+        s.running.values().flatten().any(|(p, t)| is(p, t))
             || s.kept
                 .iter()
                 .rev()
+                .take_while(|(n, ..)| *n >= read_at)
+                .any(|(_, p, t, _)| is(p, t))
+            || s.kept
+                .iter()
+                .rev()
+                .skip_while(|(n, ..)| *n >= read_at)
                 .take_while(|(n, ..)| *n >= mark)
                 .find(|(_, p, ..)| p == canonical)
                 .is_some_and(|(_, _, t, _)| *t == tag)
@@ -168,23 +179,28 @@ mod tests {
         let mark = writes.mark();
         let running = writes.begin();
         assert!(
-            !writes.wrote_since(mark, &canonical, new),
+            !writes.wrote_since(mark, writes.now(), &canonical, new),
             "nothing said yet"
         );
         running.about_to_place(&here, b"new\n");
         // Being put in place: known before the call ends, and only that content.
-        assert!(writes.wrote_since(mark, &canonical, new));
-        assert!(!writes.wrote_since(mark, &canonical, old));
-        assert!(!writes.wrote_since(mark, &canonical_target(&dir.path().join("b.txt")), new));
+        assert!(writes.wrote_since(mark, writes.now(), &canonical, new));
+        assert!(!writes.wrote_since(mark, writes.now(), &canonical, old));
+        assert!(!writes.wrote_since(
+            mark,
+            writes.now(),
+            &canonical_target(&dir.path().join("b.txt")),
+            new
+        ));
         let mut running = running;
         running.succeeded();
         drop(running);
         // Ended: kept as written since the mark, and in the mark of a call
         // starting just after, not in one starting later.
-        assert!(writes.wrote_since(mark, &canonical, new));
-        assert!(writes.wrote_since(writes.mark(), &canonical, new));
+        assert!(writes.wrote_since(mark, writes.now(), &canonical, new));
+        assert!(writes.wrote_since(writes.mark(), writes.now(), &canonical, new));
         std::thread::sleep(JUST_BEFORE + Duration::from_millis(20));
-        assert!(!writes.wrote_since(writes.mark(), &canonical, new));
+        assert!(!writes.wrote_since(writes.mark(), writes.now(), &canonical, new));
     }
 
     #[test]
@@ -205,11 +221,17 @@ mod tests {
         write(b"c\n", true);
         write(b"d\n", false);
         // The file holds what the newest write put there: the tool's.
-        assert!(writes.wrote_since(mark, &canonical, Tag::of(b"c\n")));
+        assert!(writes.wrote_since(mark, writes.now(), &canonical, Tag::of(b"c\n")));
         // Back to an older write's content: a program's change.
-        assert!(!writes.wrote_since(mark, &canonical, Tag::of(b"b\n")));
+        assert!(!writes.wrote_since(mark, writes.now(), &canonical, Tag::of(b"b\n")));
         // A write that failed explains nothing.
-        assert!(!writes.wrote_since(mark, &canonical, Tag::of(b"d\n")));
+        assert!(!writes.wrote_since(mark, writes.now(), &canonical, Tag::of(b"d\n")));
+        // A write kept after the file was read is newer than what was read.
+        let read_at = writes.now();
+        write(b"e\n", true);
+        assert!(writes.wrote_since(mark, read_at, &canonical, Tag::of(b"c\n")));
+        assert!(writes.wrote_since(mark, read_at, &canonical, Tag::of(b"e\n")));
+        assert!(!writes.wrote_since(mark, writes.now(), &canonical, Tag::of(b"c\n")));
     }
 
     #[test]
