@@ -718,6 +718,40 @@ async fn a_file_a_program_puts_back_to_an_older_tools_write_is_listed() {
 }
 
 #[tokio::test]
+async fn a_file_a_program_puts_back_to_a_tools_write_after_changing_it_is_listed() {
+    // The tool's write just before the calls, a program's change the first
+    // call lists, then the tool's content put back by the next: a change.
+    for env in MODES {
+        let dir = project();
+        let nib = start_mode(dir.path(), env).await;
+        nib.ok("write", json!({"path": "f.txt", "content": "a\n"}))
+            .await;
+        let first = sh(&nib, "printf 'y\\n' > f.txt").await;
+        assert!(
+            first.contains(&format!("f.txt#{}", expected_tag(b"y\n"))),
+            "{env:?}\n{first}"
+        );
+        let back = sh(&nib, "printf 'a\\n' > f.txt").await;
+        let tag = expected_tag(b"a\n");
+        assert!(back.contains(&format!("f.txt#{tag}")), "{env:?}\n{back}");
+        nib.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn a_file_removed_and_made_again_in_one_call_is_listed() {
+    for env in MODES {
+        let dir = project();
+        std::fs::write(dir.path().join("f.txt"), "old\n").unwrap();
+        let nib = start_mode(dir.path(), env).await;
+        let out = sh(&nib, "rm f.txt; printf 'new\\n' > f.txt").await;
+        let tag = expected_tag(b"new\n");
+        assert!(out.contains(&format!("f.txt#{tag}")), "{env:?}\n{out}");
+        nib.stop().await;
+    }
+}
+
+#[tokio::test]
 async fn changed_files_are_listed_with_tags_and_small_changes_to_seen_files_print_as_rows() {
     for env in MODES {
         let dir = project();

@@ -108,10 +108,11 @@ pub fn report(ctx: &Ctx, shell: &Nibash, start: &Start, skip: &[PathBuf]) -> Str
             (p, cut)
         }
     };
-    // nib's own temp files (a write in progress, any agent's) are no change.
+    // nib's own temp files (a write in progress, any agent's) are no change,
+    // nor is what the call moved to the trash, unless something is there again.
     let paths: Vec<PathBuf> = paths
         .into_iter()
-        .filter(|p| !skip.contains(p))
+        .filter(|p| !skip.contains(p) || std::fs::symlink_metadata(p).is_ok())
         .filter(|p| !p.file_name().is_some_and(nib_files::fs::is_temp_name))
         .collect();
     // A folder with many changed files is one entry with its count.
@@ -159,6 +160,9 @@ pub fn report(ctx: &Ctx, shell: &Nibash, start: &Start, skip: &[PathBuf]) -> Str
             // there): not this call's change.
             continue;
         }
+        // A program's change: the tools' earlier writes no longer say what
+        // the file holds (a later call putting one back is a change too).
+        shell.tool_writes.forget(&canonical(p));
         listed.push(format!("{shown}#{tag}"));
         if let Some(part) = small_change(ctx, p, &shown, tag, &file.bytes) {
             rows.push_str(&part);

@@ -122,6 +122,12 @@ impl ToolWrites {
             .map_or(s.next, |(n, ..)| *n)
     }
 
+    /// Forgets the tools' kept writes to `canonical`: a program changed it
+    /// since, so none of them says what it holds.
+    pub fn forget(&self, canonical: &Path) {
+        self.lock().kept.retain(|(_, p, ..)| p != canonical);
+    }
+
     /// The number the next write to be kept gets: taken before a file is
     /// read, for [`ToolWrites::wrote_since`].
     pub fn now(&self) -> u64 {
@@ -232,6 +238,9 @@ mod tests {
         assert!(writes.wrote_since(mark, read_at, &canonical, Tag::of(b"c\n")));
         assert!(writes.wrote_since(mark, read_at, &canonical, Tag::of(b"e\n")));
         assert!(!writes.wrote_since(mark, writes.now(), &canonical, Tag::of(b"c\n")));
+        // A program changed it since (a report listed it): no write explains it.
+        writes.forget(&canonical);
+        assert!(!writes.wrote_since(mark, writes.now(), &canonical, Tag::of(b"e\n")));
     }
 
     #[test]
